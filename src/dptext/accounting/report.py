@@ -1,0 +1,147 @@
+"""PrivacyReport: every token of a text, what happened to it, and the composed guarantee."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
+from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+
+KEPT_REASONS = {
+    "punctuation": "punctuation and symbols (always kept)",
+    "stopword": "stopwords kept by configuration",
+    "oov": "out-of-vocabulary words released verbatim (oov='keep')",
+    "non_sensitive": "non-sensitive words (SanText+: public by assumption; kept w.p. 1-p)",
+}
+
+
+@dataclass
+class PrivacyReport:
+    """What a mechanism did to one text (or, combined, to many).
+
+    ``privatized`` tokens were replaced by a randomized draw; ``kept`` counts the tokens released
+    verbatim by reason. ``events`` carry the guarantees; the document guarantee is their
+    sequential composition (:mod:`dptext.accounting.composition`), stated for the privatized
+    tokens with the kept ones named as unprotected.
+    """
+
+    mechanism: str
+    per_token: TokenGuarantee
+    events: list[TokenEvent] = field(default_factory=list)
+    records: int = 1
+    max_record_epsilon: float = 0.0
+
+    # ------------------------------------------------------------- counts
+    @property
+    def kept(self) -> dict[str, int]:
+        c: Counter[str] = Counter()
+        for e in self.events:
+            if e.guarantee.kind is GuaranteeKind.NONE:
+                c[e.reason] += e.count
+        return dict(c)
+
+    @property
+    def privatized_by_reason(self) -> dict[str, int]:
+        c: Counter[str] = Counter()
+        for e in self.events:
+            if e.guarantee.kind is not GuaranteeKind.NONE:
+                c[e.reason] += e.count
+        return dict(c)
+
+    @property
+    def tokens_privatized(self) -> int:
+        return sum(self.privatized_by_reason.values())
+
+    @property
+    def tokens_kept(self) -> int:
+        return sum(self.kept.values())
+
+    @property
+    def tokens_total(self) -> int:
+        return self.tokens_privatized + self.tokens_kept
+
+    # ---------------------------------------------------------- guarantees
+    @property
+    def epsilon(self) -> float:
+        """Pure epsilon of the whole input by sequential composition over privatized tokens."""
+        return pure_epsilon(e for e in self.events if e.guarantee.kind is not GuaranteeKind.NONE)
+
+    def epsilon_for_delta(self, delta: float) -> float:
+        """(epsilon, delta) view of the same composition via dp_accounting's PLD accountant."""
+        return epsilon_for_delta(
+            (e for e in self.events if e.guarantee.kind is not GuaranteeKind.NONE), delta
+        )
+
+    def document_guarantee(self) -> str:
+        """The composed guarantee in words."""
+        n = self.tokens_privatized
+        if n == 0:
+            text = "no token was privatized"
+        else:
+            metric = metric_epsilon(self.events)
+            parts = [f"{self.epsilon:.4g}-DP for the {n} privatized tokens (sequential composition)"]
+            for name, eps in metric.items():
+                parts.append(f"{eps:g}*sum_i d(x_i, x'_i) metric DP, d = {name}")
+            text = "; ".join(parts)
+            if self.records > 1:
+                text += (
+                    f"; composed over all {self.records} records (one owner). "
+                    f"Largest single record: {self.max_record_epsilon:.4g}-DP"
+                )
+        if self.tokens_kept:
+            kept = ", ".join(f"{r} {c}" for r, c in sorted(self.kept.items()))
+            text += f". Released verbatim and not protected: {self.tokens_kept} tokens ({kept})"
+        return text
+
+    # ------------------------------------------------------------ combine
+    @classmethod
+    def combine(cls, reports: Iterable[PrivacyReport]) -> PrivacyReport:
+        """Sum the counts of many reports (one file); composition is over all of them."""
+        reports = list(reports)
+        if not reports:
+            raise ValueError("nothing to combine")
+        grouped: Counter[tuple[TokenGuarantee, str]] = Counter()
+        for r in reports:
+            for e in r.events:
+                grouped[(e.guarantee, e.reason)] += e.count
+        return cls(
+            mechanism=reports[0].mechanism,
+            per_token=reports[0].per_token,
+            events=[TokenEvent(g, c, reason) for (g, reason), c in grouped.items() if c],
+            records=sum(r.records for r in reports),
+            max_record_epsilon=max(max(r.epsilon, r.max_record_epsilon) for r in reports),
+        )
+
+    # ------------------------------------------------------------- output
+    def to_dict(self) -> dict:
+        eps = self.epsilon
+        return {
+            "mechanism": self.mechanism,
+            "records": self.records,
+            "tokens_total": self.tokens_total,
+            "tokens_privatized": self.tokens_privatized,
+            "privatized_by_reason": self.privatized_by_reason,
+            "tokens_kept": self.tokens_kept,
+            "kept_by_reason": self.kept,
+            "per_token_guarantee": self.per_token.describe(),
+            "document_epsilon": eps if math.isfinite(eps) else None,
+            "max_record_epsilon": max(self.max_record_epsilon, eps if self.records == 1 else 0),
+            "document_guarantee": self.document_guarantee(),
+        }
+
+    def __str__(self) -> str:
+        d = self.to_dict()
+        lines = [
+            f"Privacy report ({self.mechanism})",
+            f"  tokens total       {d['tokens_total']}",
+            f"  privatized         {d['tokens_privatized']}"
+            + (f"  {d['privatized_by_reason']}" if d["privatized_by_reason"] else ""),
+            f"  kept verbatim      {d['tokens_kept']}"
+            + (f"  {d['kept_by_reason']}" if d["kept_by_reason"] else ""),
+            f"  per token          {d['per_token_guarantee']}",
+            f"  document           {d['document_guarantee']}",
+        ]
+        return "\n".join(lines)

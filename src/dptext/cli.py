@@ -1,0 +1,179 @@
+"""The ``dptext`` command: thin argument parsing over the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from dptext.errors import DPTextError
+
+DEFAULT_MECHANISM = "custext"
+
+
+def _value(text: str):
+    """A ``--param`` value: int, float, bool, or the string itself."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _build(args) -> object:
+    from dptext.mechanisms.base import mechanism
+
+    params = {}
+    for item in args.param or []:
+        if "=" not in item:
+            raise DPTextError(f"--param needs NAME=VALUE, got {item!r}")
+        key, val = item.split("=", 1)
+        params[key.strip().replace("-", "_")] = _value(val.strip())
+    if args.epsilon is not None:
+        params["epsilon"] = args.epsilon
+    if args.space:
+        from dptext.embeddings import EmbeddingSpace
+
+        path = Path(args.space)
+        params["space"] = (
+            EmbeddingSpace.load(path) if path.suffix == ".npz" else EmbeddingSpace.from_file(path)
+        )
+    m = mechanism(args.mechanism, **params)
+    m.fit(progress=not args.no_progress)
+    return m
+
+
+def _epsilon(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"epsilon must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"epsilon must be finite and > 0, got {text!r}")
+    return value
+
+
+def _add_mechanism_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mechanism", "-m", default=DEFAULT_MECHANISM, help="see `dptext mechanisms`")
+    p.add_argument("--epsilon", "-e", type=_epsilon, help="privacy parameter")
+    p.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
+                   help="other mechanism parameter, e.g. -p k=20 (repeatable)")
+    p.add_argument("--space", help="embedding space: a saved .npz or a vectors file")
+    p.add_argument("--seed", type=int,
+                   help="for experiments only: reproducible (hence predictable) randomness")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def cmd_sanitize(args) -> int:
+    from dptext.io import atomic_write
+    from dptext.sanitize import sanitize
+
+    if (args.input is None) == (args.text is None):
+        raise DPTextError("give exactly one of --input FILE or --text TEXT")
+    m = _build(args)
+    if args.text is not None:
+        result = m.privatize(args.text, rng=args.seed)
+        print(result.text)
+        report = result.report
+    else:
+        if args.output is None:
+            raise DPTextError("--input needs --output")
+        report = sanitize(m, args.input, args.output, field=args.field, fmt=args.format,
+                          rng=args.seed, progress=not args.no_progress)
+        report_path = args.report or f"{args.output}.report.json"
+        with atomic_write(report_path, encoding="utf-8") as f:
+            json.dump(report.to_dict(), f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.output} and {report_path}", file=sys.stderr)
+    print(report, file=sys.stderr)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from importlib.resources import files
+
+    text = files("dptext").joinpath("data/sample.txt").read_text(encoding="utf-8")
+    args.epsilon = args.epsilon or 2.0
+    m = _build(args)
+    result = m.privatize(text, rng=args.seed)
+    print("Original:\n" + text)
+    print(f"Sanitized ({args.mechanism}, epsilon={args.epsilon:g}):\n" + result.text)
+    print(result.report)
+    return 0
+
+
+def cmd_mechanisms(args) -> int:
+    from dptext.mechanisms.base import parameters, registered
+
+    for name, cls in registered().items():
+        print(f"{name:10s} {cls.summary}")
+        doc = (cls.__doc__ or cls.__module__ and sys.modules[cls.__module__].__doc__ or "")
+        guarantee = next((ln.strip() for ln in doc.splitlines() if "Guarantee" in ln), "")
+        if guarantee:
+            print(f"{'':10s} {guarantee}")
+        params = ", ".join(f"{k}={v!r}" for k, v in parameters(cls).items())
+        print(f"{'':10s} parameters: {params}")
+    return 0
+
+
+def cmd_resources(args) -> int:
+    from dptext.resources import default_space, list_resources
+
+    for r in list_resources():
+        status = "ready" if r.ready else "missing"
+        print(f"{r.name:22s} {status:8s} {r.what}\n{'':31s} {r.location}")
+    if args.build:
+        space = default_space(progress=not args.no_progress)
+        print(f"{space}: Delta_min={space.delta_min:.4g}, Delta_max={space.delta_max:.4g}, "
+              f"{len(space.aliases)} merged variants")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dptext", description="Differentially private text.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("sanitize", help="privatize a text or a file")
+    _add_mechanism_args(s)
+    s.add_argument("--input", "-i", help="JSONL, CSV, or text (one record per line)")
+    s.add_argument("--output", "-o", help="output file (written atomically)")
+    s.add_argument("--text", "-t", help="privatize this text and print it")
+    s.add_argument("--field", "-f", default="text", help="JSONL field / CSV column (text)")
+    s.add_argument("--format", choices=("jsonl", "csv", "txt"), help="default: from the suffix")
+    s.add_argument("--report", help="privacy report path (default OUTPUT.report.json)")
+    s.set_defaults(func=cmd_sanitize)
+
+    d = sub.add_parser("demo", help="sanitize the bundled sample text")
+    _add_mechanism_args(d)
+    d.set_defaults(func=cmd_demo)
+
+    m = sub.add_parser("mechanisms", help="list mechanisms, parameters and guarantees")
+    m.set_defaults(func=cmd_mechanisms)
+
+    r = sub.add_parser("resources", help="list the offline defaults; --build builds what is missing")
+    r.add_argument("--build", action="store_true")
+    r.add_argument("--no-progress", action="store_true")
+    r.set_defaults(func=cmd_resources)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DPTextError as err:
+        print(f"dptext: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dptext: interrupted; no partial output was written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+"""EmbeddingSpace: a vocabulary of words with float32 vectors, a metric, and exact geometry.
+
+Everything that touches all pairs of words (k-nearest-neighbour tables, the diameter
+Delta_max and the minimum inter-word distance Delta_min) is computed exactly, in blocks of rows
+with one BLAS matrix product each, and cached with the space (``save``/``load``). Distances that
+decide Delta_min and neighbour order are recomputed in float64 from the vectors themselves: the
+float32 expansion ``|a|^2 + |b|^2 - 2ab`` loses everything below ~3e-4 on unit vectors, which
+is exactly the scale of near-duplicates (accent variants) we must detect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dptext.errors import DPTextError
+from dptext.text import normalize_word
+
+METRICS = ("euclidean", "cosine")
+_BLOCK_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Exact all-pairs facts of a space: a kNN table and the extreme inter-word distances."""
+
+    neighbors: np.ndarray  # (n, m) int32; column 0 is the word itself
+    distances: np.ndarray  # (n, m) float32, exact, ascending; column 0 is 0
+    far_neighbors: np.ndarray  # (n, f) int32: each word's farthest words, farthest first
+    far_distances: np.ndarray  # (n, f) float64, exact
+
+    @property
+    def delta_max(self) -> float:
+        return float(self.far_distances[:, 0].max())
+
+    @property
+    def delta_min(self) -> float:
+        return float(self.distances[:, 1].min()) if self.distances.shape[1] > 1 else float("nan")
+
+    @property
+    def delta_min_pair(self) -> tuple[int, int]:
+        i = int(np.argmin(self.distances[:, 1]))
+        return i, int(self.neighbors[i, 1])
+
+    def subset(self, keep: np.ndarray, k: int) -> Geometry | None:
+        """The geometry of the space restricted to rows ``keep`` (None if it cannot be derived)."""
+        remap = np.full(len(self.neighbors), -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        nb, fn = remap[self.neighbors[keep]], remap[self.far_neighbors[keep]]
+        nb_ok, fn_ok = nb >= 0, fn >= 0
+        if nb_ok.sum(1).min() < k or not fn_ok.any(1).all():
+            return None
+        order = np.argsort(~nb_ok, axis=1, kind="stable")[:, :k]
+        first_far = np.argmax(fn_ok, axis=1)[:, None]
+        return Geometry(
+            np.take_along_axis(nb, order, 1).astype(np.int32),
+            np.take_along_axis(self.distances[keep], order, 1),
+            np.take_along_axis(fn, first_far, 1).astype(np.int32),
+            np.take_along_axis(self.far_distances[keep], first_far, 1),
+        )
+
+
+class EmbeddingSpace:
+    """Words (row order = public frequency rank where known), float32 vectors and a metric.
+
+    ``aliases`` maps extra surface forms to a word of the space (merged near-duplicates):
+    looking up an alias gives the row of its representative, which is also how it is rendered.
+    """
+
+    def __init__(
+        self,
+        words: Sequence[str],
+        vectors: np.ndarray,
+        *,
+        metric: str = "euclidean",
+        name: str = "custom",
+        aliases: dict[str, str] | None = None,
+    ) -> None:
+        if metric not in METRICS:
+            raise DPTextError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(words):
+            raise DPTextError(
+                f"vectors must be a (words, dim) matrix; got {vectors.shape} for {len(words)} words"
+            )
+        if len(words) < 2:
+            raise DPTextError("an embedding space needs at least two words")
+        if not np.isfinite(vectors).all():
+            raise DPTextError("embedding vectors contain NaN or infinite values")
+        self.words: list[str] = [normalize_word(w) for w in words]
+        self.vectors = vectors
+        self.metric = metric
+        self.name = name
+        self.aliases: dict[str, str] = dict(aliases or {})
+        self.index: dict[str, int] = {}
+        for i, w in enumerate(self.words):
+            if w in self.index:
+                raise DPTextError(f"duplicate word {w!r} in embedding space {name!r}")
+            self.index[w] = i
+        for alias, target in self.aliases.items():
+            if target not in self.index:
+                raise DPTextError(f"alias {alias!r} points to unknown word {target!r}")
+            self.index.setdefault(normalize_word(alias), self.index[target])
+        self._geometry: Geometry | None = None
+        self._geometry_k = 0
+
+    # ----------------------------------------------------------------- basics
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __repr__(self) -> str:
+        return f"EmbeddingSpace({self.name!r}, {len(self)} words, dim={self.dim}, {self.metric})"
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    @property
+    def metric_description(self) -> str:
+        kind = "Euclidean distance" if self.metric == "euclidean" else "cosine distance"
+        return f"{kind} in the {self.name} space ({len(self)} words, {self.dim}-d)"
+
+    def fingerprint(self) -> str:
+        """A content hash (words, vectors, metric, aliases) naming fitted tables of this space."""
+        h = hashlib.sha256()
+        h.update(self.metric.encode())
+        h.update("\n".join(self.words).encode())
+        h.update(json.dumps(sorted(self.aliases.items())).encode())
+        h.update(self.vectors.tobytes())
+        return h.hexdigest()[:16]
+
+    def lookup(self, word: str) -> int:
+        """Row of ``word`` (case-insensitive, aliases resolved), or -1 if out of vocabulary."""
+        return self.index.get(normalize_word(word), -1)
+
+    # --------------------------------------------------------------- distances
+    def _prepared(self) -> np.ndarray:
+        if self.metric == "cosine":
+            norms = np.linalg.norm(self.vectors, axis=1, keepdims=True)
+            return self.vectors / np.maximum(norms, 1e-12)
+        return self.vectors
+
+    def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray | None = None) -> np.ndarray:
+        """Exact (float64) distances between the words ``rows_a`` and ``rows_b`` (default all)."""
+        x = self._prepared()
+        a = x[np.asarray(rows_a)].astype(np.float64)
+        b = (x if rows_b is None else x[np.asarray(rows_b)]).astype(np.float64)
+        if self.metric == "cosine":
+            return np.clip(1.0 - a @ b.T, 0.0, 2.0)
+        d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
+        return np.sqrt(np.maximum(d2, 0.0))
+
+    def _exact_rowwise(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Exact float64 distance from word ``rows[i]`` to each word ``cols[i, j]``."""
+        x = self._prepared()
+        out = np.empty(cols.shape, dtype=np.float64)
+        for s in range(0, len(rows), 256):
+            a = x[rows[s : s + 256]].astype(np.float64)[:, None, :]
+            b = x[cols[s : s + 256]].astype(np.float64)
+            if self.metric == "cosine":
+                out[s : s + 256] = np.clip(1.0 - (a * b).sum(-1), 0.0, 2.0)
+            else:
+                out[s : s + 256] = np.sqrt(((a - b) ** 2).sum(-1))
+        return out
+
+    def nearest_to_points(self, points: np.ndarray, *, block: int = 1024) -> np.ndarray:
+        """Row of the nearest word to each point (exact; Euclidean, as multivariate Laplace needs).
+
+        argmin_y |p - y|^2 = argmax_y (p.y - |y|^2 / 2); one matrix product per block of points.
+        """
+        import torch
+
+        words = torch.from_numpy(self.vectors)
+        half_sq = 0.5 * (words * words).sum(1)
+        pts = torch.from_numpy(np.ascontiguousarray(points, dtype=np.float32))
+        out = np.empty(len(points), dtype=np.int64)
+        for s in range(0, len(points), block):
+            scores = pts[s : s + block] @ words.T
+            scores -= half_sq
+            out[s : s + block] = scores.argmax(1).numpy()
+        return out
+
+    # ---------------------------------------------------------------- geometry
+    def geometry(self, k: int = 64, *, progress: bool = False) -> Geometry:
+        """Exact k-nearest-neighbour table (word itself first), Delta_max and Delta_min.
+
+        One blocked pass over all pairs; cached (and saved with the space). Near-ties at the
+        k-th neighbour are resolved with exact float64 distances over k + 16 float32 candidates.
+        """
+        k = min(k, len(self))
+        if self._geometry is not None and self._geometry_k >= k:
+            return self._geometry
+        import torch
+
+        n = len(self)
+        extra = min(n, k + 16)
+        x = torch.from_numpy(np.ascontiguousarray(self._prepared()))
+        sq = (x * x).sum(1)
+        neighbors = np.empty((n, k), dtype=np.int32)
+        distances = np.empty((n, k), dtype=np.float32)
+        n_far = min(n, 4)
+        far = np.empty((n, n_far), dtype=np.int32)
+        far_d = np.empty((n, n_far), dtype=np.float64)
+        blocks = range(0, n, _BLOCK_ROWS)
+        if progress:
+            from tqdm import tqdm
+
+            blocks = tqdm(blocks, desc="nearest neighbours", unit="block", leave=False)
+        for s in blocks:
+            e = min(n, s + _BLOCK_ROWS)
+            rows = np.arange(s, e)
+            dot = x[s:e] @ x.T
+            if self.metric == "cosine":
+                approx = 1.0 - dot
+            else:
+                approx = sq[s:e, None] + sq[None, :] - 2.0 * dot
+            approx[rows - s, rows] = -1.0  # the word itself always comes first
+            cand = torch.topk(approx, extra, dim=1, largest=False).indices.numpy()
+            far_cand = torch.topk(approx, n_far, dim=1).indices.numpy()
+            exact = self._exact_rowwise(rows, cand)
+            exact[:, 0] = 0.0
+            order = np.argsort(exact, axis=1, kind="stable")[:, :k]
+            neighbors[s:e] = np.take_along_axis(cand, order, 1)
+            distances[s:e] = np.take_along_axis(exact, order, 1)
+            exact_far = self._exact_rowwise(rows, far_cand)
+            order = np.argsort(-exact_far, axis=1, kind="stable")
+            far[s:e] = np.take_along_axis(far_cand, order, 1)
+            far_d[s:e] = np.take_along_axis(exact_far, order, 1)
+        self._geometry = Geometry(neighbors, distances, far, far_d)
+        self._geometry_k = k
+        return self._geometry
+
+    @property
+    def delta_max(self) -> float:
+        """Largest distance between two words (the diameter), exact."""
+        return (self._geometry or self.geometry()).delta_max
+
+    @property
+    def delta_min(self) -> float:
+        """Smallest distance between two distinct words, exact."""
+        return (self._geometry or self.geometry()).delta_min
+
+    def neighbors(self, word: str, k: int = 10) -> list[tuple[str, float]]:
+        """The ``k`` nearest other words of ``word`` with their exact distances."""
+        row = self.lookup(word)
+        if row < 0:
+            raise DPTextError(f"{word!r} is not in the embedding space {self.name!r}")
+        d = self.pairwise([row])[0]
+        d[row] = np.inf
+        top = np.argsort(d, kind="stable")[:k]
+        return [(self.words[j], float(d[j])) for j in top]
+
+    # ---------------------------------------------------------- deduplication
+    def merge_near_duplicates(
+        self, *, tolerance: float, fold_accents: bool = True
+    ) -> EmbeddingSpace:
+        """A new space where near-duplicate words are merged so Delta_min > tolerance.
+
+        Two kinds of merges (docs/mechanisms.md, "Near-duplicates"):
+        * ``fold_accents``: a word whose accent-stripped form (NFKD without combining marks) is
+          another word of the space becomes an alias of that word (bogota / bogot\u00e1).
+        * any two words closer than ``tolerance`` are merged (union-find over the exact
+          nearest-neighbour table, so chains merge too).
+        The representative is the group's first row (the most frequent word when rows are in
+        frequency order) and keeps its vector; the others become aliases of it.
+        """
+        if tolerance < 0:
+            raise DPTextError("tolerance must be >= 0")
+        n = len(self)
+        parent = np.arange(n)
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        def union(i: int, j: int) -> None:
+            ri, rj = find(i), find(j)
+            if ri != rj:
+                parent[max(ri, rj)] = min(ri, rj)
+
+        if fold_accents:
+            for i, w in enumerate(self.words):
+                j = self.index.get(strip_accents(w), -1)
+                if j >= 0 and j != i:
+                    union(i, j)
+        geo = self.geometry(min(n, max(self._geometry_k, 80)))
+        close = np.argwhere(geo.distances[:, 1:] <= tolerance)
+        for r, c in close:
+            union(int(r), int(geo.neighbors[r, c + 1]))
+        roots = np.array([find(i) for i in range(n)])
+        keep = np.flatnonzero(roots == np.arange(n))
+        aliases = dict(self.aliases)
+        for i in np.flatnonzero(roots != np.arange(n)):
+            aliases[self.words[i]] = self.words[roots[i]]
+        for alias, target in list(aliases.items()):
+            while target in aliases:
+                target = aliases[target]
+            aliases[alias] = target
+        merged = EmbeddingSpace(
+            [self.words[i] for i in keep],
+            self.vectors[keep],
+            metric=self.metric,
+            name=self.name,
+            aliases=aliases,
+        )
+        k = min(len(keep), 64)
+        derived = geo.subset(keep, k)
+        if derived is not None:
+            merged._geometry, merged._geometry_k = derived, k
+        return merged
+
+    # ------------------------------------------------------------- save / load
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the space (and its geometry, if computed) to one ``.npz`` file, atomically."""
+        path = Path(path)
+        arrays = {
+            "vectors": self.vectors,
+            "words": np.array(self.words, dtype=object).astype(str),
+            "meta": np.array(
+                json.dumps({"metric": self.metric, "name": self.name, "aliases": self.aliases})
+            ),
+        }
+        if self._geometry is not None:
+            g = self._geometry
+            arrays.update(
+                neighbors=g.neighbors,
+                distances=g.distances,
+                far_neighbors=g.far_neighbors,
+                far_distances=g.far_distances,
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp.npz")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> EmbeddingSpace:
+        """Load a space written by :meth:`save`."""
+        path = Path(path)
+        if not path.is_file():
+            raise DPTextError(f"no such embedding space file: {path}")
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            space = cls(
+                list(z["words"]),
+                z["vectors"],
+                metric=meta["metric"],
+                name=meta["name"],
+                aliases=meta["aliases"],
+            )
+            if "neighbors" in z:
+                space._geometry = Geometry(
+                    z["neighbors"], z["distances"], z["far_neighbors"], z["far_distances"]
+                )
+                space._geometry_k = z["neighbors"].shape[1]
+        return space
+
+    @classmethod
+    def from_file(
+        cls, path: str | os.PathLike, *, fmt: str = "auto", metric: str = "euclidean",
+        limit: int | None = None,
+    ) -> EmbeddingSpace:
+        """Read GloVe/word2vec/fastText/spaCy/static-model vectors (first ``limit`` rows).
+
+        Words that collide after lower-casing keep their first (most frequent) row.
+        """
+        from dptext.embedding_formats import read_vectors
+
+        words, vectors = read_vectors(path, fmt)
+        return cls.from_words(words, vectors, metric=metric, name=Path(path).name, limit=limit)
+
+    @classmethod
+    def from_words(
+        cls, words: Iterable[str], vectors: np.ndarray, *, metric: str = "euclidean",
+        name: str = "custom", limit: int | None = None,
+    ) -> EmbeddingSpace:
+        """Build a space keeping the first row of each lower-cased word."""
+        seen: dict[str, int] = {}
+        for i, w in enumerate(words):
+            key = normalize_word(w)
+            if key and key not in seen:
+                seen[key] = i
+            if limit is not None and len(seen) >= limit:
+                break
+        rows = np.fromiter(seen.values(), dtype=np.int64)
+        return cls(list(seen), np.asarray(vectors)[rows], metric=metric, name=name)
+
+
+def strip_accents(word: str) -> str:
+    """``word`` without combining marks (NFKD), e.g. ``bogot\u00e1 -> bogota``."""
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))

@@ -1,0 +1,52 @@
+"""File input/output: UTF-8 line reading with clear errors, atomic writes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from dptext.errors import DPTextError
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
+    """Write to a temporary file beside ``path`` and rename it into place on success only."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        raise DPTextError(f"output directory does not exist: {path.parent}")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode, **kwargs) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def open_input(path: str | os.PathLike) -> IO[bytes]:
+    path = Path(path)
+    if path.is_dir():
+        raise DPTextError(f"input is a directory, not a file: {path}")
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise DPTextError(f"no such file: {path}") from None
+    except OSError as err:
+        raise DPTextError(f"cannot read {path}: {err.strerror}") from None
+
+
+def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line with its line ending); non-UTF-8 bytes name the line."""
+    with open_input(path) as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DPTextError(
+                    f"{path}: line {number} is not valid UTF-8 (byte {err.start + 1})"
+                ) from None

@@ -1,0 +1,53 @@
+"""Multivariate Laplace mechanism (Feyisetan et al. 2020), as described in section 3 of
+truncated_gumbel_metric_dp.txt ("Multivariate Laplace Mechanism").
+
+noise kappa with density proportional to exp(-epsilon * |kappa|): a direction u uniform on the
+unit sphere of R^n and a radius r ~ Gamma(shape=n, scale=1/epsilon); the output is the word
+nearest (Euclidean) to phi(w) + r*u, possibly w itself. Guarantee: epsilon*d metric DP with
+d = Euclidean distance between word vectors. The nearest-word search is exact (one BLAS
+product per block of tokens); being post-processing of the noisy vector, it cannot weaken the
+guarantee.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dptext.accounting.events import GuaranteeKind, TokenGuarantee
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import WordMechanism, register
+
+
+@register
+class MultivariateLaplace(WordMechanism):
+    name = "laplace"
+    summary = "nearest word to the vector plus multivariate Laplace noise (metric DP)"
+
+    def __init__(self, *, epsilon: float = 10.0, **common) -> None:
+        super().__init__(epsilon=epsilon, **common)
+
+    @property
+    def guarantee(self) -> TokenGuarantee:
+        space = self._fitted_space()
+        return TokenGuarantee(
+            GuaranteeKind.METRIC, self.epsilon, scope="all words of the space",
+            metric=space.metric_description, diameter=space.delta_max,
+        )
+
+    def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        if space.metric != "euclidean":
+            raise DPTextError("the multivariate Laplace mechanism needs a euclidean space")
+        return {"diameter": np.array(space.delta_max)}
+
+    def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius."""
+        dim = self.space.dim
+        direction = rng.standard_normal((count, dim))
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        radius = rng.gamma(shape=dim, scale=1.0 / self.epsilon, size=count)
+        return direction * radius[:, None]
+
+    def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        points = self.space.vectors[rows] + self.noise(len(rows), rng).astype(np.float32)
+        return self.space.nearest_to_points(points)

@@ -1,0 +1,161 @@
+"""SanText and SanText+ (Yue et al. 2021), the baselines of custext_customized_sanitization.txt.
+
+SanText: p(y | x) proportional to exp(-epsilon * d(x, y) / 2) over the sensitive words V_s,
+d = Euclidean distance of the word vectors. Guarantee: epsilon*d metric LDP (the normaliser
+ratio contributes at most e^(eps*d/2), the weight ratio the other half).
+
+SanText+: V_s is the fraction ``sensitive_fraction`` (w) of least frequent words by public
+frequency; a sensitive word is always replaced by a draw from V_s; a non-sensitive word is
+kept with probability 1 - p and otherwise replaced by a draw from V_s with the same weights.
+Non-sensitive words are public by the method's assumption: the report counts them as kept.
+
+Exact sampling without a |V| x |V_s| table: per input word the weights of its m nearest
+sensitive words are tabulated, and the total weight of all other sensitive words (Z_far) is
+precomputed in one blocked pass. A draw picks the near part with probability
+Z_near / (Z_near + Z_far) (inverse CDF on the table), else a far word by rejection: propose
+uniformly from V_s, reject near words, accept with weight / (largest far weight). Every far word
+is at least as far as the m-th neighbour, so the acceptance ratio is <= 1 and the draw exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dptext.accounting.events import GuaranteeKind, TokenGuarantee
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import WordMechanism, check_probability, register
+from dptext.mechanisms.frequency import frequency_order
+
+_BLOCK = 1024
+
+
+@register
+class SanText(WordMechanism):
+    name = "santext"
+    summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
+
+    def __init__(
+        self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0, **common
+    ) -> None:
+        super().__init__(epsilon=epsilon, **common)
+        self.sensitive_fraction = check_probability(sensitive_fraction, "sensitive_fraction")
+        if self.sensitive_fraction == 0.0:
+            raise DPTextError("sensitive_fraction must be > 0")
+        self.p = check_probability(p, "p")
+
+    def _table_params(self) -> dict:
+        return {"epsilon": self.epsilon, "w": self.sensitive_fraction, "p": self.p}
+
+    @property
+    def guarantee(self) -> TokenGuarantee:
+        space = self._fitted_space()
+        scope = "all words" if self.sensitive_fraction == 1.0 else "sensitive words (V_s)"
+        return TokenGuarantee(
+            GuaranteeKind.METRIC, self.epsilon, scope=scope,
+            metric=space.metric_description, diameter=space.delta_max,
+        )
+
+    # ---------------------------------------------------------------- fit
+    def _sensitive_mask(self, space: EmbeddingSpace) -> np.ndarray:
+        n = len(space)
+        n_sensitive = max(1, int(round(self.sensitive_fraction * n)))
+        mask = np.zeros(n, dtype=bool)
+        mask[frequency_order(space)[n - n_sensitive :]] = True
+        return mask
+
+    def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        if space.metric != "euclidean":
+            raise DPTextError("SanText needs a euclidean space")
+        import torch
+
+        sensitive = self._sensitive_mask(space)
+        geo = space.geometry()
+        n, m = geo.neighbors.shape
+        half_eps = self.epsilon / 2.0
+        near_ok = sensitive[geo.neighbors]
+        near = np.where(near_ok, geo.neighbors, -1)
+        near_w = np.where(near_ok, np.exp(-half_eps * geo.distances.astype(np.float64)), 0.0)
+        # Every word outside the kNN row is at least as far as its last entry.
+        far_max = np.exp(-half_eps * geo.distances[:, -1].astype(np.float64))
+        x = torch.from_numpy(space.vectors)
+        sq = (x * x).sum(1)
+        cols = torch.from_numpy(sensitive)
+        z_far = np.empty(n)
+        for s in range(0, n, _BLOCK):
+            e = min(n, s + _BLOCK)
+            d2 = sq[s:e, None] + sq[None, :] - 2.0 * (x[s:e] @ x.T)
+            w = torch.exp(-half_eps * d2.clamp_min(0).sqrt()).double()
+            total = (w * cols).sum(1).numpy()
+            near_approx = torch.gather(w, 1, torch.from_numpy(geo.neighbors[s:e]).long())
+            near_approx = (near_approx * torch.from_numpy(near_ok[s:e])).sum(1).numpy()
+            z_far[s:e] = np.maximum(total - near_approx, 0.0)
+        if m >= n:  # the kNN rows hold every word: nothing is far
+            z_far[:] = 0.0
+        z_near = near_w.sum(1)
+        cum = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
+        return {
+            "sensitive": sensitive, "near": near, "cum": cum, "far_max": far_max,
+            "p_near": z_near / (z_near + z_far), "n_sensitive": np.array(int(sensitive.sum())),
+            "near_count": near_ok.sum(1),
+        }
+
+    def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
+        super()._use_tables(tables)
+        self._sensitive_rows = np.flatnonzero(tables["sensitive"])
+
+    # ------------------------------------------------------------- sample
+    def _output_rows(self) -> np.ndarray | None:
+        return None if self.sensitive_fraction == 1.0 else self._sensitive_rows
+
+    def _protected(self, rows: np.ndarray) -> np.ndarray | None:
+        return None if self.sensitive_fraction == 1.0 else self._tables["sensitive"][rows]
+
+    def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        t = self._tables
+        out = self._draw(rows, rng)
+        if self.sensitive_fraction < 1.0:  # SanText+: non-sensitive words kept w.p. 1 - p
+            keep = ~t["sensitive"][rows] & (rng.random(len(rows)) >= self.p)
+            out[keep] = rows[keep]
+        return out
+
+    def _draw(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        t = self._tables
+        out = np.empty(len(rows), dtype=np.int64)
+        go_near = rng.random(len(rows)) < t["p_near"][rows]
+        idx = np.flatnonzero(go_near)
+        if len(idx):
+            j = (t["cum"][rows[idx]] < rng.random(len(idx))[:, None]).sum(1)
+            j = np.minimum(j, t["near_count"][rows[idx]] - 1)
+            out[idx] = t["near"][rows[idx], j]
+        pending = np.flatnonzero(~go_near)
+        vec = self.space.vectors
+        half_eps = self.epsilon / 2.0
+        while len(pending):
+            x = rows[pending]
+            y = self._sensitive_rows[rng.integers(0, len(self._sensitive_rows), len(pending))]
+            diff = vec[x].astype(np.float64) - vec[y].astype(np.float64)
+            w = np.exp(-half_eps * np.sqrt((diff * diff).sum(1)))
+            ok = (t["near"][x] != y[:, None]).all(1) & (rng.random(len(x)) * t["far_max"][x] < w)
+            out[pending[ok]] = y[ok]
+            pending = pending[~ok]
+        return out
+
+    def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
+        space = self._fitted_space()
+        row = space.lookup(word)
+        if row < 0:
+            raise DPTextError(f"{word!r} is not in the vocabulary of {space.name!r}")
+        cand = self._sensitive_rows
+        logits = -self.epsilon / 2.0 * space.pairwise([row], cand)[0]
+        w = np.exp(logits - logits.max())
+        return [space.words[i] for i in cand], w / w.sum()
+
+
+@register
+class SanTextPlus(SanText):
+    name = "santext+"
+    summary = "SanText over the rarest w of words; other words kept w.p. 1-p"
+
+    def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3, **params) -> None:
+        super().__init__(sensitive_fraction=sensitive_fraction, p=p, **params)

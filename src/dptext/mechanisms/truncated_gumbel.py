@@ -1,0 +1,178 @@
+"""Truncated Gumbel mechanism (Xu et al. 2021; truncated_gumbel_metric_dp.txt, Definition 1,
+Algorithms 1-2 and Appendix A, Theorem 1).
+
+For each word w:
+1. k ~ TruncatedPoisson(ln|W|; 1, |W|) exactly as Definition 1: draw Y ~ Poisson(ln|W|); k = Y
+   if 1 <= Y < |W|, else k = |W| (the whole vocabulary - not "keep the word").
+2. Candidates: the k nearest words of w, w itself first (distance 0).
+3. Add i.i.d. Gumbel(0, b) noise truncated to [-Delta_max, Delta_max] to the distances (truncation
+   is conditioning: inverse CDF on the truncated range, not clipping) and return the argmin
+   (Algorithm 1).
+
+Scale b (Appendix A, with lambda = ln|W|, n = |W|): K1 = 2(1 + ln|W|)/Delta_min,
+alpha = (epsilon - K1)/3, b = max(2 Delta_max / W0(2 alpha Delta_max),
+2 Delta_max / ln(alpha Delta_min)) where the second term applies only when alpha Delta_min > 1.
+Both come from the sufficient condition K1 + (1/Delta_min + 2/b) exp(2 Delta_max / b) <= epsilon,
+which we check; ``b="tight"`` takes the smallest b meeting it (the left side decreases in b).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import lambertw
+
+from dptext.accounting.events import GuaranteeKind, TokenGuarantee
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import WordMechanism, check_epsilon, register
+
+
+def bound(b: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:
+    """The epsilon that scale ``b`` guarantees (Appendix A's sufficient condition)."""
+    k1 = 2.0 * (1.0 + math.log(vocab_size)) / delta_min
+    with np.errstate(over="ignore"):
+        return k1 + (1.0 / delta_min + 2.0 / b) * float(np.exp(2.0 * delta_max / b))
+
+
+def paper_scale(epsilon: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:
+    """b from the paper's closed form (Algorithm 2); nan where it is undefined."""
+    k1 = 2.0 * (1.0 + math.log(vocab_size)) / delta_min
+    alpha = (epsilon - k1) / 3.0
+    if alpha <= 0:
+        return math.nan
+    b = 2.0 * delta_max / float(lambertw(2.0 * alpha * delta_max).real)
+    if alpha * delta_min > 1.0:
+        b = max(b, 2.0 * delta_max / math.log(alpha * delta_min))
+    return b
+
+
+def tight_scale(epsilon: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:
+    """The smallest b with bound(b) <= epsilon (nan if none: epsilon <= K1 + 1/Delta_min)."""
+    geo = dict(vocab_size=vocab_size, delta_max=delta_max, delta_min=delta_min)
+    if epsilon <= minimum_epsilon(**geo, rule="tight"):
+        return math.nan
+    hi = delta_max
+    while bound(hi, **geo) > epsilon:
+        hi *= 2.0
+    lo = hi / 2.0
+    while bound(lo, **geo) <= epsilon and lo > 1e-300:
+        lo /= 2.0
+    b = brentq(lambda x: bound(x, **geo) - epsilon, lo, hi, xtol=1e-15, rtol=1e-12)
+    while bound(b, **geo) > epsilon:  # land on the admissible side of the root
+        b = math.nextafter(b, math.inf)
+    return b
+
+
+def minimum_epsilon(*, vocab_size: int, delta_max: float, delta_min: float, rule: str) -> float:
+    """Infimum of the admissible epsilons: K1 + 1/Delta_min for ``tight``; for ``paper`` the
+    smallest epsilon whose closed-form b passes the check (found by bisection)."""
+    geo = dict(vocab_size=vocab_size, delta_max=delta_max, delta_min=delta_min)
+    k1 = 2.0 * (1.0 + math.log(vocab_size)) / delta_min
+    floor = k1 + 1.0 / delta_min
+    if rule == "tight":
+        return floor
+
+    def ok(eps: float) -> bool:
+        b = paper_scale(eps, **geo)
+        return math.isfinite(b) and bound(b, **geo) <= eps * (1 + 1e-12)
+
+    lo, hi = floor, 2.0 * floor
+    while not ok(hi):
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def truncated_gumbel(shape, b: float, c: float, rng: np.random.Generator) -> np.ndarray:
+    """Gumbel(0, b) conditioned on [-c, c], by inverse CDF (F(x) = exp(-exp(-x/b)))."""
+    lo, hi = math.exp(-math.exp(c / b)), math.exp(-math.exp(-c / b))
+    u = lo + (hi - lo) * rng.random(shape)
+    u = np.clip(u, max(lo, np.finfo(float).tiny), hi)
+    return np.clip(-b * np.log(-np.log(u)), -c, c)
+
+
+@register
+class TruncatedGumbel(WordMechanism):
+    name = "gumbel"
+    summary = "noisy argmin over a truncated-Poisson number of nearest words (metric DP)"
+
+    def __init__(self, *, epsilon: float = 250.0, b: str | float = "paper", **common) -> None:
+        """``b``: ``"paper"`` (closed form of Algorithm 2), ``"tight"`` (smallest b meeting the
+        same bound) or a number (checked against the bound)."""
+        super().__init__(epsilon=epsilon, **common)
+        if b not in ("paper", "tight"):
+            b = check_epsilon(b, "b")
+        self.b_rule = b
+
+    def _table_params(self) -> dict:
+        return {"epsilon": self.epsilon, "b": self.b_rule}
+
+    def _geometry(self, space: EmbeddingSpace) -> dict:
+        return dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
+
+    def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        if space.metric != "euclidean":
+            raise DPTextError("the truncated Gumbel mechanism needs a euclidean space")
+        geo = self._geometry(space)
+        if isinstance(self.b_rule, float):
+            b = self.b_rule
+        else:
+            rule = paper_scale if self.b_rule == "paper" else tight_scale
+            b = rule(self.epsilon, **geo)
+        if not (math.isfinite(b) and bound(b, **geo) <= self.epsilon * (1 + 1e-12)):
+            rule = "tight" if self.b_rule == "tight" else "paper"
+            least = minimum_epsilon(**geo, rule=rule)
+            raise DPTextError(
+                f"epsilon={self.epsilon:g} is below the truncated Gumbel bound for this vocabulary "
+                f"(|W|={geo['vocab_size']}, Delta_min={geo['delta_min']:.4g}, "
+                f"Delta_max={geo['delta_max']:.4g}): b={self.b_rule!r} needs epsilon > "
+                f"{least:.6g}"
+            )
+        return {"b": np.array(b)}
+
+    @property
+    def b(self) -> float:
+        self._fitted_space()
+        return float(self._tables["b"])
+
+    @property
+    def guarantee(self) -> TokenGuarantee:
+        space = self._fitted_space()
+        return TokenGuarantee(
+            GuaranteeKind.METRIC, self.epsilon, scope="all words of the space (Theorem 1)",
+            metric=space.metric_description, diameter=space.delta_max,
+        )
+
+    def sample_k(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """k ~ TruncatedPoisson(ln|W|; 1, |W|) (Definition 1)."""
+        n = len(self.space)
+        y = rng.poisson(math.log(n), count)
+        return np.where((y >= 1) & (y < n), y, n)
+
+    def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        space, b = self.space, self.b
+        c = space.delta_max
+        geo = space.geometry()
+        m = geo.neighbors.shape[1]
+        k = self.sample_k(len(rows), rng)
+        out = np.empty(len(rows), dtype=np.int64)
+        small = np.flatnonzero(k <= m)
+        if len(small):
+            kk = k[small]
+            width = int(kk.max())
+            d = geo.distances[rows[small], :width].astype(np.float64)
+            noisy = d + truncated_gumbel(d.shape, b, c, rng)
+            noisy[np.arange(width)[None, :] >= kk[:, None]] = np.inf
+            out[small] = geo.neighbors[rows[small], noisy.argmin(1)]
+        for i in np.flatnonzero(k > m):  # rare: more candidates than the kNN table holds
+            d = space.pairwise([rows[i]])[0]
+            d[rows[i]] = -1.0
+            cand = np.argsort(d, kind="stable")[: k[i]]
+            dist = np.maximum(d[cand], 0.0)
+            out[i] = cand[np.argmin(dist + truncated_gumbel(len(cand), b, c, rng))]
+        return out

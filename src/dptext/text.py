@@ -1,0 +1,105 @@
+"""Tokenization that round-trips, stopwords and case restoration.
+
+A text is split into *segments*: word tokens (letters/digits, with internal apostrophes or
+hyphen-free joins such as ``don't``), punctuation tokens (maximal runs of other non-space
+characters) and whitespace. ``detokenize(tokenize(t)) == t`` for every string ``t``: nothing
+is normalised away, so spacing, line breaks and punctuation survive exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+
+class Kind(Enum):
+    WORD = "word"
+    PUNCT = "punct"
+    SPACE = "space"
+
+
+# A word: one or more letters/digits, optionally joined by a single apostrophe (don't, o'neill).
+_WORD = r"(?:[^\W_][\u0300-\u036f]*)+(?:['\u2019](?:[^\W_][\u0300-\u036f]*)+)*"
+_WORD_SPLIT = re.compile(rf"({_WORD})")
+_GLUE = re.compile(r"(?P<space>\s+)|(?P<punct>\S+)")
+_NONSPACE_RUN = re.compile(r"\S+")
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    text: str
+    kind: Kind
+
+
+def split_words(text: str) -> list[str]:
+    """``[glue, word, glue, word, ..., glue]``: words at odd positions, the rest between them.
+
+    The fast path of every word-level mechanism: one C-level split, ``"".join`` inverts it.
+    """
+    return _WORD_SPLIT.split(text)
+
+
+def count_punctuation(glue: list[str]) -> int:
+    """Number of punctuation tokens (maximal runs of non-space characters) in glue strings."""
+    return len(_NONSPACE_RUN.findall("\n".join(glue)))
+
+
+def tokenize(text: str) -> list[Segment]:
+    """Split ``text`` into word, punctuation and whitespace segments covering it exactly."""
+    out = []
+    for i, part in enumerate(split_words(text)):
+        if i % 2:
+            out.append(Segment(part, Kind.WORD))
+        else:
+            out.extend(Segment(m.group(), Kind(m.lastgroup)) for m in _GLUE.finditer(part))
+    return out
+
+
+def detokenize(segments: Iterable[Segment | str]) -> str:
+    """Join segments (or plain strings) back into text; the inverse of :func:`tokenize`."""
+    return "".join(s.text if isinstance(s, Segment) else s for s in segments)
+
+
+def normalize_word(word: str) -> str:
+    """The lookup key of a word: lower case, typographic apostrophe folded to ASCII."""
+    return word.lower().replace("\u2019", "'")
+
+
+def case_pattern(word: str) -> str:
+    """``"upper"`` (ALL CAPS, two or more cased letters), ``"title"``, or ``"lower"``."""
+    letters = [c for c in word if c.isalpha()]
+    if len(letters) >= 2 and all(c.isupper() for c in letters):
+        return "upper"
+    if letters and letters[0].isupper():
+        return "title"
+    return "lower"
+
+
+def apply_case(replacement: str, original: str) -> str:
+    """Render ``replacement`` with the case pattern of ``original`` (Title, UPPER, lower)."""
+    pattern = case_pattern(original)
+    if pattern == "upper":
+        return replacement.upper()
+    if pattern == "title":
+        return replacement[:1].upper() + replacement[1:]
+    return replacement
+
+
+@lru_cache(maxsize=1)
+def default_stopwords() -> frozenset[str]:
+    """spaCy's English stopword list (lower case, ASCII apostrophes)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(normalize_word(w) for w in STOP_WORDS)
+
+
+def resolve_stopwords(stopwords: Iterable[str] | None) -> frozenset[str]:
+    """``None`` gives spaCy's list; any iterable of words overrides it."""
+    if stopwords is None:
+        return default_stopwords()
+    if isinstance(stopwords, str):
+        raise TypeError("stopwords must be an iterable of words, not a single string")
+    return frozenset(normalize_word(w) for w in stopwords)
