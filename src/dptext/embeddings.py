@@ -148,11 +148,21 @@ class EmbeddingSpace:
             return self.vectors / np.maximum(norms, 1e-12)
         return self.vectors
 
+    def _prepared64(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Rows of the vectors in float64, unit-normalised (in float64) for the cosine metric.
+
+        Normalising in float32 would put ~1e-7 of error into every cosine distance - the scale
+        of near-duplicates - so exact distances normalise the float64 copy.
+        """
+        x = (self.vectors if rows is None else self.vectors[rows]).astype(np.float64)
+        if self.metric == "cosine":
+            x /= np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+        return x
+
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray | None = None) -> np.ndarray:
         """Exact (float64) distances between the words ``rows_a`` and ``rows_b`` (default all)."""
-        x = self._prepared()
-        a = x[np.asarray(rows_a)].astype(np.float64)
-        b = (x if rows_b is None else x[np.asarray(rows_b)]).astype(np.float64)
+        a = self._prepared64(np.asarray(rows_a))
+        b = self._prepared64(None if rows_b is None else np.asarray(rows_b))
         if self.metric == "cosine":
             return np.clip(1.0 - a @ b.T, 0.0, 2.0)
         d2 = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * (a @ b.T)
@@ -160,11 +170,10 @@ class EmbeddingSpace:
 
     def _exact_rowwise(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """Exact float64 distance from word ``rows[i]`` to each word ``cols[i, j]``."""
-        x = self._prepared()
         out = np.empty(cols.shape, dtype=np.float64)
         for s in range(0, len(rows), 256):
-            a = x[rows[s : s + 256]].astype(np.float64)[:, None, :]
-            b = x[cols[s : s + 256]].astype(np.float64)
+            a = self._prepared64(rows[s : s + 256])[:, None, :]
+            b = self._prepared64(cols[s : s + 256])
             if self.metric == "cosine":
                 out[s : s + 256] = np.clip(1.0 - (a * b).sum(-1), 0.0, 2.0)
             else:
@@ -222,7 +231,7 @@ class EmbeddingSpace:
                 approx = 1.0 - dot
             else:
                 approx = sq[s:e, None] + sq[None, :] - 2.0 * dot
-            approx[rows - s, rows] = -1.0  # the word itself always comes first
+            approx[rows - s, rows] = float("-inf")  # the word itself always comes first
             cand = torch.topk(approx, extra, dim=1, largest=False).indices.numpy()
             far_cand = torch.topk(approx, n_far, dim=1).indices.numpy()
             exact = self._exact_rowwise(rows, cand)
@@ -246,7 +255,9 @@ class EmbeddingSpace:
     @property
     def delta_min(self) -> float:
         """Smallest distance between two distinct words, exact."""
-        return (self._geometry or self.geometry()).delta_min
+        # a cached table with only the word itself (k=1) does not know Delta_min
+        geo = self._geometry if self._geometry_k >= 2 else self.geometry(2)
+        return geo.delta_min
 
     def neighbors(self, word: str, k: int = 10) -> list[tuple[str, float]]:
         """The ``k`` nearest other words of ``word`` with their exact distances."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -30,6 +31,11 @@ from dptext.text import apply_case, count_punctuation, normalize_word, resolve_s
 RngLike = np.random.Generator | int | None
 OOV_POLICIES = ("placeholder", "sample", "keep")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
+_OOV_REPLACED = TokenGuarantee(
+    GuaranteeKind.INDEPENDENT,
+    scope="out-of-vocabulary words (reveals only that the word was out of vocabulary)",
+)
+_MISS = -3
 
 
 def as_generator(rng: RngLike) -> np.random.Generator:
@@ -127,13 +133,15 @@ def registered() -> dict[str, type[Mechanism]]:
 
 
 def parameters(cls: type[Mechanism]) -> dict[str, Any]:
-    """Keyword parameters of a mechanism and their defaults."""
-    sig = inspect.signature(cls.__init__)
-    return {
-        n: (p.default if p.default is not inspect.Parameter.empty else "<required>")
-        for n, p in sig.parameters.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    }
+    """Keyword parameters of a mechanism (its own and those it passes on) and their defaults."""
+    out: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass is object:
+            continue
+        for n, p in inspect.signature(klass.__init__).parameters.items():
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in out:
+                out[n] = p.default if p.default is not inspect.Parameter.empty else "<required>"
+    return out
 
 
 def mechanism(name: str, **params: Any) -> Mechanism:
@@ -297,68 +305,75 @@ class WordMechanism(Mechanism):
             if not isinstance(text, str):
                 raise DPTextError(f"texts must be strings, got {type(text).__name__}")
             parts = split_words(text)
-            codes = []
-            for w in parts[1::2]:
-                c = cache.get(w)
-                if c is None:
-                    c = cache[w] = self._classify(w)
-                codes.append(c)
+            words = parts[1::2]
+            codes = [cache.get(w, _MISS) for w in words]
+            if _MISS in codes:
+                for j, w in enumerate(words):
+                    if codes[j] == _MISS:
+                        codes[j] = cache[w] = self._classify(w)
             parts_of.append(parts)
-            codes_of.append(np.asarray(codes, dtype=np.int64))
-        all_codes = np.concatenate(codes_of) if codes_of else np.empty(0, np.int64)
-        rows = all_codes[all_codes >= 0]
-        out_rows = self._sample(rows, gen) if len(rows) else rows
+            codes_of.append(codes)
+        flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
+        words = np.array(list(itertools.chain.from_iterable(p[1::2] for p in parts_of)), dtype=object)
+        lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
+        text_of = np.repeat(np.arange(len(texts)), lengths)
+        vocab = space.words
+
+        def render(positions: np.ndarray, rows: np.ndarray) -> None:
+            originals = words[positions].tolist()
+            new = [vocab[i] for i in rows.tolist()]
+            words[positions] = [
+                n if o.islower() else apply_case(n, o) for n, o in zip(new, originals, strict=True)
+            ]
+
+        in_vocab = np.flatnonzero(flat >= 0)
+        rows = flat[in_vocab]
         protected = self._protected(rows)
-        n_oov = int((all_codes == -1).sum())
-        oov_rows = None
-        if self.oov == "sample" and n_oov:
+        if len(rows):
+            render(in_vocab, self._sample(rows, gen))
+        oov = np.flatnonzero(flat == -1)
+        if len(oov) and self.oov == "sample":
             allowed = self._output_rows()
-            size = len(space) if allowed is None else len(allowed)
-            oov_rows = gen.integers(0, size, n_oov)
-            if allowed is not None:
-                oov_rows = allowed[oov_rows]
+            draws = gen.integers(0, len(space) if allowed is None else len(allowed), len(oov))
+            render(oov, draws if allowed is None else allowed[draws])
+        elif len(oov) and self.oov == "placeholder":
+            words[oov] = self.placeholder
+
+        def per_text(mask: np.ndarray) -> list[int]:
+            return np.bincount(text_of[mask], minlength=len(texts)).tolist()
+
+        unprotected_mask = np.zeros(len(flat), dtype=bool)
+        if protected is not None:
+            unprotected_mask[in_vocab[~protected]] = True
+        n_priv = per_text((flat >= 0) & ~unprotected_mask)
+        n_unprot = per_text(unprotected_mask)
+        n_stop = per_text(flat == -2)
+        n_oov = per_text(flat == -1)
         results = []
-        pos = oov_pos = 0
-        for parts, codes in zip(parts_of, codes_of, strict=True):
-            n_in = int((codes >= 0).sum())
-            mine = out_rows[pos : pos + n_in]
-            prot = None if protected is None else protected[pos : pos + n_in]
-            pos += n_in
-            k_in = k_oov = 0
-            for j, c in enumerate(codes):
-                original = parts[2 * j + 1]
-                if c >= 0:
-                    parts[2 * j + 1] = apply_case(space.words[mine[k_in]], original)
-                    k_in += 1
-                elif c == -1 and self.oov != "keep":
-                    if oov_rows is None:
-                        parts[2 * j + 1] = self.placeholder
-                    else:
-                        parts[2 * j + 1] = apply_case(space.words[oov_rows[oov_pos + k_oov]], original)
-                    k_oov += 1
-            oov_pos += k_oov
-            report = self._report(parts, codes, prot)
+        ends = np.cumsum(lengths).tolist()
+        start = 0
+        for t, (parts, end) in enumerate(zip(parts_of, ends, strict=True)):
+            parts[1::2] = words[start:end].tolist()
+            start = end
+            report = self._report(
+                n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
+                n_oov=n_oov[t], n_punct=count_punctuation(parts[0::2]),
+            )
             results.append(Result("".join(parts), report))
         return results
 
-    def _report(self, parts: list[str], codes: np.ndarray, prot: np.ndarray | None) -> PrivacyReport:
-        n_priv = int((codes >= 0).sum())
-        n_unprotected = 0 if prot is None else int((~prot).sum())
-        n_oov = int((codes == -1).sum())
+    def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
+                n_punct: int) -> PrivacyReport:
         events = [
-            TokenEvent(self.guarantee, n_priv - n_unprotected, "mechanism"),
-            TokenEvent(_KEPT, count_punctuation(parts[0::2]), "punctuation"),
-            TokenEvent(_KEPT, int((codes == -2).sum()), "stopword"),
+            TokenEvent(self.guarantee, n_priv, "mechanism"),
+            TokenEvent(_KEPT, n_punct, "punctuation"),
+            TokenEvent(_KEPT, n_stop, "stopword"),
             TokenEvent(_KEPT, n_unprotected, "non_sensitive"),
         ]
         if self.oov == "keep":
             events.append(TokenEvent(_KEPT, n_oov, "oov"))
         else:
-            scope = "out-of-vocabulary words (reveals only that the word was out of vocabulary)"
-            events.append(
-                TokenEvent(TokenGuarantee(GuaranteeKind.INDEPENDENT, scope=scope), n_oov,
-                           f"oov_{self.oov}")
-            )
+            events.append(TokenEvent(_OOV_REPLACED, n_oov, f"oov_{self.oov}"))
         return PrivacyReport(self.name, self.guarantee, [e for e in events if e.count])
 
     # ------------------------------------------------------------- display

@@ -152,10 +152,10 @@ def build_output_sets(space: EmbeddingSpace, k: int, order: np.ndarray) -> np.nd
         cand = geo.neighbors[leader]
         cand = cand[~assigned[cand]]
         if len(cand) < k:
-            free = np.flatnonzero(~assigned)
-            d = sq[free] - 2.0 * (x[free] @ x[leader])
-            d[free == leader] = -np.inf
-            cand = free[np.argsort(d, kind="stable")[:k]]
+            d = sq - 2.0 * (x @ x[leader])
+            d[assigned] = np.inf
+            d[leader] = -np.inf
+            cand = np.argsort(d, kind="stable")[: min(k, int((~assigned).sum()))]
         chosen = cand[:k]
         assigned[chosen] = True
         sets.append(np.pad(chosen, (0, k - len(chosen)), constant_values=-1))

@@ -15,6 +15,8 @@ precomputed in one blocked pass. A draw picks the near part with probability
 Z_near / (Z_near + Z_far) (inverse CDF on the table), else a far word by rejection: propose
 uniformly from V_s, reject near words, accept with weight / (largest far weight). Every far word
 is at least as far as the m-th neighbour, so the acceptance ratio is <= 1 and the draw exact.
+All weights of a row are taken relative to its nearest sensitive word (``shift``), so that large
+epsilons cannot underflow them to zero (a row with no weight left would never finish a draw).
 """
 
 from __future__ import annotations
@@ -75,21 +77,30 @@ class SanText(WordMechanism):
         half_eps = self.epsilon / 2.0
         near_ok = sensitive[geo.neighbors]
         near = np.where(near_ok, geo.neighbors, -1)
-        near_w = np.where(near_ok, np.exp(-half_eps * geo.distances.astype(np.float64)), 0.0)
-        # Every word outside the kNN row is at least as far as its last entry.
-        far_max = np.exp(-half_eps * geo.distances[:, -1].astype(np.float64))
         x = torch.from_numpy(space.vectors)
         sq = (x * x).sum(1)
         cols = torch.from_numpy(sensitive)
+        # Every weight of a row is divided by exp(-half_eps * shift), shift ~ the distance to the
+        # row's nearest sensitive word: no probability changes, but the largest weight stays near
+        # 1 whatever epsilon, so no row underflows to all zeros (in float32 or float64).
+        near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+        shift = near_d.min(1)
         z_far = np.empty(n)
         for s in range(0, n, _BLOCK):
             e = min(n, s + _BLOCK)
             d2 = sq[s:e, None] + sq[None, :] - 2.0 * (x[s:e] @ x.T)
-            w = torch.exp(-half_eps * d2.clamp_min(0).sqrt()).double()
+            d = d2.clamp_min(0).sqrt()
+            nearest = d.masked_fill(~cols, torch.inf).min(1).values.double().numpy()
+            shift[s:e] = np.minimum(shift[s:e], nearest)
+            shift_t = torch.from_numpy(shift[s:e]).float()[:, None]
+            w = torch.exp(-half_eps * (d - shift_t)).double()
             total = (w * cols).sum(1).numpy()
             near_approx = torch.gather(w, 1, torch.from_numpy(geo.neighbors[s:e]).long())
             near_approx = (near_approx * torch.from_numpy(near_ok[s:e])).sum(1).numpy()
             z_far[s:e] = np.maximum(total - near_approx, 0.0)
+        near_w = np.where(near_ok, np.exp(-half_eps * (near_d - shift[:, None])), 0.0)
+        # Every word outside the kNN row is at least as far as its last entry.
+        far_max = np.exp(-half_eps * (geo.distances[:, -1].astype(np.float64) - shift))
         if m >= n:  # the kNN rows hold every word: nothing is far
             z_far[:] = 0.0
         z_near = near_w.sum(1)
@@ -97,12 +108,18 @@ class SanText(WordMechanism):
         return {
             "sensitive": sensitive, "near": near, "cum": cum, "far_max": far_max,
             "p_near": z_near / (z_near + z_far), "n_sensitive": np.array(int(sensitive.sum())),
-            "near_count": near_ok.sum(1),
+            "near_count": near_ok.sum(1), "shift": shift,
         }
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
         super()._use_tables(tables)
         self._sensitive_rows = np.flatnonzero(tables["sensitive"])
+        # Column of the last sensitive word of each kNN row (SanText+ rows have -1 gaps, so this
+        # is not near_count - 1); rows without one are never drawn from the near table.
+        valid = tables["near"] >= 0
+        self._near_last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1)
+        if "shift" not in tables:  # tables saved before the shift: weights were unshifted
+            tables["shift"] = np.zeros(len(valid))
 
     # ------------------------------------------------------------- sample
     def _output_rows(self) -> np.ndarray | None:
@@ -125,8 +142,11 @@ class SanText(WordMechanism):
         go_near = rng.random(len(rows)) < t["p_near"][rows]
         idx = np.flatnonzero(go_near)
         if len(idx):
-            j = (t["cum"][rows[idx]] < rng.random(len(idx))[:, None]).sum(1)
-            j = np.minimum(j, t["near_count"][rows[idx]] - 1)
+            # u in (0, 1]: the first column whose cumulative weight reaches u has weight > 0
+            # (never a -1 gap); past the last sensitive column only by rounding of the cumsum.
+            u = 1.0 - rng.random(len(idx))
+            j = (t["cum"][rows[idx]] < u[:, None]).sum(1)
+            j = np.minimum(j, self._near_last[rows[idx]])
             out[idx] = t["near"][rows[idx], j]
         pending = np.flatnonzero(~go_near)
         vec = self.space.vectors
@@ -135,7 +155,7 @@ class SanText(WordMechanism):
             x = rows[pending]
             y = self._sensitive_rows[rng.integers(0, len(self._sensitive_rows), len(pending))]
             diff = vec[x].astype(np.float64) - vec[y].astype(np.float64)
-            w = np.exp(-half_eps * np.sqrt((diff * diff).sum(1)))
+            w = np.exp(-half_eps * (np.sqrt((diff * diff).sum(1)) - t["shift"][x]))
             ok = (t["near"][x] != y[:, None]).all(1) & (rng.random(len(x)) * t["far_max"][x] < w)
             out[pending[ok]] = y[ok]
             pending = pending[~ok]
@@ -149,7 +169,11 @@ class SanText(WordMechanism):
         cand = self._sensitive_rows
         logits = -self.epsilon / 2.0 * space.pairwise([row], cand)[0]
         w = np.exp(logits - logits.max())
-        return [space.words[i] for i in cand], w / w.sum()
+        words, probs = [space.words[i] for i in cand], w / w.sum()
+        if self.sensitive_fraction < 1.0 and not self._tables["sensitive"][row]:
+            # SanText+: a non-sensitive word is kept w.p. 1 - p, else drawn as above
+            words, probs = [*words, space.words[row]], np.append(self.p * probs, 1.0 - self.p)
+        return words, probs
 
 
 @register

@@ -90,7 +90,8 @@ def minimum_epsilon(*, vocab_size: int, delta_max: float, delta_min: float, rule
 
 def truncated_gumbel(shape, b: float, c: float, rng: np.random.Generator) -> np.ndarray:
     """Gumbel(0, b) conditioned on [-c, c], by inverse CDF (F(x) = exp(-exp(-x/b)))."""
-    lo, hi = math.exp(-math.exp(c / b)), math.exp(-math.exp(-c / b))
+    with np.errstate(over="ignore"):  # c / b past ~709: F(-c) underflows to 0, as it should
+        lo, hi = float(np.exp(-np.exp(c / b))), float(np.exp(-np.exp(-c / b)))
     u = lo + (hi - lo) * rng.random(shape)
     u = np.clip(u, max(lo, np.finfo(float).tiny), hi)
     return np.clip(-b * np.log(-np.log(u)), -c, c)
