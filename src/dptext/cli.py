@@ -113,10 +113,7 @@ def cmd_mechanisms(args) -> int:
 
     for name, cls in registered().items():
         print(f"{name:10s} {cls.summary}")
-        doc = (cls.__doc__ or cls.__module__ and sys.modules[cls.__module__].__doc__ or "")
-        guarantee = next((ln.strip() for ln in doc.splitlines() if "Guarantee" in ln), "")
-        if guarantee:
-            print(f"{'':10s} {guarantee}")
+        print(f"{'':10s} guarantee: {cls.guarantee_summary}")
         params = ", ".join(f"{k}={v!r}" for k, v in parameters(cls).items())
         print(f"{'':10s} parameters: {params}")
     return 0

@@ -2,4 +2,7 @@
 
 
 class DPTextError(ValueError):
-    """Invalid input or configuration. The CLI prints ``str(err)`` on one line and exits non-zero."""
+    """Invalid input or configuration.
+
+    The CLI prints ``str(err)`` on one line and exits non-zero.
+    """

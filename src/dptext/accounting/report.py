@@ -112,7 +112,11 @@ class PrivacyReport:
             per_token=reports[0].per_token,
             events=[TokenEvent(g, c, reason) for (g, reason), c in grouped.items() if c],
             records=sum(r.records for r in reports),
-            max_record_epsilon=max(max(r.epsilon, r.max_record_epsilon) for r in reports),
+            # a combined report's own epsilon composes all its records: use its largest record
+            max_record_epsilon=max(
+                max(r.epsilon, r.max_record_epsilon) if r.records == 1 else r.max_record_epsilon
+                for r in reports
+            ),
         )
 
     # ------------------------------------------------------------- output

@@ -26,7 +26,13 @@ from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.text import apply_case, count_punctuation, normalize_word, resolve_stopwords, split_words
+from dptext.text import (
+    apply_case,
+    count_punctuation,
+    normalize_word,
+    resolve_stopwords,
+    split_words,
+)
 
 RngLike = np.random.Generator | int | None
 OOV_POLICIES = ("placeholder", "sample", "keep")
@@ -45,7 +51,9 @@ def as_generator(rng: RngLike) -> np.random.Generator:
         return rng
     if rng is None or (isinstance(rng, int) and not isinstance(rng, bool)):
         return np.random.default_rng(rng)
-    raise DPTextError(f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}")
+    raise DPTextError(
+        f"rng must be a numpy Generator, an int seed or None, got {type(rng).__name__}"
+    )
 
 
 # ------------------------------------------------------------------ validation
@@ -100,7 +108,8 @@ class Mechanism(ABC):
     """Base of every mechanism (word-level or language-model)."""
 
     name: ClassVar[str]
-    summary: ClassVar[str]  # one line: what it does and the guarantee, for `dptext mechanisms`
+    summary: ClassVar[str]  # one line: what it does, for `dptext mechanisms`
+    guarantee_summary: ClassVar[str]  # one line: the per-token guarantee
 
     @abstractmethod
     def fit(self) -> Mechanism: ...
@@ -314,7 +323,9 @@ class WordMechanism(Mechanism):
             parts_of.append(parts)
             codes_of.append(codes)
         flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
-        words = np.array(list(itertools.chain.from_iterable(p[1::2] for p in parts_of)), dtype=object)
+        words = np.array(
+            list(itertools.chain.from_iterable(p[1::2] for p in parts_of)), dtype=object
+        )
         lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
         text_of = np.repeat(np.arange(len(texts)), lengths)
         vocab = space.words

@@ -31,6 +31,7 @@ from dptext.mechanisms.frequency import frequency_order
 class CusText(WordMechanism):
     name = "custext"
     summary = "exponential mechanism over customized output sets of K similar words"
+    guarantee_summary = "epsilon-DP among words sharing an output set (per word)"
 
     def __init__(
         self,

@@ -23,6 +23,7 @@ from dptext.mechanisms.base import WordMechanism, register
 class MultivariateLaplace(WordMechanism):
     name = "laplace"
     summary = "nearest word to the vector plus multivariate Laplace noise (metric DP)"
+    guarantee_summary = "epsilon*d metric DP, d = Euclidean distance between word vectors"
 
     def __init__(self, *, epsilon: float = 10.0, **common) -> None:
         super().__init__(epsilon=epsilon, **common)

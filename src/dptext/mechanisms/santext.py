@@ -36,6 +36,7 @@ _BLOCK = 1024
 class SanText(WordMechanism):
     name = "santext"
     summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
+    guarantee_summary = "epsilon*d metric DP over sensitive words, d = Euclidean distance"
 
     def __init__(
         self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0, **common

@@ -101,6 +101,9 @@ def truncated_gumbel(shape, b: float, c: float, rng: np.random.Generator) -> np.
 class TruncatedGumbel(WordMechanism):
     name = "gumbel"
     summary = "noisy argmin over a truncated-Poisson number of nearest words (metric DP)"
+    guarantee_summary = (
+        "epsilon*d metric DP (Theorem 1), d = Euclidean; epsilon must exceed a vocabulary bound"
+    )
 
     def __init__(self, *, epsilon: float = 250.0, b: str | float = "paper", **common) -> None:
         """``b``: ``"paper"`` (closed form of Algorithm 2), ``"tight"`` (smallest b meeting the
