@@ -42,6 +42,17 @@ _OOV_REPLACED = TokenGuarantee(
     scope="out-of-vocabulary words (reveals only that the word was out of vocabulary)",
 )
 _MISS = -3
+# Bump when a mechanism's fitted tables change meaning: cached tables of older code are ignored.
+TABLE_FORMAT = 2
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "none"
 
 
 def as_generator(rng: RngLike) -> np.random.Generator:
@@ -223,7 +234,11 @@ class WordMechanism(Mechanism):
         from dptext.resources import cache_dir
 
         key = json.dumps(
-            {"mechanism": self.name, "space": space.fingerprint(), **self._table_params()},
+            {
+                "mechanism": self.name, "space": space.fingerprint(),
+                "tables": TABLE_FORMAT, "wordfreq": _version("wordfreq"),
+                **self._table_params(),
+            },
             sort_keys=True,
         )
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]

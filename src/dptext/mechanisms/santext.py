@@ -90,12 +90,11 @@ class SanText(WordMechanism):
         for s in range(0, n, _BLOCK):
             e = min(n, s + _BLOCK)
             d2 = sq[s:e, None] + sq[None, :] - 2.0 * (x[s:e] @ x.T)
-            d = d2.clamp_min(0).sqrt()
-            nearest = d.masked_fill(~cols, torch.inf).min(1).values.double().numpy()
-            shift[s:e] = np.minimum(shift[s:e], nearest)
+            d = d2.clamp_min(0).sqrt().masked_fill(~cols, torch.inf)  # sensitive columns only
+            shift[s:e] = np.minimum(shift[s:e], d.min(1).values.double().numpy())
             shift_t = torch.from_numpy(shift[s:e]).float()[:, None]
-            w = torch.exp(-half_eps * (d - shift_t)).double()
-            total = (w * cols).sum(1).numpy()
+            w = torch.exp(-half_eps * (d - shift_t)).double()  # 0 off V_s
+            total = w.sum(1).numpy()
             near_approx = torch.gather(w, 1, torch.from_numpy(geo.neighbors[s:e]).long())
             near_approx = (near_approx * torch.from_numpy(near_ok[s:e])).sum(1).numpy()
             z_far[s:e] = np.maximum(total - near_approx, 0.0)
