@@ -13,6 +13,18 @@ from dptext.errors import DPTextError
 DEFAULT_MECHANISM = "custext"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``dptext: error: ...``), like every other failure."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"dptext: error: {' '.join(message.split())}\n")
+
+
+def _progress(args) -> bool:
+    """Progress bars only for a person watching: not with --no-progress, not into a pipe."""
+    return not getattr(args, "no_progress", False) and sys.stderr.isatty()
+
+
 def _value(text: str):
     """A ``--param`` value: int, float, bool, or the string itself."""
     low = text.lower()
@@ -45,7 +57,7 @@ def _build(args) -> object:
             EmbeddingSpace.load(path) if path.suffix == ".npz" else EmbeddingSpace.from_file(path)
         )
     m = mechanism(args.mechanism, **params)
-    m.fit(progress=not args.no_progress)
+    m.fit(progress=_progress(args))
     return m
 
 
@@ -76,16 +88,16 @@ def cmd_sanitize(args) -> int:
 
     if (args.input is None) == (args.text is None):
         raise DPTextError("give exactly one of --input FILE or --text TEXT")
+    if args.input is not None and args.output is None:
+        raise DPTextError("--input needs --output")
     m = _build(args)
     if args.text is not None:
         result = m.privatize(args.text, rng=args.seed)
         print(result.text)
         report = result.report
     else:
-        if args.output is None:
-            raise DPTextError("--input needs --output")
         report = sanitize(m, args.input, args.output, field=args.field, fmt=args.format,
-                          rng=args.seed, progress=not args.no_progress)
+                          rng=args.seed, progress=_progress(args))
         report_path = args.report or f"{args.output}.report.json"
         with atomic_write(report_path, encoding="utf-8") as f:
             json.dump(report.to_dict(), f, indent=2)
@@ -126,14 +138,14 @@ def cmd_resources(args) -> int:
         status = "ready" if r.ready else "missing"
         print(f"{r.name:22s} {status:8s} {r.what}\n{'':31s} {r.location}")
     if args.build:
-        space = default_space(progress=not args.no_progress)
+        space = default_space(progress=_progress(args))
         print(f"{space}: Delta_min={space.delta_min:.4g}, Delta_max={space.delta_max:.4g}, "
               f"{len(space.aliases)} merged variants")
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dptext", description="Differentially private text.")
+    p = _Parser(prog="dptext", description="Differentially private text.")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("sanitize", help="privatize a text or a file")
@@ -153,7 +165,9 @@ def parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mechanisms", help="list mechanisms, parameters and guarantees")
     m.set_defaults(func=cmd_mechanisms)
 
-    r = sub.add_parser("resources", help="list the offline defaults; --build builds what is missing")
+    r = sub.add_parser(
+        "resources", help="list the offline defaults; --build builds what is missing"
+    )
     r.add_argument("--build", action="store_true")
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_resources)
@@ -165,8 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except DPTextError as err:
-        print(f"dptext: error: {err}", file=sys.stderr)
+        print(f"dptext: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except OSError as err:  # e.g. disk full, permission denied: one line, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"dptext: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("dptext: interrupted; no partial output was written", file=sys.stderr)
         return 130

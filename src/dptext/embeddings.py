@@ -366,20 +366,29 @@ class EmbeddingSpace:
         path = Path(path)
         if not path.is_file():
             raise DPTextError(f"no such embedding space file: {path}")
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            space = cls(
-                list(z["words"]),
-                z["vectors"],
-                metric=meta["metric"],
-                name=meta["name"],
-                aliases=meta["aliases"],
-            )
-            if "neighbors" in z:
-                space._geometry = Geometry(
-                    z["neighbors"], z["distances"], z["far_neighbors"], z["far_distances"]
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                space = cls(
+                    list(z["words"]),
+                    z["vectors"],
+                    metric=meta["metric"],
+                    name=meta["name"],
+                    aliases=meta["aliases"],
                 )
-                space._geometry_k = z["neighbors"].shape[1]
+                if "neighbors" in z:
+                    space._geometry = Geometry(
+                        z["neighbors"], z["distances"], z["far_neighbors"], z["far_distances"]
+                    )
+                    space._geometry_k = z["neighbors"].shape[1]
+        except DPTextError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as err:
+            # not an .npz written by save(): a truncated file, another format, missing arrays
+            reason = type(err).__name__
+            if isinstance(err, KeyError) and err.args:
+                reason = str(err.args[0])
+            raise DPTextError(f"{path} is not a saved embedding space ({reason})") from None
         return space
 
     @classmethod

@@ -16,16 +16,26 @@ from dptext.errors import DPTextError
 def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and rename it into place on success only."""
     path = Path(path)
-    if path.parent and not path.parent.exists():
+    if not path.parent.is_dir():
         raise DPTextError(f"output directory does not exist: {path.parent}")
+    if path.is_dir():
+        raise DPTextError(f"output path is a directory: {path}")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, mode, **kwargs) as f:
+            # mkstemp creates 0600; give the output the permissions a plain open() would
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             yield f
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def open_input(path: str | os.PathLike) -> IO[bytes]:
@@ -40,10 +50,16 @@ def open_input(path: str | os.PathLike) -> IO[bytes]:
         raise DPTextError(f"cannot read {path}: {err.strerror}") from None
 
 
-def read_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
-    """(line number, decoded line with its line ending); non-UTF-8 bytes name the line."""
+def read_lines(path: str | os.PathLike, *, strip_bom: bool = False) -> Iterator[tuple[int, str]]:
+    """(line number, decoded line with its line ending); non-UTF-8 bytes name the line.
+
+    ``strip_bom``: drop a UTF-8 byte order mark at the start of the file (spreadsheet exports
+    write one; it is not part of a JSON document or a CSV header).
+    """
     with open_input(path) as f:
         for number, raw in enumerate(f, start=1):
+            if strip_bom and number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as err:

@@ -27,7 +27,7 @@ def detect_format(path: str | os.PathLike, fmt: str | None) -> str:
 
 
 def _jsonl_records(path, field: str) -> Iterator[tuple[dict, str]]:
-    for number, line in read_lines(path):
+    for number, line in read_lines(path, strip_bom=True):
         if not line.strip():
             continue
         try:
@@ -91,7 +91,7 @@ def sanitize(
                         obj[field] = new
                         out.write(json.dumps(obj, ensure_ascii=False) + "\n")
         elif fmt == "csv":
-            rows = csv.DictReader(line for _, line in read_lines(input_path))
+            rows = csv.DictReader(line for _, line in read_lines(input_path, strip_bom=True))
             if rows.fieldnames is None or field not in rows.fieldnames:
                 raise DPTextError(f"{input_path}: no column {field!r} in the CSV header")
             with atomic_write(output_path, encoding="utf-8", newline="") as out:
@@ -117,4 +117,9 @@ def _csv_rows(rows: csv.DictReader, path, field: str) -> Iterator[dict]:
     for row in rows:
         if row.get(field) is None:
             raise DPTextError(f"{path}: CSV row {rows.line_num} has no value for {field!r}")
+        if None in row:  # DictReader's restkey: more values than header columns
+            raise DPTextError(
+                f"{path}: CSV row {rows.line_num} has more fields than the header "
+                f"({len(rows.fieldnames)} columns)"
+            )
         yield row

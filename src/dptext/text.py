@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
+from pathlib import Path
 
 
 class Kind(Enum):
@@ -93,12 +94,35 @@ def apply_case(replacement: str, original: str) -> str:
     return replacement
 
 
+def _spacy_english_stopwords() -> set[str]:
+    """``spacy.lang.en.stop_words.STOP_WORDS`` without importing spaCy itself.
+
+    ``import spacy.lang.en.stop_words`` runs ``spacy/__init__`` (several seconds: thinc, the
+    pipeline machinery) for a module that is one self-contained set literal, so we execute that
+    file alone; if spaCy's layout ever differs, fall back to the ordinary import.
+    """
+    import sys
+
+    module = sys.modules.get("spacy.lang.en.stop_words")
+    if module is None:
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec("spacy")
+            roots = list(spec.submodule_search_locations or []) if spec else []
+            path = Path(roots[0]) / "lang" / "en" / "stop_words.py"
+            namespace: dict = {"__name__": "_dptext_spacy_en_stop_words"}
+            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+            return set(namespace["STOP_WORDS"])
+        except Exception:  # any surprise: use spaCy's own import
+            from spacy.lang.en import stop_words as module
+    return set(module.STOP_WORDS)
+
+
 @lru_cache(maxsize=1)
 def default_stopwords() -> frozenset[str]:
     """spaCy's English stopword list (lower case, ASCII apostrophes)."""
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(normalize_word(w) for w in STOP_WORDS)
+    return frozenset(normalize_word(w) for w in _spacy_english_stopwords())
 
 
 def resolve_stopwords(stopwords: Iterable[str] | None) -> frozenset[str]:

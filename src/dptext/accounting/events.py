@@ -52,10 +52,13 @@ class TokenGuarantee:
         if self.kind is GuaranteeKind.INDEPENDENT:
             return f"output independent of the input among {self.scope} (0-DP)"
         if self.kind is GuaranteeKind.METRIC:
-            return (
-                f"{self.epsilon:g}*d metric DP, d = {self.metric}, among {self.scope}"
-                f" (worst case {self.worst_case_epsilon:.4g}-DP at the diameter {self.diameter:.4g})"
+            worst = (
+                "no finite worst case: the diameter is unknown"
+                if self.diameter is None
+                else f"worst case {self.worst_case_epsilon:.4g}-DP at the diameter "
+                f"{self.diameter:.4g}"
             )
+            return f"{self.epsilon:g}*d metric DP, d = {self.metric}, among {self.scope} ({worst})"
         return f"{self.epsilon:g}-DP among {self.scope}"
 
 

@@ -82,7 +82,9 @@ class PrivacyReport:
             text = "no token was privatized"
         else:
             metric = metric_epsilon(self.events)
-            parts = [f"{self.epsilon:.4g}-DP for the {n} privatized tokens (sequential composition)"]
+            parts = [
+                f"{self.epsilon:.4g}-DP for the {n} privatized tokens (sequential composition)"
+            ]
             for name, eps in metric.items():
                 parts.append(f"{eps:g}*sum_i d(x_i, x'_i) metric DP, d = {name}")
             text = "; ".join(parts)
