@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import math
 import sys
@@ -11,6 +13,10 @@ from pathlib import Path
 from dptext.errors import DPTextError
 
 DEFAULT_MECHANISM = "custext"
+# Subcommands contributed by other parts of the package: each module defines
+# ``add_commands(subparsers)`` and imports its heavy dependencies inside the command functions.
+COMMAND_MODULES = ("dptext.cli_lm", "dptext.cli_train", "dptext.cli_evaluate",
+                   "dptext.cli_robustness")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -171,6 +177,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--build", action="store_true")
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_resources)
+
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name).add_commands(sub)
     return p
 
 

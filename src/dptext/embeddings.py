@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from dptext.errors import DPTextError
+from dptext.io import atomic_write
 from dptext.text import normalize_word
 
 METRICS = ("euclidean", "cosine")
@@ -350,14 +350,8 @@ class EmbeddingSpace:
                 far_distances=g.far_distances,
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp.npz")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(path, "wb") as f:
+            np.savez(f, **arrays)
         return path
 
     @classmethod

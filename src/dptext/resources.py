@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,7 +126,8 @@ def default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True) -> E
             _loaded[size] = EmbeddingSpace.load(path)
         else:
             if progress:
-                print(f"Building the default word space once ({size} words) -> {path}")
+                print(f"Building the default word space once ({size} words) -> {path}",
+                      file=sys.stderr)
             _loaded[size] = build_default_space(size, progress=progress)
     return _loaded[size]
 

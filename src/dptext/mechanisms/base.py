@@ -13,7 +13,6 @@ import itertools
 import json
 import math
 import os
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
+from dptext.io import atomic_write
 from dptext.text import (
     apply_case,
     count_punctuation,
@@ -269,14 +269,8 @@ class WordMechanism(Mechanism):
             raise DPTextError(f"{self.name}: fit() before save()")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp.npz")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **tables)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_write(path, "wb") as f:
+            np.savez(f, **tables)
         return path
 
     def load(self, path: str | os.PathLike) -> WordMechanism:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import lambertw
 
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
@@ -39,6 +37,8 @@ def bound(b: float, *, vocab_size: int, delta_max: float, delta_min: float) -> f
 
 def paper_scale(epsilon: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:
     """b from the paper's closed form (Algorithm 2); nan where it is undefined."""
+    from scipy.special import lambertw
+
     k1 = 2.0 * (1.0 + math.log(vocab_size)) / delta_min
     alpha = (epsilon - k1) / 3.0
     if alpha <= 0:
@@ -51,6 +51,8 @@ def paper_scale(epsilon: float, *, vocab_size: int, delta_max: float, delta_min:
 
 def tight_scale(epsilon: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:
     """The smallest b with bound(b) <= epsilon (nan if none: epsilon <= K1 + 1/Delta_min)."""
+    from scipy.optimize import brentq
+
     geo = dict(vocab_size=vocab_size, delta_max=delta_max, delta_min=delta_min)
     if epsilon <= minimum_epsilon(**geo, rule="tight"):
         return math.nan
