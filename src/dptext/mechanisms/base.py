@@ -229,6 +229,7 @@ class WordMechanism(Mechanism):
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
         self._tables = tables
+        self._token_guarantee = self.guarantee  # fixed once fitted; every report shares it
 
     def _cache_path(self, space: EmbeddingSpace) -> Path:
         from dptext.resources import cache_dir
@@ -332,19 +333,15 @@ class WordMechanism(Mechanism):
             parts_of.append(parts)
             codes_of.append(codes)
         flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
-        words = np.array(
-            list(itertools.chain.from_iterable(p[1::2] for p in parts_of)), dtype=object
-        )
+        words = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
         lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
         text_of = np.repeat(np.arange(len(texts)), lengths)
         vocab = space.words
 
         def render(positions: np.ndarray, rows: np.ndarray) -> None:
-            originals = words[positions].tolist()
-            new = [vocab[i] for i in rows.tolist()]
-            words[positions] = [
-                n if o.islower() else apply_case(n, o) for n, o in zip(new, originals, strict=True)
-            ]
+            for p, i in zip(positions.tolist(), rows.tolist(), strict=True):
+                original, new = words[p], vocab[i]
+                words[p] = new if original.islower() else apply_case(new, original)
 
         in_vocab = np.flatnonzero(flat >= 0)
         rows = flat[in_vocab]
@@ -357,7 +354,8 @@ class WordMechanism(Mechanism):
             draws = gen.integers(0, len(space) if allowed is None else len(allowed), len(oov))
             render(oov, draws if allowed is None else allowed[draws])
         elif len(oov) and self.oov == "placeholder":
-            words[oov] = self.placeholder
+            for p in oov.tolist():
+                words[p] = self.placeholder
 
         def per_text(mask: np.ndarray) -> list[int]:
             return np.bincount(text_of[mask], minlength=len(texts)).tolist()
@@ -373,7 +371,7 @@ class WordMechanism(Mechanism):
         ends = np.cumsum(lengths).tolist()
         start = 0
         for t, (parts, end) in enumerate(zip(parts_of, ends, strict=True)):
-            parts[1::2] = words[start:end].tolist()
+            parts[1::2] = words[start:end]
             start = end
             report = self._report(
                 n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
@@ -384,8 +382,9 @@ class WordMechanism(Mechanism):
 
     def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
                 n_punct: int) -> PrivacyReport:
+        guarantee = self._token_guarantee
         events = [
-            TokenEvent(self.guarantee, n_priv, "mechanism"),
+            TokenEvent(guarantee, n_priv, "mechanism"),
             TokenEvent(_KEPT, n_punct, "punctuation"),
             TokenEvent(_KEPT, n_stop, "stopword"),
             TokenEvent(_KEPT, n_unprotected, "non_sensitive"),
@@ -394,7 +393,7 @@ class WordMechanism(Mechanism):
             events.append(TokenEvent(_KEPT, n_oov, "oov"))
         else:
             events.append(TokenEvent(_OOV_REPLACED, n_oov, f"oov_{self.oov}"))
-        return PrivacyReport(self.name, self.guarantee, [e for e in events if e.count])
+        return PrivacyReport(self.name, guarantee, [e for e in events if e.count])
 
     # ------------------------------------------------------------- display
     def __repr__(self) -> str:
