@@ -99,6 +99,9 @@ def truncated_gumbel(shape, b: float, c: float, rng: np.random.Generator) -> np.
     return np.clip(-b * np.log(-np.log(u)), -c, c)
 
 
+_EXACT_LIMIT = 200  # words; exact distribution() costs O(|W|^2) quadratures
+
+
 @register
 class TruncatedGumbel(WordMechanism):
     name = "gumbel"
@@ -154,6 +157,34 @@ class TruncatedGumbel(WordMechanism):
             metric=space.metric_description, diameter=space.delta_max,
         )
 
+    def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
+        """Exact output distribution: the mixture over k of exact argmin probabilities
+        (numerical integration; vocabularies of at most 200 words). Used to audit Theorem 1."""
+        from scipy.stats import poisson
+
+        space = self._fitted_space()
+        n = len(space)
+        if n > _EXACT_LIMIT:
+            raise DPTextError(
+                f"the exact truncated Gumbel distribution is computed for vocabularies of at most "
+                f"{_EXACT_LIMIT} words (numerical integration); this one has {n}"
+            )
+        row = space.lookup(word)
+        if row < 0:
+            raise DPTextError(f"{word!r} is not in the vocabulary of {space.name!r}")
+        d = space.pairwise([row])[0]
+        d[row] = -1.0
+        order = np.argsort(d, kind="stable")
+        d[row] = 0.0
+        pk = poisson.pmf(np.arange(n + 1), math.log(n))
+        pk[0] = 0.0
+        pk[n] = 1.0 - pk[1:n].sum()
+        probs = np.zeros(n)
+        for k in np.flatnonzero(pk > 1e-15):
+            cand = order[:k]
+            probs[cand] += pk[k] * argmin_probabilities(d[cand], self.b, space.delta_max)
+        return list(space.words), probs
+
     def sample_k(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """k ~ TruncatedPoisson(ln|W|; 1, |W|) (Definition 1)."""
         n = len(self.space)
@@ -182,3 +213,32 @@ class TruncatedGumbel(WordMechanism):
             dist = np.maximum(d[cand], 0.0)
             out[i] = cand[np.argmin(dist + truncated_gumbel(len(cand), b, c, rng))]
         return out
+
+
+def argmin_probabilities(d: np.ndarray, b: float, c: float) -> np.ndarray:
+    """Exact P(argmin_i d_i + g_i = i) for g_i i.i.d. Gumbel(0, b) conditioned on [-c, c].
+
+    P(i) = integral over t in [-c, c] of f(t) * prod_{j != i} S(t + d_i - d_j), with f the
+    truncated density and S its survival function; adaptive quadrature split at the kinks of S.
+    """
+    from scipy.integrate import quad
+
+    lo, hi = math.exp(-math.exp(c / b)), math.exp(-math.exp(-c / b))
+    mass = hi - lo
+
+    def survival(x: np.ndarray) -> np.ndarray:
+        x = np.clip(x, -c, c)
+        return 1.0 - (np.exp(-np.exp(-x / b)) - lo) / mass
+
+    def density(t: float) -> float:
+        return math.exp(-t / b - math.exp(-t / b)) / (b * mass)
+
+    d = np.asarray(d, dtype=np.float64)
+    out = np.empty(len(d))
+    for i in range(len(d)):
+        shift = d[i] - np.delete(d, i)
+        kinks = np.concatenate([-c - shift, c - shift])
+        kinks = sorted(set(kinks[(kinks > -c) & (kinks < c)].tolist()))
+        out[i] = quad(lambda t, s=shift: density(t) * np.prod(survival(t + s)), -c, c,
+                      points=kinks or None, limit=400, epsabs=1e-13, epsrel=1e-11)[0]
+    return out
