@@ -47,7 +47,7 @@ def _value(text: str):
 def _build(args) -> object:
     from dptext.mechanisms.base import mechanism
 
-    params = {}
+    params = dict(getattr(args, "extra_params", {}))
     for item in args.param or []:
         if "=" not in item:
             raise DPTextError(f"--param needs NAME=VALUE, got {item!r}")
@@ -184,9 +184,37 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def mechanism_options(extra: list[str]) -> dict:
+    """``--name VALUE``, ``--flag`` and ``--no-flag`` after the known options become mechanism
+    parameters (``--p-add 0.1`` -> ``p_add=0.1``); the registry rejects unknown names."""
+    params, i = {}, 0
+    while i < len(extra):
+        item = extra[i]
+        if not item.startswith("--") or len(item) < 3:
+            raise DPTextError(f"unexpected argument {item!r}")
+        key, _, value = item[2:].partition("=")
+        key = key.replace("-", "_")
+        if value == "" and "=" not in item:
+            if i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+                value = extra[i + 1]
+                i += 1
+            elif key.startswith("no_"):
+                key, value = key[3:], "false"
+            else:
+                value = "true"
+        params[key] = _value(value)
+        i += 1
+    return params
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
     try:
+        if extra:
+            if args.command not in ("sanitize", "demo"):
+                p.error(f"unrecognized arguments: {' '.join(extra)}")
+            args.extra_params = mechanism_options(extra)
         return args.func(args)
     except DPTextError as err:
         print(f"dptext: error: {' '.join(str(err).split())}", file=sys.stderr)
