@@ -202,8 +202,11 @@ def test_output_is_readable_like_a_normal_file(work: Path) -> None:
 def test_mechanisms_lists_all(work: Path) -> None:
     r = ok(dptext(work, "mechanisms"))
     names = {line.split()[0] for line in r.stdout.splitlines() if line and not line[0].isspace()}
-    assert names == {"custext", "custext+", "santext", "santext+", "laplace", "gumbel"}
-    assert r.stdout.count("parameters: ") == 6
+    expected = {"custext", "custext+", "santext", "santext+", "laplace", "gumbel", "dpmlm",
+                "dpprompt"}
+    assert names == expected
+    assert r.stdout.count("parameters: ") == len(expected)
+    assert r.stdout.count("guarantee: ") == len(expected)
 
 
 def test_other_mechanisms_run(work: Path) -> None:

@@ -110,7 +110,7 @@ def sanitize(
             bar.close()
     if not reports:
         return PrivacyReport(mechanism.name, mechanism.guarantee, [], records=0)
-    return PrivacyReport.combine(reports)
+    return type(reports[0]).combine(reports)  # a subclass (e.g. DP-MLM add/delete) keeps its fields
 
 
 def _csv_rows(rows: csv.DictReader, path, field: str) -> Iterator[dict]:

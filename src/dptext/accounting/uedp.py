@@ -1,0 +1,170 @@
+"""Privacy accounting for UeDP-Alg and user-level DP-FedAvg (docs/uedp.md, "Accounting").
+
+Every round is one Poisson-subsampled Gaussian mechanism: a unit (the differing user-entity pair
+of Definition 2, or the differing user for user-level DP) touches a round with probability
+``q_eff`` and then moves the noised sum of clipped updates by at most its sensitivity, which the
+noise multiplier ``z`` is relative to. dp_accounting composes the ``T`` rounds (RDP by default,
+PLD as a second opinion); nothing here is a hand-written moments accountant.
+
+q_eff (derivation in docs/uedp.md): a round's output depends on the differing pair (u', e') only
+when u' is sampled, or e' is sampled and one of the K other users holding e' is sampled. The proof
+conditions on the other users' coins (they also move the rest of the sum), so in the worst case a
+holder is sampled and::
+
+    q_eff = q_u                              if K = 0 (e' only in u's own data)
+    q_eff = 1 - (1 - q_u) * (1 - q_e)        if K >= 1
+
+An extended entity (a sentence of S, paper section IV) may be held by another user: K = 1 with q_s
+in place of q_e. f_E+ protects both kinds, so its guarantee uses the worse of the two; the naive
+f_E never trains on S and only the detected-entity case applies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import dp_accounting
+from dp_accounting import pld, rdp
+
+from dptext.errors import DPTextError
+
+ALGORITHMS = ("uedp", "uedp-naive", "userdp")
+ACCOUNTANTS = ("rdp", "pld")
+# Integer orders only: dp_accounting's series for fractional orders fails to converge at large
+# sampling rates (it then drops the order with a warning); integer orders are computed exactly.
+RDP_ORDERS = tuple(list(range(2, 64)) + [80, 96, 128, 192, 256, 512, 1024])
+
+
+def _check_rate(name: str, q: float) -> None:
+    if not (0.0 <= q <= 1.0) or math.isnan(q):
+        raise DPTextError(f"{name} must lie in [0, 1], got {q}")
+
+
+def pair_sampling_rate(q_u: float, q_entity: float, other_holders: int) -> float:
+    """Worst-case probability that a round touches the differing user-entity pair, given the
+    coins of every other user (docs/uedp.md, "Sampling rate q_eff")."""
+    _check_rate("q_u", q_u)
+    _check_rate("entity sampling rate", q_entity)
+    if other_holders < 0:
+        raise DPTextError(f"entity holders must be >= 0, got {other_holders}")
+    if other_holders == 0:
+        return q_u
+    return 1.0 - (1.0 - q_u) * (1.0 - q_entity)
+
+
+@dataclass(frozen=True)
+class TrainingPrivacy:
+    """The sampling and noise parameters of a private training run, and what they guarantee.
+
+    ``algo``: ``uedp`` (estimator f_E+, trains on E and S), ``uedp-naive`` (f_E, E only) or
+    ``userdp`` (user-level DP-FedAvg). ``entity_users`` is K, the largest number of users other
+    than the differing user whose data may contain the protected entity (the adjacency of
+    Definition 2 restricted to entities spread over at most K other users; see docs/uedp.md).
+    ``z`` is relative to the sensitivity of the sum of clipped updates, ``sensitivity_factor``.
+    """
+
+    algo: str
+    q_u: float
+    z: float
+    q_e: float = 0.0
+    q_s: float = 0.0
+    entity_users: int = 1
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGORITHMS:
+            raise DPTextError(f"unknown algorithm {self.algo!r}; choose from {ALGORITHMS}")
+        for name in ("q_u", "q_e", "q_s"):
+            _check_rate(name, getattr(self, name))
+        if not (math.isfinite(self.z) and self.z > 0):
+            raise DPTextError(f"noise multiplier z must be finite and > 0, got {self.z}")
+        if self.entity_users < 0:
+            raise DPTextError(f"entity users must be >= 0, got {self.entity_users}")
+
+    @property
+    def sensitivity_factor(self) -> float:
+        """Sensitivity of the sum of per-user updates clipped to 1 (multiply by beta).
+
+        The differing user adds one clipped update; each of the K other holders of the differing
+        entity can change its own clipped update by at most 2 beta (docs/uedp.md, Lemma 1 as
+        implemented). For f_E+ the differing entity may also be one sentence of S held by another
+        user (K = 1). User-level DP: one clipped update.
+        """
+        if self.algo == "userdp":
+            return 1.0
+        holders = self.entity_users
+        if self.algo == "uedp":
+            holders = max(holders, 1)  # an extended entity may be another user's sentence
+        return 1.0 + 2.0 * holders
+
+    @property
+    def sampling_rate(self) -> float:
+        """q_eff: the probability that one round touches the data of the differing unit."""
+        if self.algo == "userdp":
+            return self.q_u
+        rate = pair_sampling_rate(self.q_u, self.q_e, self.entity_users)
+        if self.algo == "uedp":
+            # an extended entity (one sentence of S) is held by exactly one user
+            rate = max(rate, pair_sampling_rate(self.q_u, self.q_s, 1))
+        return rate
+
+    def event(self, rounds: int) -> dp_accounting.DpEvent:
+        if rounds < 0:
+            raise DPTextError(f"rounds must be >= 0, got {rounds}")
+        one = dp_accounting.PoissonSampledDpEvent(
+            self.sampling_rate, dp_accounting.GaussianDpEvent(self.z))
+        return dp_accounting.SelfComposedDpEvent(one, rounds)
+
+    def epsilon(self, rounds: int, delta: float, *, accountant: str = "rdp") -> float:
+        """Epsilon after ``rounds`` rounds at ``delta``, composed by dp_accounting."""
+        if not (0.0 < delta < 1.0):
+            raise DPTextError(f"delta must lie in (0, 1), got {delta}")
+        if rounds == 0 or self.sampling_rate == 0.0:
+            return 0.0
+        acc = _accountant(accountant)
+        acc.compose(self.event(rounds))
+        return float(acc.get_epsilon(delta))
+
+    def with_z(self, z: float) -> TrainingPrivacy:
+        return TrainingPrivacy(self.algo, self.q_u, z, self.q_e, self.q_s, self.entity_users)
+
+
+def _accountant(name: str):
+    if name == "rdp":
+        return rdp.RdpAccountant(list(RDP_ORDERS))
+    if name == "pld":
+        return pld.PLDAccountant(value_discretization_interval=1e-3)
+    raise DPTextError(f"unknown accountant {name!r}; choose from {ACCOUNTANTS}")
+
+
+def calibrate_z(privacy: TrainingPrivacy, rounds: int, epsilon: float, delta: float, *,
+                accountant: str = "rdp", tolerance: float = 1e-3) -> float:
+    """Smallest noise multiplier z whose ``rounds``-round epsilon is <= ``epsilon`` (bisection)."""
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise DPTextError(f"target epsilon must be finite and > 0, got {epsilon}")
+    if rounds <= 0:
+        raise DPTextError(f"rounds must be >= 1 to calibrate, got {rounds}")
+
+    def eps(z: float) -> float:
+        return privacy.with_z(z).epsilon(rounds, delta, accountant=accountant)
+
+    low, high = 1e-2, 1.0
+    while eps(high) > epsilon:
+        low, high = high, high * 2.0
+        if high > 1e5:
+            raise DPTextError(f"epsilon {epsilon} is out of reach: z > 1e5 would be needed")
+    if eps(low) <= epsilon:
+        return low
+    while high - low > tolerance * high:
+        mid = 0.5 * (low + high)
+        if eps(mid) > epsilon:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+def epsilon_curve(privacy: TrainingPrivacy, rounds: list[int], delta: float, *,
+                  accountant: str = "rdp") -> list[float]:
+    """Epsilon after each number of rounds in ``rounds`` (for the epsilon-vs-rounds plot)."""
+    return [privacy.epsilon(t, delta, accountant=accountant) for t in rounds]

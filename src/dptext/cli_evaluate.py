@@ -1,0 +1,132 @@
+"""``dptext evaluate``: the evaluation grid (dptext.evaluation.grid) from the command line."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+from dptext.errors import DPTextError
+
+
+def _names(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise DPTextError(f"empty list: {text!r}")
+    return names
+
+
+def _floats(text: str, what: str) -> list[float]:
+    out = []
+    for item in _names(text):
+        try:
+            value = float(item)
+        except ValueError:
+            raise DPTextError(f"{what}: not a number: {item!r}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise DPTextError(f"{what}: epsilon must be finite and > 0, got {item!r}")
+        out.append(value)
+    return out
+
+
+def parse_epsilons(specs: list[str], mechanisms: list[str]) -> dict[str, list[float]]:
+    """``1,2,4`` sets the list of every mechanism; ``gumbel=200,300`` overrides one."""
+    default: list[float] | None = None
+    own: dict[str, list[float]] = {}
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        if sep:
+            own[name.strip()] = _floats(values, f"--epsilons {name.strip()}")
+        else:
+            default = _floats(spec, "--epsilons")
+    unknown = sorted(set(own) - set(mechanisms))
+    if unknown:
+        raise DPTextError(f"--epsilons names {unknown[0]!r}, which is not in --mechanisms")
+    return {m: own.get(m, default or []) for m in mechanisms}
+
+
+def _size(text: str) -> int | None:
+    if text.lower() == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise DPTextError(f"a size must be a positive integer or 'all', got {text!r}") from None
+    if value < 1:
+        raise DPTextError(f"a size must be >= 1, got {value}")
+    return value
+
+
+def cmd_evaluate(args) -> int:
+    from dptext.datasets import dataset_names
+    from dptext.evaluation.grid import GridConfig, run_grid
+    from dptext.mechanisms.base import registered
+
+    mechanisms = _names(args.mechanisms)
+    available = set(registered()) | {"noiseless", "random"}
+    for name in mechanisms:
+        if name not in available:
+            raise DPTextError(f"unknown mechanism {name!r}; available: "
+                              f"{', '.join(sorted(available))}")
+    datasets = [args.dataset, *_names(args.attribute_datasets)]
+    for name in datasets:
+        if name not in dataset_names():
+            raise DPTextError(f"unknown dataset {name!r}; packaged: {', '.join(dataset_names())}")
+    config = GridConfig(
+        mechanisms=mechanisms, epsilons=parse_epsilons(args.epsilons, mechanisms),
+        dataset=args.dataset, metrics=_names(args.metrics), seed=args.seed,
+        split_seed=args.split_seed, n_train=_size(args.train), n_test=_size(args.test),
+        deniability_words=args.deniability_words, deniability_runs=args.deniability_runs,
+        inversion_samples=args.inversion_samples, bayes_samples=args.bayes_samples,
+        attribute_datasets=_names(args.attribute_datasets),
+        attribute_train=_size(args.attribute_train), attribute_test=_size(args.attribute_test),
+        encoder=args.encoder, baselines=not args.no_baselines,
+    )
+    space = None
+    if args.space:
+        from dptext.embeddings import EmbeddingSpace
+
+        path = Path(args.space)
+        if not path.is_file():
+            raise DPTextError(f"no such file: {path}")
+        space = (EmbeddingSpace.load(path) if path.suffix == ".npz"
+                 else EmbeddingSpace.from_file(path))
+    progress = not args.no_progress and sys.stderr.isatty()
+    records = run_grid(config, args.out, space=space, progress=progress)
+    skipped = sum(r["status"] != "ok" for r in records)
+    print(f"{len(records)} cells ({skipped} skipped) -> {Path(args.out) / 'report.md'}")
+    return 0
+
+
+def add_commands(subparsers) -> None:
+    from dptext.evaluation import ENCODERS, METRICS
+
+    p = subparsers.add_parser(
+        "evaluate", help="utility / attack / deniability grid over mechanisms and epsilons",
+        description="Run the evaluation grid; finished cells in --out are never recomputed.",
+    )
+    p.add_argument("--mechanisms", required=True,
+                   help="comma list of registered mechanisms (noiseless/random run anyway)")
+    p.add_argument("--epsilons", action="append", default=[],
+                   help="'1,2,4,8' for every mechanism, or 'gumbel=200,300' for one; repeatable")
+    p.add_argument("--dataset", default="rotten_tomatoes")
+    p.add_argument("--metrics", default="utility,inversion,deniability,cost",
+                   help=f"comma list from {', '.join(METRICS)}")
+    p.add_argument("--out", required=True, help="results directory (resumed if it exists)")
+    p.add_argument("--train", default="1000", help="training texts (a seeded sample) or 'all'")
+    p.add_argument("--test", default="500", help="test texts (a seeded sample) or 'all'")
+    p.add_argument("--seed", type=int, default=0, help="seed of the experiment's draws")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the train/test split")
+    p.add_argument("--deniability-words", type=int, default=100)
+    p.add_argument("--deniability-runs", type=int, default=200)
+    p.add_argument("--inversion-samples", type=int, default=2000)
+    p.add_argument("--bayes-samples", type=int, default=400)
+    p.add_argument("--attribute-datasets", default="health_tweets,house_of_commons")
+    p.add_argument("--attribute-train", default="1000")
+    p.add_argument("--attribute-test", default="400")
+    p.add_argument("--encoder", choices=ENCODERS, default="minilm")
+    p.add_argument("--space", help="embedding space (.npz or vectors file); default: the "
+                   "packaged default space")
+    p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_evaluate)

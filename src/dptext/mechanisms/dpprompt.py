@@ -1,0 +1,101 @@
+"""DP-Prompt (Utpala, Hooker & Chen 2023, "Locally Differentially Private Document Generation
+Using Zero Shot Prompting"), the baseline of the DP-MLM paper (section 5.1.2).
+
+The causal LM is prompted to paraphrase the text and generates at most as many tokens as the
+text has (the cap of DP-MLM section 5.1.2); each token is drawn from the logits clipped to
+[lo, hi] at temperature T = 2 (hi - lo) / epsilon - the exponential mechanism, epsilon-DP per
+generated token for any two input texts; the document is (tokens drawn) * epsilon-DP, at most
+(input tokens) * epsilon. Drawn over the whole vocabulary except special tokens; the
+end-of-sequence token is a candidate too (drawing it ends the paraphrase, post-processing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dptext.accounting.events import TokenEvent
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import Result, RngLike, as_generator, register
+from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
+
+DEFAULT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\n{text}"
+
+
+@register
+class DPPrompt(LMMechanism):
+    """DP-Prompt with the packaged SmolLM2 (or any ``AutoModelForCausalLM``)."""
+
+    name = "dpprompt"
+    summary = "DP-Prompt: paraphrase with a causal LM, each token from clipped logits"
+    guarantee_summary = "epsilon-DP per generated token, any two texts; tokens*epsilon per text"
+    causal_only = True
+
+    def __init__(self, *, epsilon: float, model: str | None = None,
+                 prompt: str = DEFAULT_PROMPT, clip_low: float | None = None,
+                 clip_high: float | None = None, max_length: int | None = None) -> None:
+        super().__init__(epsilon=epsilon, backend="causal", model=model, clip_low=clip_low,
+                         clip_high=clip_high, max_length=max_length)
+        if "{text}" not in str(prompt):
+            raise DPTextError("prompt must contain {text}")
+        self.prompt = str(prompt)
+        self._allowed = None
+
+    def fit(self, *, progress: bool = False) -> DPPrompt:
+        if self._allowed is None:
+            self._load(progress)
+            model, tokenizer = self._lm
+            special = set(tokenizer.all_special_ids) - {tokenizer.eos_token_id}
+            allowed = np.setdiff1d(np.arange(model.config.vocab_size), sorted(special))
+            import torch
+
+            self._allowed = torch.as_tensor(allowed)
+        return self
+
+    def _prompt_ids(self, text: str) -> list[int]:
+        tokenizer = self._lm[1]
+        content = self.prompt.replace("{text}", text)
+        if getattr(tokenizer, "chat_template", None):
+            return list(tokenizer.apply_chat_template(
+                [{"role": "user", "content": content}], add_generation_prompt=True,
+                tokenize=True, return_dict=True)["input_ids"])
+        return list(tokenizer(content)["input_ids"])
+
+    def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
+        import torch
+
+        from dptext.lm.sampling import torch_generator
+
+        self.fit()
+        tgen = torch_generator(as_generator(rng))
+        model, tokenizer = self._lm
+        window = min(x for x in (model.config.max_position_embeddings, self.max_length) if x)
+        results = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+            budget = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            feed = self._prompt_ids(text)
+            if len(feed) + budget > window:
+                raise DPTextError(f"text too long for dpprompt ({budget} tokens; model window "
+                                  f"{window}): split it into shorter records")
+            out: list[int] = []
+            past = None
+            while len(out) < budget:
+                with torch.inference_mode():
+                    res = model(input_ids=torch.as_tensor([feed]), cache=past,
+                                use_cache=True, logits_to_keep=1)
+                past = res.cache
+                token = int(self._allowed[self._draw(res.logits[0, -1, self._allowed][None],
+                                                     tgen)[0]])
+                out.append(token)
+                if token == tokenizer.eos_token_id:
+                    break
+                feed = [token]
+            new = tokenizer.decode(out, skip_special_tokens=True).strip()
+            report = RewriteReport(self.name, self.guarantee,
+                                   [TokenEvent(self.guarantee, len(out), "generated")]
+                                   if out else [])
+            results.append(Result(new, report))
+        return results

@@ -1,0 +1,68 @@
+"""Federated averaging pieces (McMahan et al. 2018, UeDP Algorithm 1 lines 11-15, 20-29):
+local training of many users at once (torch.func.vmap), per-user clipping of the whole update to
+global L2 norm <= beta, and the noised estimators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch.func import grad, vmap
+
+Params = dict[str, torch.Tensor]
+LossFn = Callable[[Params, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+
+
+def local_updates(loss_fn: LossFn, params: Params, tokens: torch.Tensor, weights: torch.Tensor,
+                  sizes: torch.Tensor, *, steps: int, lr: float) -> Params:
+    """Each user's model delta after ``steps`` full-batch SGD steps from ``params``.
+
+    ``tokens`` [U, N, L], ``weights`` [U, N] (1 / pi per usable sentence, 0 for padding), ``sizes``
+    [U] (the user's number of sentences). User u minimises sum_i w_i nll_i / (tokens_i * n_u),
+    whose expectation over the sampling is its mean per-token loss.
+    """
+    def user_loss(p: Params, tok: torch.Tensor, w: torch.Tensor, n: torch.Tensor):
+        nll, count = loss_fn(p, tok)
+        return (w * nll / count.clamp(min=1.0)).sum() / n
+
+    step_grad = grad(user_loss)
+
+    def train_one(tok, w, n):
+        p = dict(params)
+        for _ in range(steps):
+            g = step_grad(p, tok, w, n)
+            p = {k: p[k] - lr * g[k] for k in p}
+        return {k: p[k] - params[k] for k in p}
+
+    return vmap(train_one)(tokens, weights, sizes)
+
+
+def global_norms(updates: Params) -> torch.Tensor:
+    """L2 norm of each user's whole update (all parameters together): [U]."""
+    return torch.sqrt(sum(v.flatten(1).pow(2).sum(dim=1) for v in updates.values()))
+
+
+def clip_updates(updates: Params, beta: float) -> Params:
+    """Scale each user's update to global L2 norm <= beta (not per tensor: docs/uedp.md)."""
+    factor = (beta / global_norms(updates).clamp(min=1e-12)).clamp(max=1.0)
+    return {k: v * factor.view(-1, *([1] * (v.dim() - 1))) for k, v in updates.items()}
+
+
+def noised_sum(updates: Params, std: float, denominator: float,
+               generator: torch.Generator | None = None) -> Params:
+    """(sum over users + N(0, std^2 I)) / denominator: the Gaussian mechanism of line 15.
+
+    ``std`` is z * S (the standard deviation, not the variance).
+    """
+    out = {}
+    for k, v in updates.items():
+        total = v.sum(dim=0)
+        noise = torch.randn(total.shape, generator=generator, dtype=total.dtype) * std
+        out[k] = (total + noise) / denominator
+    return out
+
+
+def plain_mean(updates: Params) -> Params:
+    """Noiseless FedAvg: the mean update of the sampled users."""
+    return {k: v.mean(dim=0) for k, v in updates.items()}

@@ -1,0 +1,74 @@
+"""What a federated run trains: initial parameters, a per-sentence loss, and the evaluation.
+
+* :class:`NextWordTask` - the LSTM language model (perplexity).
+* :class:`ClassificationTask` - a linear softmax head on frozen sentence embeddings of the packaged
+  MiniLM encoder (paper section VI, text classification; error rate).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from dptext.training.lstm import Params, init_lstm, perplexity, sentence_nll
+
+
+@dataclass
+class NextWordTask:
+    vocab_size: int
+    test: torch.Tensor
+    dim: int = 48
+    hidden: int = 96
+
+    def init(self, generator: torch.Generator) -> Params:
+        return init_lstm(self.vocab_size, dim=self.dim, hidden=self.hidden, generator=generator)
+
+    @staticmethod
+    def loss(params: Params, tokens: torch.Tensor):
+        return sentence_nll(params, tokens)
+
+    def evaluate(self, params: Params) -> dict:
+        ppl = perplexity(params, self.test)
+        return {"perplexity": ppl, "loss": math.log(ppl)}
+
+
+def classification_rows(features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Pack embeddings and integer labels into one float row per sentence (label last)."""
+    return torch.cat([features.float(), labels.float().unsqueeze(-1)], dim=-1)
+
+
+@dataclass
+class ClassificationTask:
+    dim: int
+    n_classes: int
+    test: torch.Tensor = field(repr=False)  # rows from classification_rows
+
+    def init(self, generator: torch.Generator) -> Params:
+        return {"w": torch.zeros(self.n_classes, self.dim), "b": torch.zeros(self.n_classes)}
+
+    @staticmethod
+    def loss(params: Params, rows: torch.Tensor):
+        x, y = rows[..., :-1], rows[..., -1].long()
+        logp = torch.log_softmax(x @ params["w"].T + params["b"], dim=-1)
+        return -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1), torch.ones(rows.shape[:-1])
+
+    @torch.no_grad()
+    def evaluate(self, params: Params) -> dict:
+        x, y = self.test[:, :-1], self.test[:, -1].long()
+        logits = x @ params["w"].T + params["b"]
+        loss = float(torch.nn.functional.cross_entropy(logits, y))
+        accuracy = float((logits.argmax(-1) == y).float().mean())
+        return {"loss": loss, "accuracy": accuracy, "error_rate": 1.0 - accuracy}
+
+
+def minilm_embeddings(sentences: list[str], batch_size: int = 64) -> torch.Tensor:
+    """Normalized all-MiniLM-L6-v2 sentence embeddings from the packaged model (offline)."""
+    from sentence_transformers import SentenceTransformer
+
+    from dptext.resources import minilm_dir
+
+    model = SentenceTransformer(str(minilm_dir()), device="cpu")
+    return torch.as_tensor(model.encode(sentences, batch_size=batch_size,
+                                        normalize_embeddings=True, show_progress_bar=False))

@@ -1,0 +1,338 @@
+"""DP-MLM and DP-Prompt end to end on tiny random models built here (no download)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from transformers import (  # noqa: E402
+    BertConfig,
+    BertForMaskedLM,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+    RobertaConfig,
+    RobertaForMaskedLM,
+)
+
+from dptext import mechanism  # noqa: E402
+from dptext.errors import DPTextError  # noqa: E402
+from dptext.lm.sampling import clipped_log_probs  # noqa: E402
+from dptext.text import split_words  # noqa: E402
+
+WORDS = ("the a cat dog sat on mat big small red house run walk john paris anna river "
+         "tree car road blue green went saw").split()
+CORPUS = ["the cat sat on the mat", "a dog ran to the big house", "my name is anna",
+          "john went to paris", "the red car saw a green tree by the river road"] * 4
+CLIP = {"clip_low": -2.0, "clip_high": 2.0}
+
+
+def _bert(path):
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {w: i for i, w in enumerate(specials + WORDS + ["##s", "##ing", "##ed", ".", ","])}
+    tk = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tk.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]",
+                                  cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    tok.save_pretrained(path)
+    BertForMaskedLM(cfg).save_pretrained(path)
+    return str(path)
+
+
+def _byte_level(specials):
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=330, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return tk
+
+
+def _roberta(path):
+    tk = _byte_level(["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+    tk.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
+                                  unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
+                                  cls_token="<s>", sep_token="</s>")
+    cfg = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=66,
+                        pad_token_id=1)
+    torch.manual_seed(1)
+    tok.save_pretrained(path)
+    RobertaForMaskedLM(cfg).save_pretrained(path)
+    return str(path)
+
+
+def _llama(path):
+    tk = _byte_level(["<|endoftext|>"])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|endoftext|>",
+                                  bos_token="<|endoftext|>")
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, intermediate_size=64,
+                      max_position_embeddings=256, eos_token_id=0, bos_token_id=0)
+    torch.manual_seed(2)
+    tok.save_pretrained(path)
+    LlamaForCausalLM(cfg).save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models on a shared CPU: one thread avoids OpenMP spin-waiting (7x faster here)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def lms(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lms")
+    return {"bert": _bert(root / "bert"), "roberta": _roberta(root / "roberta"),
+            "llama": _llama(root / "llama")}
+
+
+def _dpmlm(lms, kind, **kw):
+    backend = "causal" if kind == "llama" else "mlm"
+    return mechanism("dpmlm", backend=backend, model=lms[kind], **{**CLIP, **kw}).fit()
+
+
+def _slot_scores(m, text):
+    aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+    return m._backend.scores([m._backend.input_ids(aligned.ids, s.start, s.end) for s in slots])
+
+
+def test_mlm_draws_follow_the_clipped_softmax(lms):
+    from scipy.stats import chi2 as chi2_dist
+
+    m = _dpmlm(lms, "bert", epsilon=3.0, keep_stopwords=False)
+    text = "dog"  # one word: its output distribution is exactly softmax(clip(scores) / T)
+    probs = clipped_log_probs(_slot_scores(m, text), epsilon=3.0, lo=-2.0, hi=2.0).exp()[0]
+    n = 800
+    out = [r.text for r in m.privatize_batch([text] * n, rng=7)]
+    index = {w: i for i, w in enumerate(m.candidates)}
+    observed = np.bincount([index[w] for w in out], minlength=len(index))
+    expected = n * probs.numpy()
+    chi2 = float(((observed - expected) ** 2 / expected).sum())
+    assert expected.min() > 5  # the chi-square approximation holds
+    assert chi2 < chi2_dist.ppf(0.999, len(index) - 1)
+
+
+def test_batched_and_unbatched_scores_agree(lms):
+    text = "the big dog sat on a mat, john went to paris"
+    batched = _slot_scores(_dpmlm(lms, "bert", epsilon=1.0, batch_size=64,
+                                  keep_stopwords=False), text)
+    single = _slot_scores(_dpmlm(lms, "bert", epsilon=1.0, batch_size=1,
+                                 keep_stopwords=False), text)
+    assert batched.shape[0] == len(split_words(text)[1::2])
+    assert torch.allclose(batched, single, atol=1e-4)
+
+
+def test_two_contexts_have_probability_ratio_at_most_e_epsilon(lms):
+    m = _dpmlm(lms, "roberta", epsilon=2.0, keep_stopwords=False)
+    a = clipped_log_probs(_slot_scores(m, "john saw the river"), epsilon=2.0, lo=-2, hi=2)
+    b = clipped_log_probs(_slot_scores(m, "anna went to a house"), epsilon=2.0, lo=-2, hi=2)
+    assert float((a[0] - b[0]).abs().max()) <= 2.0 + 1e-5
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta", "llama"])
+def test_every_word_is_privatized_or_counted(lms, kind):
+    m = _dpmlm(lms, kind, epsilon=5.0, keep_stopwords=False)
+    text = "The cats walked, JOHN went to Paris!"
+    res = m.privatize(text, rng=3)
+    cands = {w.lower() for w in m.candidates}
+    out_words = split_words(res.text)[1::2]
+    assert len(out_words) == 7 and all(w.lower() in cands for w in out_words)
+    assert out_words[0][0].isupper() and out_words[3].isupper()  # Title and UPPER restored
+    assert split_words(res.text)[0::2] == split_words(text)[0::2]  # punctuation/spacing kept
+    r = res.report
+    assert r.tokens_privatized == 7 and r.kept == {"punctuation": 2}
+    assert r.epsilon == pytest.approx(35.0)
+
+
+@pytest.mark.parametrize("kind", ["bert", "llama"])
+def test_texts_without_words(lms, kind):
+    m = _dpmlm(lms, kind, epsilon=1.0)
+    res = m.privatize_batch(["", "?!", "the dog"], rng=0)
+    assert [r.text for r in res[:2]] == ["", "?!"]
+    assert res[1].report.kept == {"punctuation": 1} and res[0].report.tokens_total == 0
+    assert res[2].report.tokens_privatized == 1
+    assert m.privatize_batch([]) == []
+
+
+def test_stopwords_are_kept_and_counted(lms):
+    m = _dpmlm(lms, "bert", epsilon=5.0)
+    res = m.privatize("the dog sat on a mat", rng=4)
+    words = res.text.split()
+    assert [words[i] for i in (0, 3, 4)] == ["the", "on", "a"]
+    assert res.report.kept == {"stopword": 3} and res.report.tokens_privatized == 3
+
+
+def test_long_text_uses_a_window_centred_on_the_word(lms):
+    m = _dpmlm(lms, "bert", epsilon=5.0, max_length=20, keep_stopwords=False)
+    words = [WORDS[i % len(WORDS)] for i in range(300)]
+    text = " ".join(words)
+    aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+    tok = m._lm[1]
+    s = slots[250]
+    ids = m._backend.input_ids(aligned.ids, s.start, s.end)
+    assert len(ids) <= 20
+    toks = tok.convert_ids_to_tokens(ids)
+    cut = toks.index("[SEP]")
+    assert words[250] in toks[:cut]  # the context copy holds the word ...
+    masked = toks[cut + 1:]
+    at = masked.index("[MASK]")
+    assert masked[at - 1] == words[249] and masked[at + 1] == words[251]  # ... and its place
+    res = m.privatize(text, rng=5)
+    assert res.report.tokens_privatized == 300 and len(res.text.split()) == 300
+
+
+def test_causal_cache_gives_the_scores_of_a_full_forward_pass(lms):
+    m = _dpmlm(lms, "llama", epsilon=5.0, keep_stopwords=False, separator=" =>")
+    model, tok = m._lm
+    text = "the dog sat, john went"
+    aligned, pieces, slots, _ = m._plan(text, np.random.default_rng(0))
+    rows, chosen = [], []
+
+    def choose(row):
+        rows.append(row.clone())
+        chosen.append(int(torch.argmax(row)))
+        return chosen[-1]
+
+    m._backend.rewrite(aligned.ids, [(s.glue, s.start) for s in slots], choose)
+    # rebuild each prefix without a cache: original + separator + output so far
+    cids = m._backend.candidate_ids
+    prefix = aligned.ids + tok(" =>", add_special_tokens=False)["input_ids"]
+    for k, s in enumerate(slots):
+        glue = s.glue[:-1] if s.glue.endswith(" ") else s.glue
+        prefix = prefix + (tok(glue, add_special_tokens=False)["input_ids"] if glue else [])
+        with torch.inference_mode():
+            full = model(input_ids=torch.tensor([prefix])).logits[0, -1, cids]
+        assert torch.allclose(full, rows[k], atol=1e-4)
+        prefix = prefix + [int(cids[chosen[k]])]
+
+
+def test_causal_window_rebuilds_for_long_texts(lms):
+    m = _dpmlm(lms, "llama", epsilon=5.0, max_length=32, keep_stopwords=False)
+    text = " ".join(WORDS[i % len(WORDS)] for i in range(60))
+    res = m.privatize(text, rng=6)
+    assert len(res.text.split()) == 60 and res.report.tokens_privatized == 60
+
+
+def test_add_delete_variant_counts_insertions_and_deletions(lms):
+    text = "the dog sat on a mat"
+    m = _dpmlm(lms, "bert", epsilon=2.0, keep_stopwords=False, p_add=1.0)
+    r = m.privatize(text, rng=1)
+    assert len(r.text.split()) == 12
+    assert r.report.privatized_by_reason == {"mechanism": 6, "inserted": 6}
+    assert r.report.epsilon == pytest.approx(24.0)
+    assert r.report.worst_case_epsilon == pytest.approx(2 * 6 * 2.0)
+    gone = _dpmlm(lms, "bert", epsilon=2.0, p_del=1.0).privatize(text + ".", rng=1)
+    assert gone.text.strip() == "." and gone.report.privatized_by_reason == {"deleted": 6}
+    assert gone.report.epsilon == 0.0
+    some = _dpmlm(lms, "llama", epsilon=2.0, p_add=0.5, p_del=0.3).privatize(text, rng=2)
+    c = some.report.privatized_by_reason
+    words = len(some.text.split())
+    assert words == 6 - c.get("deleted", 0) + c.get("inserted", 0)
+    assert "Worst case" in some.report.document_guarantee()
+    tail = _dpmlm(lms, "bert", epsilon=2.0, p_del=1.0, keep_stopwords=False)
+    assert tail.privatize("dog, cat.", rng=0).text == ",."
+
+
+def test_dpprompt_generates_at_most_the_input_length(lms):
+    m = mechanism("dpprompt", epsilon=4.0, model=lms["llama"], **CLIP).fit()
+    res = m.privatize("the dog sat on a mat", rng=3)
+    n_input = len(m._lm[1]("the dog sat on a mat", add_special_tokens=False)["input_ids"])
+    drawn = res.report.privatized_by_reason.get("generated", 0)
+    assert 1 <= drawn <= n_input
+    assert res.report.epsilon == pytest.approx(4.0 * drawn)
+
+
+def test_calibrate_writes_bounds_beside_the_model(lms, tmp_path, capsys):
+    from dptext.cli import main
+
+    public = tmp_path / "public.txt"
+    public.write_text("the cat sat on the mat\njohn went to paris\n", encoding="utf-8")
+    assert main(["calibrate", "--model", lms["bert"], "--backend", "mlm",
+                 "--text", str(public)]) == 0
+    with open(f"{lms['bert']}/dptext_bounds.json", encoding="utf-8") as f:
+        data = json.load(f)
+    assert data["hi"] > data["lo"] and data["words_scored"] == 6
+    m = mechanism("dpmlm", epsilon=1.0, backend="mlm", model=lms["bert"]).fit()
+    assert m.bounds == pytest.approx((data["lo"], data["hi"]))
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"backend": "gpt"}, "backend"), ({"p_add": 1.5}, "p_add"), ({"clip_low": 1.0}, "both"),
+    ({"context": "left"}, "context"), ({"epsilon": 0}, "epsilon"),
+])
+def test_parameters_are_validated(params, message):
+    with pytest.raises(DPTextError, match=message):
+        mechanism("dpmlm", **{"epsilon": 1.0, **params})
+
+
+def test_mlm_needs_a_model_and_a_model_needs_bounds(lms):
+    with pytest.raises(DPTextError, match="masked-LM backend needs model"):
+        mechanism("dpmlm", epsilon=1.0, backend="mlm").fit()
+    with pytest.raises(DPTextError, match="no clip bounds"):
+        mechanism("dpmlm", epsilon=1.0, backend="causal", model=lms["llama"]).fit()
+
+
+def test_cli_sanitize_with_dpmlm(lms, tmp_path, capsys):
+    from dptext.cli import main
+
+    src = tmp_path / "in.txt"
+    src.write_text("the dog sat on a mat.\njohn went to paris\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    code = main(["sanitize", "-m", "dpmlm", "-e", "5", "-p", "backend=mlm", "-p",
+                 f"model={lms['bert']}", "-p", "clip_low=-2", "-p", "clip_high=2", "-p",
+                 "p_add=0.5", "-i", str(src), "-o", str(out), "--seed", "1"])
+    assert code == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and lines[0].endswith(".")
+    report = json.loads((tmp_path / "out.txt.report.json").read_text(encoding="utf-8"))
+    # stopwords: the, on, a, to; privatized: dog, sat, mat, john, went, paris
+    assert report["records"] == 2 and report["kept_by_reason"] == {"stopword": 4,
+                                                                   "punctuation": 1}
+    assert report["privatized_by_reason"]["mechanism"] == 6
+
+
+def test_causal_batch_decoding_gives_the_scores_of_one_text_at_a_time(lms):
+    m = _dpmlm(lms, "llama", epsilon=5.0, keep_stopwords=False)
+    texts = ["the dog sat, john went", "a big red car", "anna saw the blue river by a tree."]
+    jobs = []
+    for t in texts:
+        aligned, _, slots, _ = m._plan(t, np.random.default_rng(0))
+        jobs.append((aligned.ids, [(s.glue, s.start) for s in slots]))
+    batched_rows: list = []
+
+    def greedy_batch(scores):
+        batched_rows.append(scores.clone())
+        return scores.argmax(1).tolist()
+
+    chosen = m._backend.rewrite_batch(jobs, greedy_batch)
+    for r, (ids, slots) in enumerate(jobs):
+        rows: list = []
+
+        def greedy(row, rows=rows):
+            rows.append(row.clone())
+            return int(row.argmax())
+
+        m._backend.rewrite(ids, slots, greedy)
+        assert chosen[r] == [int(x.argmax()) for x in rows]
+        active = [k for k in range(len(batched_rows)) if len(jobs[r][1]) > k]
+        for k in active:
+            before = sum(1 for j in jobs[:r] if len(j[1]) > k)
+            assert torch.allclose(batched_rows[k][before], rows[k], atol=1e-4)

@@ -1,0 +1,110 @@
+"""DP-MLM building blocks without a model: candidates, alignment, windows, sampling, bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from dptext.errors import DPTextError
+from dptext.lm.alignment import align
+from dptext.lm.bounds import percentile_rule
+from dptext.lm.candidates import candidate_set
+from dptext.lm.sampling import clipped_log_probs, sample, temperature
+from dptext.lm.windows import centred, masked_window
+from dptext.text import split_words
+
+torch = pytest.importorskip("torch")
+WORDS = "the a cat dog sat on mat big house run walk".split()
+
+
+def wordpiece_tokenizer() -> PreTrainedTokenizerFast:
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {w: i for i, w in enumerate(specials + WORDS + ["##s", "##ing", "##ed", "!"])}
+    tk = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]",
+                                   cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def test_candidates_exclude_specials_continuations_and_punctuation():
+    tok = wordpiece_tokenizer()
+    cands = candidate_set(tok)
+    assert sorted(cands.words) == sorted(WORDS)
+    assert set(cands.ids.tolist()).isdisjoint(tok.all_special_ids)
+    assert [tok.convert_ids_to_tokens(int(i)) for i in cands.ids] == cands.words
+
+
+def test_alignment_masks_multi_token_words_as_one_range():
+    tok = wordpiece_tokenizer()
+    text = "the cats walking, a dog!"
+    parts = split_words(text)
+    al = align(tok, text, parts)
+    toks = tok.convert_ids_to_tokens(al.ids)
+    spans = [toks[s:e] for s, e in zip(al.starts, al.ends, strict=True)]
+    assert spans == [["the"], ["cat", "##s"], ["walk", "##ing"], ["a"], ["dog"]]
+
+
+def test_alignment_of_a_long_text_points_at_the_right_word():
+    tok = wordpiece_tokenizer()
+    words = [WORDS[i % len(WORDS)] for i in range(500)]
+    text = " ".join(words)
+    al = align(tok, text, split_words(text))
+    assert len(al.starts) == 500
+    for k in (0, 137, 499):
+        assert tok.convert_ids_to_tokens(al.ids[al.starts[k]]) == words[k]
+
+
+@pytest.mark.parametrize("n,start,end,budget", [(10, 3, 4, 20), (100, 0, 1, 9), (100, 99, 100, 9),
+                                                (100, 50, 53, 10)])
+def test_centred_window_holds_the_word_and_fits(n, start, end, budget):
+    lo, hi = centred(n, start, end, budget)
+    assert 0 <= lo <= start and end <= hi <= n and hi - lo == min(n, budget)
+
+
+def test_masked_window_keeps_the_neighbours_of_the_mask():
+    ids = list(range(100))
+    out = masked_window(ids, 40, 43, 9, -1)
+    assert out == [36, 37, 38, 39, -1, 43, 44, 45, 46]
+    assert masked_window(ids, 98, 100, 5, -1) == [94, 95, 96, 97, -1]
+    assert masked_window(ids, 5, 5, 3, -1) == [4, -1, 5]  # an insertion point
+
+
+def test_sampling_matches_the_clipped_softmax():
+    gen = torch.Generator().manual_seed(0)
+    scores = torch.tensor([[-9.0, 0.0, 1.0, 2.0, 8.0]])
+    eps, lo, hi = 6.0, -1.0, 3.0
+    probs = clipped_log_probs(scores, epsilon=eps, lo=lo, hi=hi).exp()[0].numpy()
+    t = temperature(eps, lo, hi)
+    expected = np.exp(np.clip([-9.0, 0.0, 1.0, 2.0, 8.0], lo, hi) / t)
+    assert np.allclose(probs, expected / expected.sum(), atol=1e-6)
+    n = 20000
+    draws = sample(scores.expand(n, -1), epsilon=eps, lo=lo, hi=hi, generator=gen)
+    observed = np.bincount(draws, minlength=5)
+    chi2 = float(((observed - n * probs) ** 2 / (n * probs)).sum())
+    assert chi2 < 18.47  # chi-square, 4 degrees of freedom, p = 0.001
+
+
+def test_exact_probability_ratio_is_bounded_by_e_epsilon():
+    rng = np.random.default_rng(1)
+    a, b = (torch.tensor(rng.normal(0, 8, (1, 200)), dtype=torch.float32) for _ in range(2))
+    eps, lo, hi = 2.0, -3.0, 5.0
+    la = clipped_log_probs(a, epsilon=eps, lo=lo, hi=hi)
+    lb = clipped_log_probs(b, epsilon=eps, lo=lo, hi=hi)
+    assert float((la - lb).abs().max()) <= eps + 1e-5
+    # without clipping the same scores break the bound: the clip is what delivers it
+    unclipped = torch.log_softmax(a / temperature(eps, lo, hi), -1) - torch.log_softmax(
+        b / temperature(eps, lo, hi), -1)
+    assert float(unclipped.abs().max()) > eps
+
+
+def test_percentile_rule():
+    scores = np.arange(20, dtype=float).reshape(4, 5)  # row maxima 4, 9, 14, 19
+    lo, hi = percentile_rule(scores)
+    assert lo == pytest.approx(9.5) and hi == pytest.approx(11.5)
+    with pytest.raises(DPTextError):
+        percentile_rule(np.zeros((3, 4)))
+    assert math.isfinite(temperature(1.0, lo, hi))

