@@ -80,23 +80,29 @@ class SanText(WordMechanism):
         near = np.where(near_ok, geo.neighbors, -1)
         x = torch.from_numpy(space.vectors)
         sq = (x * x).sum(1)
-        cols = torch.from_numpy(sensitive)
         # Every weight of a row is divided by exp(-half_eps * shift), shift ~ the distance to the
         # row's nearest sensitive word: no probability changes, but the largest weight stays near
         # 1 whatever epsilon, so no row underflows to all zeros (in float32 or float64).
         near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
         shift = near_d.min(1)
         z_far = np.empty(n)
+        all_sensitive = bool(sensitive.all())
+        off_vs = torch.from_numpy(~sensitive)
         for s in range(0, n, _BLOCK):
             e = min(n, s + _BLOCK)
-            d2 = sq[s:e, None] + sq[None, :] - 2.0 * (x[s:e] @ x.T)
-            d = d2.clamp_min(0).sqrt().masked_fill(~cols, torch.inf)  # sensitive columns only
-            shift[s:e] = np.minimum(shift[s:e], d.min(1).values.double().numpy())
+            # d = sqrt(|x|^2 + |y|^2 - 2 x.y), fused and in place: this pass dominates fit time.
+            d = torch.addmm(sq[s:e, None] + sq[None, :], x[s:e], x.T, alpha=-2.0)
+            d.clamp_(min=0.0).sqrt_()
+            if not all_sensitive:
+                d.masked_fill_(off_vs, torch.inf)  # sensitive columns only
+                lost = ~np.isfinite(shift[s:e])  # rows whose kNN list has no sensitive word
+                if lost.any():
+                    shift[s:e][lost] = d[torch.from_numpy(lost)].min(1).values.double().numpy()
             shift_t = torch.from_numpy(shift[s:e]).float()[:, None]
-            w = torch.exp(-half_eps * (d - shift_t)).double()  # 0 off V_s
-            total = w.sum(1).numpy()
+            w = d.sub_(shift_t).mul_(-half_eps).exp_()  # 0 off V_s
+            total = w.sum(1, dtype=torch.float64).numpy()
             near_approx = torch.gather(w, 1, torch.from_numpy(geo.neighbors[s:e]).long())
-            near_approx = (near_approx * torch.from_numpy(near_ok[s:e])).sum(1).numpy()
+            near_approx = (near_approx.double() * torch.from_numpy(near_ok[s:e])).sum(1).numpy()
             z_far[s:e] = np.maximum(total - near_approx, 0.0)
         near_w = np.where(near_ok, np.exp(-half_eps * (near_d - shift[:, None])), 0.0)
         # Every word outside the kNN row is at least as far as its last entry.
