@@ -110,6 +110,7 @@ class EmbeddingSpace:
                 raise DPTextError(f"alias {alias!r} points to unknown word {target!r}")
             self.index.setdefault(normalize_word(alias), self.index[target])
         self._geometry: Geometry | None = None
+        self._x64: np.ndarray | None = None
         self._geometry_k = 0
 
     # ----------------------------------------------------------------- basics
@@ -154,10 +155,19 @@ class EmbeddingSpace:
         Normalising in float32 would put ~1e-7 of error into every cosine distance - the scale
         of near-duplicates - so exact distances normalise the float64 copy.
         """
-        x = (self.vectors if rows is None else self.vectors[rows]).astype(np.float64)
-        if self.metric == "cosine":
-            x /= np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-        return x
+        if rows is not None and np.size(rows) * 8 < len(self):
+            x = self.vectors[rows].astype(np.float64)
+        else:  # many rows: keep one float64 copy of the whole matrix (8 bytes per value)
+            if self._x64 is None:
+                self._x64 = self.vectors.astype(np.float64)
+            return self._normalized(self._x64 if rows is None else self._x64[rows], copy=True)
+        return self._normalized(x, copy=False)
+
+    def _normalized(self, x: np.ndarray, *, copy: bool) -> np.ndarray:
+        if self.metric != "cosine":
+            return x
+        norms = np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+        return x / norms if copy else np.divide(x, norms, out=x)
 
     def pairwise(self, rows_a: np.ndarray, rows_b: np.ndarray | None = None) -> np.ndarray:
         """Exact (float64) distances between the words ``rows_a`` and ``rows_b`` (default all)."""
