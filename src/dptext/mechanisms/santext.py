@@ -119,6 +119,8 @@ class SanText(WordMechanism):
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
         super()._use_tables(tables)
+        v = self.space.vectors.astype(np.float64)
+        self._sq_norms = (v * v).sum(1)
         self._sensitive_rows = np.flatnonzero(tables["sensitive"])
         # Column of the last sensitive word of each kNN row (SanText+ rows have -1 gaps, so this
         # is not near_count - 1); rows without one are never drawn from the near table.
@@ -155,13 +157,15 @@ class SanText(WordMechanism):
             j = np.minimum(j, self._near_last[rows[idx]])
             out[idx] = t["near"][rows[idx], j]
         pending = np.flatnonzero(~go_near)
-        vec = self.space.vectors
+        vec, sq = self.space.vectors, self._sq_norms
         half_eps = self.epsilon / 2.0
         while len(pending):
             x = rows[pending]
             y = self._sensitive_rows[rng.integers(0, len(self._sensitive_rows), len(pending))]
-            diff = vec[x].astype(np.float64) - vec[y].astype(np.float64)
-            w = np.exp(-half_eps * (np.sqrt((diff * diff).sum(1)) - t["shift"][x]))
+            # float32 dot products (rounding ~1e-7 in d), the rest in float64
+            dot = np.einsum("ij,ij->i", vec[x], vec[y]).astype(np.float64)
+            d = np.sqrt(np.maximum(sq[x] + sq[y] - 2.0 * dot, 0.0))
+            w = np.exp(-half_eps * (d - t["shift"][x]))
             ok = (t["near"][x] != y[:, None]).all(1) & (rng.random(len(x)) * t["far_max"][x] < w)
             out[pending[ok]] = y[ok]
             pending = pending[~ok]
