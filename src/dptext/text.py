@@ -72,20 +72,31 @@ def normalize_word(word: str) -> str:
 
 
 def case_pattern(word: str) -> str:
-    """``"upper"`` (ALL CAPS, two or more cased letters), ``"title"``, or ``"lower"``."""
-    letters = [c for c in word if c.isalpha()]
-    if len(letters) >= 2 and all(c.isupper() for c in letters):
-        return "upper"
-    if letters and letters[0].isupper():
-        return "title"
-    return "lower"
+    """``"upper"`` (ALL CAPS, two or more cased letters), ``"title"``, or ``"lower"``.
+
+    Decided by the letters of ``word``: all of them upper case (at least two) is UPPER; else the
+    first letter upper case is Title; everything else (no letters included) is lower.
+    """
+    if word.islower():
+        return "lower"
+    first = next((c for c in word if c.isalpha()), "")
+    if word.isupper():
+        letters = [c for c in word if c.isalpha()]
+        if len(letters) >= 2 and all(c.isupper() for c in letters):
+            return "upper"
+    return "title" if first.isupper() else "lower"
 
 
 def apply_case(replacement: str, original: str) -> str:
     """Render ``replacement`` with the case pattern of ``original`` (Title, UPPER, lower)."""
-    if original.islower() or not original[:1].isupper():
-        if not original.isupper():
-            return replacement
+    if original.islower():  # the common case, decided without a scan
+        return replacement
+    pattern = case_pattern(original)
+    if pattern == "upper":
+        return replacement.upper()
+    if pattern == "title":
+        return replacement[:1].upper() + replacement[1:]
+    return replacement
     pattern = case_pattern(original)
     if pattern == "upper":
         return replacement.upper()

@@ -41,7 +41,6 @@ _OOV_REPLACED = TokenGuarantee(
     GuaranteeKind.INDEPENDENT,
     scope="out-of-vocabulary words (reveals only that the word was out of vocabulary)",
 )
-_MISS = -3
 # Bump when a mechanism's fitted tables change meaning: cached tables of older code are ignored.
 TABLE_FORMAT = 2
 
@@ -307,6 +306,12 @@ class WordMechanism(Mechanism):
         raise NotImplementedError(f"{self.name} has no closed-form output distribution")
 
     # ------------------------------------------------------------ pipeline
+    def _vocab_objects(self) -> np.ndarray:
+        """The vocabulary as a numpy object array (fancy-indexed when rendering outputs)."""
+        if getattr(self, "_vocab_array", None) is None or len(self._vocab_array) != len(self.space):
+            self._vocab_array = np.array(self.space.words, dtype=object)
+        return self._vocab_array
+
     def _classify(self, word: str) -> int:
         """Row to privatize (>= 0), -2 for a kept stopword, -1 for out-of-vocabulary."""
         key = normalize_word(word)
@@ -325,23 +330,28 @@ class WordMechanism(Mechanism):
                 raise DPTextError(f"texts must be strings, got {type(text).__name__}")
             parts = split_words(text)
             words = parts[1::2]
-            codes = [cache.get(w, _MISS) for w in words]
-            if _MISS in codes:
+            codes = list(map(cache.get, words))
+            if None in codes:
                 for j, w in enumerate(words):
-                    if codes[j] == _MISS:
+                    if codes[j] is None:
                         codes[j] = cache[w] = self._classify(w)
             parts_of.append(parts)
             codes_of.append(codes)
         flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
-        words = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
+        originals = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
+        words = np.array(originals, dtype=object)  # output words, filled in below
+        lower = np.fromiter(map(str.islower, originals), dtype=bool, count=len(originals))
         lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
         text_of = np.repeat(np.arange(len(texts)), lengths)
-        vocab = space.words
+        vocab = self._vocab_objects()
 
         def render(positions: np.ndarray, rows: np.ndarray) -> None:
-            for p, i in zip(positions.tolist(), rows.tolist(), strict=True):
-                original, new = words[p], vocab[i]
-                words[p] = new if original.islower() else apply_case(new, original)
+            words[positions] = vocab[rows]  # lower-case originals need nothing more
+            cased = ~lower[positions]
+            words[positions[cased]] = [
+                apply_case(vocab[i], originals[p])
+                for p, i in zip(positions[cased].tolist(), rows[cased].tolist(), strict=True)
+            ]
 
         in_vocab = np.flatnonzero(flat >= 0)
         rows = flat[in_vocab]
@@ -354,8 +364,7 @@ class WordMechanism(Mechanism):
             draws = gen.integers(0, len(space) if allowed is None else len(allowed), len(oov))
             render(oov, draws if allowed is None else allowed[draws])
         elif len(oov) and self.oov == "placeholder":
-            for p in oov.tolist():
-                words[p] = self.placeholder
+            words[oov] = self.placeholder
 
         def per_text(mask: np.ndarray) -> list[int]:
             return np.bincount(text_of[mask], minlength=len(texts)).tolist()
@@ -371,7 +380,7 @@ class WordMechanism(Mechanism):
         ends = np.cumsum(lengths).tolist()
         start = 0
         for t, (parts, end) in enumerate(zip(parts_of, ends, strict=True)):
-            parts[1::2] = words[start:end]
+            parts[1::2] = words[start:end].tolist()
             start = end
             report = self._report(
                 n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
