@@ -97,12 +97,6 @@ def apply_case(replacement: str, original: str) -> str:
     if pattern == "title":
         return replacement[:1].upper() + replacement[1:]
     return replacement
-    pattern = case_pattern(original)
-    if pattern == "upper":
-        return replacement.upper()
-    if pattern == "title":
-        return replacement[:1].upper() + replacement[1:]
-    return replacement
 
 
 def _spacy_english_stopwords() -> set[str]:

@@ -39,6 +39,7 @@ from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.evaluation.word_sampling import privatize_words
 from dptext.mechanisms.base import Mechanism
+from dptext.mechanisms.frequency import public_frequencies
 
 _PRIORS: dict[str, np.ndarray] = {}
 
@@ -48,9 +49,7 @@ def word_prior(space: EmbeddingSpace) -> np.ndarray:
     smallest positive frequency, so every word has prior mass)."""
     key = space.fingerprint()
     if key not in _PRIORS:
-        import wordfreq
-
-        freq = np.array([wordfreq.word_frequency(w, "en") for w in space.words], dtype=np.float64)
+        freq = public_frequencies(space)
         positive = freq[freq > 0]
         freq[freq <= 0] = positive.min() if len(positive) else 1.0
         _PRIORS[key] = freq / freq.sum()

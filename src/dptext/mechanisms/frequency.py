@@ -17,10 +17,15 @@ def frequency_order(space: EmbeddingSpace, frequencies: Mapping[str, float] | No
     (e.g. counts from a user corpus) replaces them; words it lacks count as 0.
     """
     if frequencies is None:
-        import wordfreq
-
-        freq = np.array([wordfreq.word_frequency(w, "en") for w in space.words])
+        freq = public_frequencies(space)
     else:
         table = {normalize_word(w): float(f) for w, f in frequencies.items()}
         freq = np.array([table.get(w, 0.0) for w in space.words])
     return np.argsort(-freq, kind="stable")
+
+
+def public_frequencies(space: EmbeddingSpace) -> np.ndarray:
+    """wordfreq's English frequency of every word of ``space`` (0 for unknown words)."""
+    import wordfreq
+
+    return np.array([wordfreq.word_frequency(w, "en") for w in space.words], dtype=np.float64)
