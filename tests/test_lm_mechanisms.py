@@ -89,12 +89,8 @@ def _llama(path):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models on a shared CPU: one thread avoids OpenMP spin-waiting (7x faster here)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _single_thread(one_torch_thread):
+    """Every test of this module runs with one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -36,13 +36,9 @@ def make_space(dim: int = 8, seed: int = 0) -> EmbeddingSpace:
     return EmbeddingSpace(WORDS, v / np.linalg.norm(v, axis=1, keepdims=True), name="toy")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny tensors: one torch thread is fastest (and kind to a shared machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+@pytest.fixture(scope="module", autouse=True)
+def _single_thread(one_torch_thread):
+    """Every test of this module runs with one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")
