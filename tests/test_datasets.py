@@ -119,7 +119,7 @@ def test_read_jsonl(tmp_path):
     with pytest.raises(DPTextError, match="line 1"):
         read_jsonl(path)
     path.write_text("not json\n", encoding="utf-8")
-    with pytest.raises(DPTextError, match="not JSON"):
+    with pytest.raises(DPTextError, match="not valid JSON"):
         read_jsonl(path)
 
 

@@ -29,7 +29,6 @@ import bz2
 import csv
 import gzip
 import io
-import json
 import os
 import sys
 import zipfile
@@ -43,7 +42,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from dptext.errors import DPTextError
-from dptext.io import read_lines
+from dptext.io import read_json_objects, read_lines
 
 SPLITS = ("train", "test", "all")
 TEST_FRACTION = 0.2
@@ -292,15 +291,7 @@ def read_jsonl(path: str | os.PathLike, text_key: str = "text", label_key: str =
                author_key: str | None = None) -> Dataset:
     """One JSON object a line; blank lines are skipped."""
     rows = []
-    for number, line in read_lines(path, strip_bom=True):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DPTextError(f"{path}: line {number} is not JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise DPTextError(f"{path}: line {number} is not a JSON object")
+    for number, row in read_json_objects(path):
         _require(list(row), [text_key, label_key, author_key], f"{path}: line {number}")
         rows.append(row)
     return _table(path, rows, text_key, label_key, author_key, [text_key, label_key, author_key]

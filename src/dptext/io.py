@@ -66,3 +66,20 @@ def read_lines(path: str | os.PathLike, *, strip_bom: bool = False) -> Iterator[
                 raise DPTextError(
                     f"{path}: line {number} is not valid UTF-8 (byte {err.start + 1})"
                 ) from None
+
+
+def read_json_objects(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSONL file (a BOM is dropped);
+    a line that is not a JSON object is a one-line error naming it."""
+    import json
+
+    for number, line in read_lines(path, strip_bom=True):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise DPTextError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
+        if not isinstance(obj, dict):
+            raise DPTextError(f"{path}: line {number} is not a JSON object")
+        yield number, obj

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-from dptext.io import atomic_write, read_lines
+from dptext.io import atomic_write, read_json_objects, read_lines
 from dptext.mechanisms.base import Mechanism, RngLike, as_generator
 
 FORMATS = ("jsonl", "csv", "txt")
@@ -27,14 +27,8 @@ def detect_format(path: str | os.PathLike, fmt: str | None) -> str:
 
 
 def _jsonl_records(path, field: str) -> Iterator[tuple[dict, str]]:
-    for number, line in read_lines(path, strip_bom=True):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DPTextError(f"{path}: line {number} is not valid JSON ({err.msg})") from None
-        if not isinstance(obj, dict) or field not in obj:
+    for number, obj in read_json_objects(path):
+        if field not in obj:
             raise DPTextError(f"{path}: line {number} has no field {field!r}")
         if not isinstance(obj[field], str):
             raise DPTextError(f"{path}: line {number}: field {field!r} is not a string")
