@@ -82,6 +82,11 @@ class RandomReplacement(Noiseless):
         space = self._fitted_space()
         return list(space.words), np.full(len(space), 1.0 / len(space))
 
+    def likelihood_matrix(self, inputs, outputs) -> np.ndarray:
+        """p(y | x) = 1 / |V| for every input x and output y."""
+        n = len(self._fitted_space())
+        return np.full((len(inputs), len(outputs)), 1.0 / n)
+
 
 def build_mechanism(name: str, epsilon: float | None, space: EmbeddingSpace | None) -> Mechanism:
     """A baseline (epsilon ignored) or a registered mechanism at ``epsilon``, on ``space`` when

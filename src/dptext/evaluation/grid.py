@@ -30,7 +30,7 @@ from dptext.evaluation.baselines import BASELINES, build_mechanism
 from dptext.evaluation.encoders import CachedEncoder, make_encoder
 from dptext.evaluation.store import CellStore
 from dptext.io import atomic_write
-from dptext.mechanisms.base import Mechanism, WordMechanism
+from dptext.mechanisms.base import Mechanism, WordMechanism, registered
 from dptext.text import split_words
 
 DEFAULT_ATTRIBUTE_DATASETS = ("health_tweets", "house_of_commons")
@@ -119,6 +119,7 @@ class _Context:
         self.encoder = encoder or make_encoder(config.encoder)
         self._data: dict[tuple[str, str], Dataset] = {}
         self._mechanism: tuple[tuple[str, float | None], Mechanism] | None = None
+        self._prefitted: set[str] = set()
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -140,10 +141,21 @@ class _Context:
             return self._mechanism[1], 0.0
         self._mechanism = None
         start = time.perf_counter()
+        self._prefit(name)
         m = build_mechanism(name, epsilon, self.space)
         m.fit()
         self._mechanism = ((name, epsilon), m)
         return m, time.perf_counter() - start
+
+    def _prefit(self, name: str) -> None:
+        """Mechanisms with ``fit_many`` (SanText) fit all the grid's epsilons of ``name`` in one
+        shared pass the first time one of them is needed (saved to the fitted-table cache, from
+        which each cell's ``fit`` then loads)."""
+        cls = registered().get(name)
+        if name in self._prefitted or cls is None or not hasattr(cls, "fit_many"):
+            return
+        self._prefitted.add(name)
+        cls.fit_many(self.config.epsilons.get(name, []), space=self.space)
 
     def deniability_words(self) -> list[str]:
         """The same word sample for every mechanism: distinct in-vocabulary words of the test

@@ -13,7 +13,8 @@ words, normalised over the vocabulary); each is privatized once, giving y.
   which is exactly the set of inputs that can produce y, so the argmax is exact), otherwise the
   ``top`` most probable words under pi plus the ``knn`` nearest words of y (SanText: an
   approximation; words outside C(y) are never guessed, so the rate is a lower bound of the
-  Bayes-optimal one).
+  Bayes-optimal one). Mechanisms with a ``likelihood_matrix(inputs, outputs)`` method get all
+  p(y | x') of the candidates in one batched call.
 
 Bounds (what the guarantee allows; a measured rate clearly above it is a bug to chase):
 
@@ -113,6 +114,8 @@ def map_guesses(m: Mechanism, space: EmbeddingSpace, prior: np.ndarray, observed
     observed = np.unique(observed[observed >= 0])
     if len(observed) == 0:
         return {}
+    if hasattr(m, "likelihood_matrix"):
+        return _map_guesses_dense(m, space, prior, observed, top=top, knn=knn)
     if _distribution_rows(m, space, space.words[int(observed[0])]) is None:
         return None
     col = {int(r): j for j, r in enumerate(observed)}
@@ -140,6 +143,23 @@ def map_guesses(m: Mechanism, space: EmbeddingSpace, prior: np.ndarray, observed
         score = prior[cand] * np.array([likelihood[int(c)][col[r]] for c in cand])
         guess[r] = int(cand[int(np.argmax(score))])
     return guess
+
+
+def _map_guesses_dense(m: Mechanism, space: EmbeddingSpace, prior: np.ndarray,
+                       observed: np.ndarray, *, top: int, knn: int) -> dict[int, int]:
+    """MAP guesses for mechanisms whose outputs can come from (almost) any input and which give
+    p(y | x) as a matrix (``likelihood_matrix(inputs, outputs)``; SanText, random): candidates
+    C(y) = the ``top`` most probable words + the ``knn`` nearest words of y, all likelihoods in
+    one batched call."""
+    top_rows = np.argsort(-prior, kind="stable")[:top]
+    neighbors = space.geometry(max(knn, 1)).neighbors[observed, :knn]
+    cand = np.unique(np.concatenate([top_rows, neighbors.ravel()]))
+    score = prior[cand, None] * m.likelihood_matrix(cand, observed)  # (candidates, outputs)
+    allowed = np.zeros((len(cand), len(observed)), dtype=bool)
+    allowed[np.searchsorted(cand, top_rows)] = True
+    allowed[np.searchsorted(cand, neighbors), np.arange(len(observed))[:, None]] = True
+    best = np.where(allowed, score, -1.0).argmax(0)
+    return {int(r): int(cand[b]) for r, b in zip(observed.tolist(), best.tolist(), strict=True)}
 
 
 def bayes_success(m: Mechanism, space: EmbeddingSpace, prior: np.ndarray, x: np.ndarray,

@@ -68,6 +68,16 @@ class SanText(WordMechanism):
         return mask
 
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        return self._fit_tables_many(space, [self.epsilon])[0]
+
+    def _fit_tables_many(self, space: EmbeddingSpace, epsilons: list[float]
+                         ) -> list[dict[str, np.ndarray]]:
+        """The tables of this mechanism at each of ``epsilons`` from ONE pass over all pairs.
+
+        The distance pass (|V| x |V_s| distances, the whole cost of a fit) does not depend on
+        epsilon; only the weights exp(-eps d / 2) taken from it do. Each epsilon's tables come
+        from exactly the operations a single fit performs, so they are identical to it.
+        """
         if space.metric != "euclidean":
             raise DPTextError("SanText needs a euclidean space")
         import torch
@@ -75,7 +85,7 @@ class SanText(WordMechanism):
         sensitive = self._sensitive_mask(space)
         geo = space.geometry()
         n, m = geo.neighbors.shape
-        half_eps = self.epsilon / 2.0
+        half = [float(e) / 2.0 for e in epsilons]
         near_ok = sensitive[geo.neighbors]
         near = np.where(near_ok, geo.neighbors, -1)
         x = torch.from_numpy(space.vectors)
@@ -85,7 +95,7 @@ class SanText(WordMechanism):
         # 1 whatever epsilon, so no row underflows to all zeros (in float32 or float64).
         near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
         shift = near_d.min(1)
-        z_far = np.empty(n)
+        z_far = np.empty((len(half), n))
         all_sensitive = bool(sensitive.all())
         off_vs = torch.from_numpy(~sensitive)
         for s in range(0, n, _BLOCK):
@@ -99,23 +109,50 @@ class SanText(WordMechanism):
                 if lost.any():
                     shift[s:e][lost] = d[torch.from_numpy(lost)].min(1).values.double().numpy()
             shift_t = torch.from_numpy(shift[s:e]).float()[:, None]
-            w = d.sub_(shift_t).mul_(-half_eps).exp_()  # 0 off V_s
-            total = w.sum(1, dtype=torch.float64).numpy()
-            near_approx = torch.gather(w, 1, torch.from_numpy(geo.neighbors[s:e]).long())
-            near_approx = (near_approx.double() * torch.from_numpy(near_ok[s:e])).sum(1).numpy()
-            z_far[s:e] = np.maximum(total - near_approx, 0.0)
-        near_w = np.where(near_ok, np.exp(-half_eps * (near_d - shift[:, None])), 0.0)
-        # Every word outside the kNN row is at least as far as its last entry.
-        far_max = np.exp(-half_eps * (geo.distances[:, -1].astype(np.float64) - shift))
-        if m >= n:  # the kNN rows hold every word: nothing is far
-            z_far[:] = 0.0
-        z_near = near_w.sum(1)
-        cum = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
-        return {
-            "sensitive": sensitive, "near": near, "cum": cum, "far_max": far_max,
-            "p_near": z_near / (z_near + z_far), "n_sensitive": np.array(int(sensitive.sum())),
-            "near_count": near_ok.sum(1), "shift": shift,
-        }
+            ok_t = torch.from_numpy(near_ok[s:e])
+            cols = torch.from_numpy(geo.neighbors[s:e]).long()
+            for j, half_eps in enumerate(half):
+                last = j == len(half) - 1  # the last epsilon may overwrite d in place
+                w = (d.sub_(shift_t) if last else d - shift_t).mul_(-half_eps).exp_()  # 0 off V_s
+                total = w.sum(1, dtype=torch.float64).numpy()
+                near_approx = (torch.gather(w, 1, cols).double() * ok_t).sum(1).numpy()
+                z_far[j, s:e] = np.maximum(total - near_approx, 0.0)
+        out = []
+        for j, half_eps in enumerate(half):
+            near_w = np.where(near_ok, np.exp(-half_eps * (near_d - shift[:, None])), 0.0)
+            # Every word outside the kNN row is at least as far as its last entry.
+            far_max = np.exp(-half_eps * (geo.distances[:, -1].astype(np.float64) - shift))
+            if m >= n:  # the kNN rows hold every word: nothing is far
+                z_far[j] = 0.0
+            z_near = near_w.sum(1)
+            cum = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
+            out.append({
+                "sensitive": sensitive, "near": near, "cum": cum, "far_max": far_max,
+                "p_near": z_near / (z_near + z_far[j]),
+                "n_sensitive": np.array(int(sensitive.sum())),
+                "near_count": near_ok.sum(1), "shift": shift.copy(),
+            })
+        return out
+
+    @classmethod
+    def fit_many(cls, epsilons, *, progress: bool = False, **params) -> list[SanText]:
+        """Fitted mechanisms at each epsilon (same other ``params``), sharing one distance pass
+        among those not already in the on-disk cache (each is saved there, as by ``fit``)."""
+        ms = [cls(epsilon=e, **params) for e in epsilons]
+        if not ms:
+            return []
+        if ms[0].space is None:
+            from dptext.resources import default_space
+
+            space = default_space(progress=progress)
+            for m in ms:
+                m.space = space
+        todo = [m for m in ms if not m._cache_path(m.space).is_file()]
+        if todo:
+            tables = todo[0]._fit_tables_many(todo[0].space, [m.epsilon for m in todo])
+            for m, t in zip(todo, tables, strict=True):
+                m.save(m._cache_path(m.space), t)
+        return [m.fit() for m in ms]
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
         super()._use_tables(tables)
@@ -184,6 +221,30 @@ class SanText(WordMechanism):
             # SanText+: a non-sensitive word is kept w.p. 1 - p, else drawn as above
             words, probs = [*words, space.words[row]], np.append(self.p * probs, 1.0 - self.p)
         return words, probs
+
+
+    def likelihood_matrix(self, inputs, outputs, *, block: int = 512) -> np.ndarray:
+        """p(y | x) for every input row x (rows of the result) and output row y (columns), exact
+        in float64 like :meth:`distribution`, one blocked pass over the sensitive words (the
+        Bayes attack of dptext.evaluation.inversion needs thousands of such rows)."""
+        space = self._fitted_space()
+        inputs, outputs = np.asarray(inputs, dtype=np.int64), np.asarray(outputs, dtype=np.int64)
+        cand = self._sensitive_rows
+        sensitive = self._tables["sensitive"]
+        out = np.empty((len(inputs), len(outputs)))
+        for s in range(0, len(inputs), block):
+            x = inputs[s : s + block]
+            logits = -self.epsilon / 2.0 * space.pairwise(x, cand)
+            top = logits.max(1, keepdims=True)
+            z = np.exp(logits - top).sum(1, keepdims=True)
+            p = np.exp(-self.epsilon / 2.0 * space.pairwise(x, outputs) - top) / z
+            p[:, ~sensitive[outputs]] = 0.0
+            if self.sensitive_fraction < 1.0:  # SanText+: non-sensitive inputs kept w.p. 1 - p
+                public = ~sensitive[x]
+                p[public] *= self.p
+                p[public] += (1.0 - self.p) * (x[public, None] == outputs[None, :])
+            out[s : s + block] = p
+        return out
 
 
 @register
