@@ -80,7 +80,8 @@ def cmd_evaluate(args) -> int:
         inversion_samples=args.inversion_samples, bayes_samples=args.bayes_samples,
         attribute_datasets=_names(args.attribute_datasets),
         attribute_train=_size(args.attribute_train), attribute_test=_size(args.attribute_test),
-        encoder=args.encoder, baselines=not args.no_baselines,
+        encoder=args.encoder, lm_texts=_size(args.lm_texts), lm_model=args.lm_model,
+        classifier=args.classifier, baselines=not args.no_baselines,
     )
     space = None
     if args.space:
@@ -99,7 +100,7 @@ def cmd_evaluate(args) -> int:
 
 
 def add_commands(subparsers) -> None:
-    from dptext.evaluation import ENCODERS, METRICS
+    from dptext.evaluation import CLASSIFIERS, ENCODERS, METRICS
 
     p = subparsers.add_parser(
         "evaluate", help="utility / attack / deniability grid over mechanisms and epsilons",
@@ -125,6 +126,13 @@ def add_commands(subparsers) -> None:
     p.add_argument("--attribute-train", default="1000")
     p.add_argument("--attribute-test", default="400")
     p.add_argument("--encoder", choices=ENCODERS, default="minilm")
+    p.add_argument("--classifier", choices=CLASSIFIERS, default="logreg",
+                   help="utility classifier: logistic regression on frozen encoder embeddings, "
+                   "or fine-tune the packaged MiniLM + a linear head (1 epoch; slow on CPU)")
+    p.add_argument("--lm-texts", default="100",
+                   help="test texts attacked by the lm_inference metric, or 'all'")
+    p.add_argument("--lm-model", help="causal LM of the lm_inference attack (name or path); "
+                   "default: the packaged SmolLM2-135M")
     p.add_argument("--space", help="embedding space (.npz or vectors file); default: the "
                    "packaged default space")
     p.add_argument("--no-baselines", action="store_true")

@@ -25,7 +25,7 @@ import numpy as np
 from dptext.datasets import Dataset, load_dataset
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.evaluation import METRICS
+from dptext.evaluation import CLASSIFIERS, METRICS
 from dptext.evaluation.baselines import BASELINES, build_mechanism
 from dptext.evaluation.encoders import CachedEncoder, make_encoder
 from dptext.evaluation.store import CellStore
@@ -54,12 +54,18 @@ class GridConfig:
     attribute_train: int | None = 1000
     attribute_test: int | None = 400
     encoder: str = "minilm"
+    lm_texts: int | None = 100
+    lm_model: str | None = None  # None: the packaged SmolLM2-135M
+    classifier: str = "logreg"
     baselines: bool = True
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.metrics) - set(METRICS))
         if unknown:
             raise DPTextError(f"unknown metric {unknown[0]!r}; choose from {', '.join(METRICS)}")
+        if self.classifier not in CLASSIFIERS:
+            raise DPTextError(f"unknown classifier {self.classifier!r}; choose from "
+                              f"{', '.join(CLASSIFIERS)}")
         if not self.mechanisms:
             raise DPTextError("no mechanism to evaluate")
         for name in self.mechanisms:
@@ -120,6 +126,7 @@ class _Context:
         self._data: dict[tuple[str, str], Dataset] = {}
         self._mechanism: tuple[tuple[str, float | None], Mechanism] | None = None
         self._prefitted: set[str] = set()
+        self._lm = None
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -146,6 +153,20 @@ class _Context:
         m.fit()
         self._mechanism = ((name, epsilon), m)
         return m, time.perf_counter() - start
+
+    def finetune_dir(self):
+        """Encoder directory fine-tuned by ``classifier="finetune"``: the packaged MiniLM."""
+        from dptext.resources import minilm_dir
+
+        return minilm_dir()
+
+    def lm(self):
+        """(causal LM, tokenizer) of the LM inference attack, loaded once per run."""
+        if self._lm is None:
+            from dptext.lm.loading import load_model, resolve_model
+
+            self._lm = load_model(resolve_model(self.config.lm_model, causal=True), causal=True)
+        return self._lm
 
     def _prefit(self, name: str) -> None:
         """Mechanisms with ``fit_many`` (SanText) fit all the grid's epsilons of ``name`` in one
@@ -185,7 +206,14 @@ def _run_utility(ctx: _Context, m: Mechanism, rng) -> dict[str, Any]:
     train = ctx.data(c.dataset, "train", c.n_train)
     test = ctx.data(c.dataset, "test", c.n_test)
     sanitized, cost = _privatize(m, train.texts, rng)
-    out = downstream_accuracy(ctx.encoder, sanitized, train.labels, test.texts, test.labels)
+    if c.classifier == "finetune":
+        from dptext.evaluation.finetune import finetune_accuracy
+
+        out = finetune_accuracy(str(ctx.finetune_dir()), sanitized, train.labels, test.texts,
+                                test.labels, rng=rng)
+    else:
+        out = downstream_accuracy(ctx.encoder, sanitized, train.labels, test.texts,
+                                  test.labels)
     out["bleu"] = bleu(train.texts, sanitized)
     out["cosine"] = cosine_similarity(ctx.encoder, train.texts, sanitized)
     out.update({f"sanitize_{k}": v for k, v in cost.items()})
@@ -230,9 +258,20 @@ def _run_attribute(ctx: _Context, m: Mechanism, rng, dataset: str) -> dict[str, 
     return out
 
 
+def _run_lm_inference(ctx: _Context, m: Mechanism, rng) -> dict[str, Any]:
+    from dptext.evaluation.lm_inference import lm_token_inference
+
+    test = ctx.data(ctx.config.dataset, "test", ctx.config.lm_texts)
+    sanitized, _ = _privatize(m, test.texts, rng)
+    space = m.space if isinstance(m, WordMechanism) else ctx.space
+    model, tokenizer = ctx.lm()
+    return lm_token_inference(model, tokenizer, test.texts, sanitized,
+                              lambda w: space.lookup(w) >= 0).summary()
+
+
 _RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
     "utility": _run_utility, "cost": _run_cost, "inversion": _run_inversion,
-    "deniability": _run_deniability,
+    "deniability": _run_deniability, "lm_inference": _run_lm_inference,
 }
 
 
@@ -260,6 +299,9 @@ def _settings_check(out: Path, config: GridConfig) -> None:
     if path.is_file():
         previous = json.loads(path.read_text(encoding="utf-8"))
         old = previous.get("result_settings")
+        if old is not None:  # a setting added after the directory was made: its default then
+            defaults = json.loads(json.dumps(GridConfig(["-"], {"-": [1.0]}).result_settings()))
+            old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
         if old != json.loads(json.dumps(settings)):
             changed = sorted(k for k in settings if old is None or old.get(k) != settings[k])
             raise DPTextError(

@@ -53,6 +53,9 @@ def write_plots(out: Path, records: list[dict[str, Any]]) -> list[Path]:
     if "inversion" in metrics:
         curve("inversion", [("nn_top1", "-"), ("bayes", "--"), ("bound", ":")],
               "token inversion success", "attack_vs_epsilon.png")
+    if "lm_inference" in metrics:
+        curve("lm_inference", [("success", "-"), ("success_changed", "--")],
+              "LM token inference success", "lm_inference_vs_epsilon.png")
     if "deniability" in metrics:
         fig, ax = plt.subplots(figsize=(6, 4))
         for mech, points in series(records, "deniability").items():

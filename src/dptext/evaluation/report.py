@@ -15,6 +15,8 @@ _COLUMNS = {
     "inversion": ["nn_top1", "nn_topk", "bayes", "bayes_se", "bound", "bayes_above_bound"],
     "deniability": ["N_w_mean", "N_w_std", "S_w_mean", "S_w_std", "runs", "words"],
     "cost": ["tokens", "seconds", "tokens_per_s"],
+    "lm_inference": ["success", "success_se", "success_word", "success_changed", "copy_rate",
+                     "words", "texts_skipped"],
 }
 _ATTRIBUTE = ["static_f1", "adaptive_f1", "static_points_above_majority",
               "adaptive_points_above_majority", "majority_accuracy"]
@@ -47,12 +49,14 @@ def _equal_privacy(records: list[dict[str, Any]]) -> str | None:
         if acc is None:
             continue
         eps = "-" if r["epsilon"] is None else f"{r['epsilon']:g}"
-        rows.append([r["values"]["nn_top1"], r["values"].get("bayes"), acc, r["mechanism"], eps])
+        lm = value(records, r["mechanism"], r["epsilon"], "lm_inference", "success")
+        rows.append([r["values"]["nn_top1"], r["values"].get("bayes"), lm, acc, r["mechanism"],
+                     eps])
     if not rows:
         return None
     rows.sort(key=lambda row: row[0])
-    return markdown_table(["NN top-1 success", "Bayes success", "accuracy", "mechanism",
-                           "epsilon"], rows)
+    return markdown_table(["NN top-1 success", "Bayes success", "LM success", "accuracy",
+                           "mechanism", "epsilon"], rows)
 
 
 def _mechanisms(records: list[dict[str, Any]]) -> list[str]:
@@ -76,7 +80,8 @@ def write_report(out: Path, records: list[dict[str, Any]], config, plots: list[P
     ]
     titles = {"utility": "Utility (trained on sanitized train, tested on clean test)",
               "inversion": "Token inversion (nearest-neighbour and Bayes MAP) vs the bound",
-              "deniability": "Plausible deniability", "cost": "Cost"}
+              "deniability": "Plausible deniability", "cost": "Cost",
+              "lm_inference": "LM token inference (causal LM reads the sanitized text)"}
     for metric, columns in _COLUMNS.items():
         if ok(records, metric):
             lines += [f"## {titles[metric]}", "", metric_table(records, metric, columns), ""]
