@@ -256,6 +256,58 @@ def test_dpprompt_generates_at_most_the_input_length(lms):
     assert res.report.epsilon == pytest.approx(4.0 * drawn)
 
 
+def _greedy(scores, generator):
+    return scores.argmax(-1).numpy()
+
+
+def test_dpprompt_side_by_side_matches_one_text_at_a_time(lms, monkeypatch):
+    texts = ["the dog sat on a mat", "john went to paris", "", "a big red car by the river"]
+    outs = {}
+    for batch_size in (1, 3):
+        m = mechanism("dpprompt", epsilon=4.0, model=lms["llama"], batch_size=batch_size,
+                      **CLIP).fit()
+        monkeypatch.setattr(m, "_draw", _greedy)  # deterministic: the argmax of the scores
+        outs[batch_size] = [(r.text, r.report.epsilon) for r in m.privatize_batch(texts)]
+    assert outs[1] == outs[3]
+    assert outs[1][2] == ("", 0.0)
+
+
+def test_score_head_uses_the_full_model_when_slicing_would_change_the_logits(lms):
+    from dptext.lm.decoding import ScoreHead, decode_side_by_side
+    from dptext.lm.loading import load_model
+
+    model, _ = load_model(lms["llama"], causal=True)
+    ids = torch.arange(5, 40)
+    prompts = [[3, 4, 5, 6], [7, 8]]
+
+    def check(head):
+        got: list = []
+
+        def draw(rows, scores):
+            got.extend((r, s.clone()) for r, s in zip(rows, scores, strict=True))
+            return [None] * len(rows)
+
+        decode_side_by_side(head, prompts, draw, pad_id=0)
+        assert sorted(r for r, _ in got) == [0, 1]
+        for r, scores in got:
+            expect = model(input_ids=torch.as_tensor([prompts[r]])).logits[0, -1, ids]
+            assert torch.allclose(scores, expect, atol=1e-4)
+
+    sliced = ScoreHead(model, ids, [3, 4, 5])
+    assert sliced.weight is not None
+    check(sliced)
+    forward = model.forward
+    model.forward = lambda *a, **k: _scaled(forward(*a, **k))  # a model that scales its logits
+    full = ScoreHead(model, ids, [3, 4, 5])
+    assert full.weight is None
+    check(full)
+
+
+def _scaled(out):
+    out.logits = out.logits * 3.0
+    return out
+
+
 def test_calibrate_writes_bounds_beside_the_model(lms, tmp_path, capsys):
     from dptext.cli import main
 
@@ -312,10 +364,11 @@ def test_causal_batch_decoding_gives_the_scores_of_one_text_at_a_time(lms):
     for t in texts:
         aligned, _, slots, _ = m._plan(t, np.random.default_rng(0))
         jobs.append((aligned.ids, [(s.glue, s.start) for s in slots]))
-    batched_rows: list = []
+    batched_rows: dict = {r: [] for r in range(len(texts))}
 
-    def greedy_batch(scores):
-        batched_rows.append(scores.clone())
+    def greedy_batch(rows, scores):
+        for r, row in zip(rows, scores, strict=True):
+            batched_rows[r].append(row.clone())
         return scores.argmax(1).tolist()
 
     chosen = m._backend.rewrite_batch(jobs, greedy_batch)
@@ -328,7 +381,6 @@ def test_causal_batch_decoding_gives_the_scores_of_one_text_at_a_time(lms):
 
         m._backend.rewrite(ids, slots, greedy)
         assert chosen[r] == [int(x.argmax()) for x in rows]
-        active = [k for k in range(len(batched_rows)) if len(jobs[r][1]) > k]
-        for k in active:
-            before = sum(1 for j in jobs[:r] if len(j[1]) > k)
-            assert torch.allclose(batched_rows[k][before], rows[k], atol=1e-4)
+        assert len(batched_rows[r]) == len(rows) == len(slots)
+        for batched, single in zip(batched_rows[r], rows, strict=True):
+            assert torch.allclose(batched, single, atol=1e-4)

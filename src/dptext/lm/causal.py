@@ -8,8 +8,8 @@ appeared since the last one (the sampled word and the glue after it). A trailing
 glue before a slot is left to the candidate token (``Ġword`` carries its own space). If the
 sequence would outgrow the model window, the cache is rebuilt from a window of the original
 centred on the slot plus the tail of the output (:mod:`dptext.lm.windows`).
-:meth:`CausalBackend.rewrite_batch` decodes several texts side by side, one forward pass per
-step for all of them (the weights are read once per step, not once per text).
+:meth:`CausalBackend.rewrite_batch` decodes several texts side by side
+(:mod:`dptext.lm.decoding`), one forward pass per step for all of them.
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ class CausalBackend:
         self.budget = (self.window - len(self.sep_ids)) // 2
         if self.budget < 2:
             raise DPTextError(f"model window {self.window} is too small for the causal backend")
+        from dptext.lm.decoding import ScoreHead
+
+        self.head = ScoreHead(model, self.candidate_ids, self.sep_ids)
+        pad = tokenizer.pad_token_id
+        self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)
 
     def encode(self, text: str) -> list[int]:
         if not text:
@@ -83,50 +88,30 @@ class CausalBackend:
             pending = [token]
 
     def rewrite_batch(self, texts: list[tuple[list[int], list[tuple[str, int]]]],
-                      choose: Callable[[object], list[int]]) -> list[list[int]]:
-        """Several texts decoded side by side: one forward pass per step for all of them.
+                      choose: Callable[[list[int], object], list[int]]) -> list[list[int]]:
+        """Several texts decoded side by side (:mod:`dptext.lm.decoding`): one forward pass
+        per step for all of them, no padding after the shared prefixes.
 
-        Each step feeds every row its new tokens, left-padded within the step (padding is
-        masked out and positions count real tokens only), so one pass reads the weights once
-        for the whole batch. ``choose(scores rows x candidates) -> columns``. Every row must
-        fit the window without a rebuild (see :meth:`fits`). Returns the columns per text.
+        ``choose(rows, scores rows x candidates) -> columns``, ``rows`` indexing ``texts``.
+        Every text must fit the window without a rebuild (see :meth:`fits`) and have a slot.
+        Returns the chosen columns per text.
         """
-        import torch
+        from dptext.lm.decoding import decode_side_by_side
 
-        pad = self.tokenizer.pad_token_id
-        pad = pad if pad is not None else (self.tokenizer.eos_token_id or 0)
-        rows = len(texts)
-        feeds = [[self._prefix(ids, 0, []) + self.encode(_trim(slots[0][0]))]
-                 if slots else [] for ids, slots in texts]
-        steps = max(len(s) for _, s in texts)
         chosen: list[list[int]] = [[] for _ in texts]
-        past, mask, seen = None, torch.zeros((rows, 0), dtype=torch.long), torch.zeros(
-            rows, dtype=torch.long)
-        for k in range(steps):
-            chunk = [f[0] if f else [] for f in feeds]
-            width = max(1, max(len(c) for c in chunk))
-            ids = torch.full((rows, width), pad, dtype=torch.long)
-            new_mask = torch.zeros((rows, width), dtype=torch.long)
-            for r, c in enumerate(chunk):
-                if c:
-                    ids[r, width - len(c):] = torch.as_tensor(c)
-                    new_mask[r, width - len(c):] = 1
-            positions = (seen[:, None] + new_mask.cumsum(1) - 1).clamp_min(0)
-            mask = torch.cat([mask, new_mask], dim=1)
-            with torch.inference_mode():
-                res = self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                                 cache=past, use_cache=True, logits_to_keep=1)
-            past, seen = res.cache, seen + new_mask.sum(1)
-            active = [r for r in range(rows) if k < len(texts[r][1])]
-            columns = choose(res.logits[active, -1][:, self.candidate_ids])
-            for r, col in zip(active, columns, strict=True):
+
+        def draw(rows, scores):
+            nexts = []
+            for r, col in zip(rows, choose(rows, scores), strict=True):
                 chosen[r].append(int(col))
-                slots = texts[r][1]
-                glue = self.encode(_trim(slots[k + 1][0])) if k + 1 < len(slots) else None
-                feeds[r] = [[int(self.candidate_ids[col])] + glue] if glue is not None else []
-            for r in range(rows):
-                if r not in active:
-                    feeds[r] = []
+                slots, k = texts[r][1], len(chosen[r])
+                nexts.append([int(self.candidate_ids[col])] + self.encode(_trim(slots[k][0]))
+                             if k < len(slots) else None)
+            return nexts
+
+        prompts = [self._prefix(ids, 0, []) + self.encode(_trim(slots[0][0]))
+                   for ids, slots in texts]
+        decode_side_by_side(self.head, prompts, draw, self.pad_id)
         return chosen
 
     def fits(self, ids: list[int], slots: list[tuple[str, int]]) -> bool:

@@ -300,12 +300,13 @@ class DPMLM(LMMechanism):
         backend, words = self._backend, self._candidates.words
         jobs = [(p, [(s.glue, s.start) for s in p[2]]) for p in plans if p[2]]
         fits = [backend.fits(p[0].ids, sl) for p, sl in jobs]
+        # similar prefix lengths side by side: the first pass pads to the longest prefix
         together = sorted((j for j, ok in zip(jobs, fits, strict=True) if ok),
-                          key=lambda j: len(j[1]))
+                          key=lambda j: len(j[0][0].ids))
         for b in range(0, len(together), self.batch_size):
             group = together[b: b + self.batch_size]
             chosen = backend.rewrite_batch([(p[0].ids, sl) for p, sl in group],
-                                           lambda scores: self._draw(scores, tgen))
+                                           lambda rows, scores: self._draw(scores, tgen))
             for (p, _), cols in zip(group, chosen, strict=True):
                 self._fill(p[1], p[2], [words[c] for c in cols])
         for p, sl in (j for j, ok in zip(jobs, fits, strict=True) if not ok):

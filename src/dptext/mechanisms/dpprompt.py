@@ -7,6 +7,8 @@ text has (the cap of DP-MLM section 5.1.2); each token is drawn from the logits 
 generated token for any two input texts; the document is (tokens drawn) * epsilon-DP, at most
 (input tokens) * epsilon. Drawn over the whole vocabulary except special tokens; the
 end-of-sequence token is a candidate too (drawing it ends the paraphrase, post-processing).
+Texts are generated side by side (:mod:`dptext.lm.decoding`, ``batch_size`` at a time, similar
+prompt lengths together): one forward pass per generated token for the whole batch.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from dptext.accounting.events import TokenEvent
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import Result, RngLike, as_generator, register
+from dptext.mechanisms.base import Result, RngLike, as_generator, check_int, register
 from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
 
 DEFAULT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\n{text}"
@@ -34,23 +36,28 @@ class DPPrompt(LMMechanism):
 
     def __init__(self, *, epsilon: float, model: str | None = None,
                  prompt: str = DEFAULT_PROMPT, clip_low: float | None = None,
-                 clip_high: float | None = None, max_length: int | None = None) -> None:
+                 clip_high: float | None = None, max_length: int | None = None,
+                 batch_size: int = 32) -> None:
         super().__init__(epsilon=epsilon, backend="causal", model=model, clip_low=clip_low,
                          clip_high=clip_high, max_length=max_length)
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         if "{text}" not in str(prompt):
             raise DPTextError("prompt must contain {text}")
         self.prompt = str(prompt)
-        self._allowed = None
+        self._allowed = self._head = None
 
     def fit(self, *, progress: bool = False) -> DPPrompt:
-        if self._allowed is None:
+        if self._head is None:
             self._load(progress)
             model, tokenizer = self._lm
-            special = set(tokenizer.all_special_ids) - {tokenizer.eos_token_id}
-            allowed = np.setdiff1d(np.arange(model.config.vocab_size), sorted(special))
             import torch
 
-            self._allowed = torch.as_tensor(allowed)
+            from dptext.lm.decoding import ScoreHead
+
+            special = set(tokenizer.all_special_ids) - {tokenizer.eos_token_id}
+            self._allowed = torch.as_tensor(
+                np.setdiff1d(np.arange(model.config.vocab_size), sorted(special)))
+            self._head = ScoreHead(model, self._allowed, self._prompt_ids("probe"))
         return self
 
     def _prompt_ids(self, text: str) -> list[int]:
@@ -63,36 +70,44 @@ class DPPrompt(LMMechanism):
         return list(tokenizer(content)["input_ids"])
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
-        import torch
-
+        from dptext.lm.decoding import decode_side_by_side
         from dptext.lm.sampling import torch_generator
 
         self.fit()
         tgen = torch_generator(as_generator(rng))
         model, tokenizer = self._lm
         window = min(x for x in (model.config.max_position_embeddings, self.max_length) if x)
-        results = []
+        prompts, budgets = [], []
         for text in texts:
             if not isinstance(text, str):
                 raise DPTextError(f"texts must be strings, got {type(text).__name__}")
             budget = len(tokenizer(text, add_special_tokens=False)["input_ids"])
-            feed = self._prompt_ids(text)
-            if len(feed) + budget > window:
+            prompt = self._prompt_ids(text)
+            if len(prompt) + budget > window:
                 raise DPTextError(f"text too long for dpprompt ({budget} tokens; model window "
                                   f"{window}): split it into shorter records")
-            out: list[int] = []
-            past = None
-            while len(out) < budget:
-                with torch.inference_mode():
-                    res = model(input_ids=torch.as_tensor([feed]), cache=past,
-                                use_cache=True, logits_to_keep=1)
-                past = res.cache
-                token = int(self._allowed[self._draw(res.logits[0, -1, self._allowed][None],
-                                                     tgen)[0]])
-                out.append(token)
-                if token == tokenizer.eos_token_id:
-                    break
-                feed = [token]
+            prompts.append(prompt)
+            budgets.append(budget)
+        outs: list[list[int]] = [[] for _ in texts]
+        eos = tokenizer.eos_token_id
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
+        todo = sorted((i for i in range(len(texts)) if budgets[i]), key=lambda i: len(prompts[i]))
+        for b in range(0, len(todo), self.batch_size):
+            group = todo[b: b + self.batch_size]
+
+            def draw(rows, scores, group=group):
+                nexts = []
+                for r, col in zip(rows, self._draw(scores, tgen), strict=True):
+                    i = group[r]
+                    token = int(self._allowed[col])
+                    outs[i].append(token)
+                    done = token == eos or len(outs[i]) >= budgets[i]
+                    nexts.append(None if done else [token])
+                return nexts
+
+            decode_side_by_side(self._head, [prompts[i] for i in group], draw, pad)
+        results = []
+        for out in outs:
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
             report = RewriteReport(self.name, self.guarantee,
                                    [TokenEvent(self.guarantee, len(out), "generated")]
