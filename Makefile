@@ -22,6 +22,7 @@ test: setup
 
 bench: setup
 	$(BIN)/python benchmarks/bench_mechanisms.py
+	$(BIN)/python benchmarks/bench_lm.py
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
