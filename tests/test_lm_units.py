@@ -88,6 +88,19 @@ def test_sampling_matches_the_clipped_softmax():
     assert chi2 < 18.47  # chi-square, 4 degrees of freedom, p = 0.001
 
 
+def test_each_row_is_drawn_from_its_own_clipped_softmax():
+    gen = torch.Generator().manual_seed(3)
+    rows = torch.tensor([[5.0, 0.0, 0.0, -5.0], [-5.0, 0.0, 2.0, 5.0]])
+    eps, lo, hi = 4.0, -2.0, 3.0
+    probs = clipped_log_probs(rows, epsilon=eps, lo=lo, hi=hi).exp().numpy()
+    n = 20000
+    draws = sample(rows.repeat(n, 1), epsilon=eps, lo=lo, hi=hi, generator=gen).reshape(n, 2)
+    for r in range(2):
+        observed = np.bincount(draws[:, r], minlength=4)
+        chi2 = float(((observed - n * probs[r]) ** 2 / (n * probs[r])).sum())
+        assert chi2 < 16.27  # chi-square, 3 degrees of freedom, p = 0.001
+
+
 def test_exact_probability_ratio_is_bounded_by_e_epsilon():
     rng = np.random.default_rng(1)
     a, b = (torch.tensor(rng.normal(0, 8, (1, 200)), dtype=torch.float32) for _ in range(2))

@@ -3,8 +3,10 @@
 Score u(x, y) = clip(logit_y(x), lo, hi); the sensitivity of u is Delta_u = hi - lo for ANY two
 inputs x, x'. Sampling y with probability proportional to exp(epsilon * u / (2 Delta_u)) is the
 exponential mechanism (McSherry & Talwar 2007): epsilon-DP. In the paper's terms this is
-temperature sampling with T = 2 Delta_u / epsilon. We sample with the Gumbel-max trick on the
-whole batch of rows at once (torch), never a Python loop over the vocabulary.
+temperature sampling with T = 2 Delta_u / epsilon. We sample all rows at once in torch by
+inversion: one uniform per row against the float64 cumulative sum of the probabilities (exact
+up to float64 rounding, and ~10x cheaper than Gumbel-max, which needs one random number and two
+logarithms per candidate), never a Python loop over the vocabulary.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ def sample(scores, *, epsilon: float, lo: float, hi: float, generator) -> np.nda
     """One draw per row of ``scores`` (rows x candidates): the index of the chosen candidate."""
     import torch
 
-    logp = clipped_log_probs(scores.float(), epsilon=epsilon, lo=lo, hi=hi)
-    u = torch.rand(logp.shape, generator=generator, dtype=torch.float64)
-    u = u.clamp_min(torch.finfo(torch.float64).tiny)
-    gumbel = -torch.log(-torch.log(u))
-    return torch.argmax(logp.double() + gumbel, dim=-1).numpy()
+    z = scores.double().clamp(lo, hi) / temperature(epsilon, lo, hi)
+    cdf = (z - z.amax(dim=-1, keepdim=True)).exp_().cumsum(dim=-1)
+    u = torch.rand((cdf.shape[0], 1), generator=generator, dtype=torch.float64) * cdf[:, -1:]
+    # the first index whose cumulative mass exceeds u: P(i) = p_i / sum(p)
+    index = torch.searchsorted(cdf, u, right=True).squeeze(-1)
+    return index.clamp_max(cdf.shape[-1] - 1).numpy()
