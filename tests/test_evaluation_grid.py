@@ -130,6 +130,22 @@ def test_other_settings_in_the_same_directory_are_refused(tmp_path, space):
     assert new == ["custext|4.0|cost"]
 
 
+def test_directory_of_an_older_version_is_resumed_when_new_settings_keep_their_defaults(
+        tmp_path, space):
+    run_grid(config(metrics=["cost"]), tmp_path, space=space, progress=False)
+    path = tmp_path / "config.json"
+    saved = json.loads(path.read_text())
+    for key in ("lm_texts", "lm_model", "classifier"):  # settings an older version lacked
+        del saved["result_settings"][key]
+    saved["result_settings"]["attribute_datasets"] = ["health_tweets"]  # no longer a setting
+    path.write_text(json.dumps(saved))
+    run_grid(config(metrics=["cost"], attribute_datasets=["house_of_commons"]), tmp_path,
+             space=space, progress=False, on_cell=lambda r: pytest.fail("recomputed"))
+    path.write_text(json.dumps(saved))
+    with pytest.raises(DPTextError, match="lm_texts"):
+        run_grid(config(metrics=["cost"], lm_texts=7), tmp_path, space=space, progress=False)
+
+
 def test_mechanism_refusing_an_epsilon_is_recorded_as_skipped(tmp_path, space):
     cfg = config(mechanisms=["gumbel"], epsilons={"gumbel": [1.0]}, metrics=["cost"],
                  baselines=False)

@@ -75,7 +75,8 @@ class GridConfig:
     def result_settings(self) -> dict[str, Any]:
         """Everything a cell's result depends on besides its own (mechanism, epsilon, metric)."""
         d = asdict(self)
-        for key in ("mechanisms", "epsilons", "metrics", "baselines"):
+        # which cells run, not what a cell gives (attribute cells name their dataset)
+        for key in ("mechanisms", "epsilons", "metrics", "baselines", "attribute_datasets"):
             d.pop(key)
         return d
 
@@ -302,8 +303,9 @@ def _settings_check(out: Path, config: GridConfig) -> None:
         if old is not None:  # a setting added after the directory was made: its default then
             defaults = json.loads(json.dumps(GridConfig(["-"], {"-": [1.0]}).result_settings()))
             old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
-        if old != json.loads(json.dumps(settings)):
-            changed = sorted(k for k in settings if old is None or old.get(k) != settings[k])
+        new = json.loads(json.dumps(settings))
+        changed = sorted(k for k in new if old is None or old.get(k) != new[k])
+        if changed:
             raise DPTextError(
                 f"{out} holds results of a grid with other settings ({', '.join(changed)}); "
                 "use another --out directory"
