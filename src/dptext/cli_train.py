@@ -130,13 +130,58 @@ def _plot(args, privacy) -> None:
     print(f"plot written to {args.plot}")
 
 
+LSTM = "lstm"
+SMOLLM2 = "smollm2"
+# Defaults that depend on the model: words per sentence / sub-word tokens, local learning rate,
+# users trained at once (a causal LM's logits over its 49k-token vocabulary take ~0.6 GB per
+# user of 32 sentences).
+_DEFAULTS = {LSTM: {"max_len": 24, "local_lr": 1.0, "users_per_chunk": 16},
+             "causal": {"max_len": 32, "local_lr": 0.02, "users_per_chunk": 4}}
+
+
+def _model_kind(args) -> str:
+    """Check --model and --trainable-blocks before any data is loaded."""
+    if args.model == LSTM:
+        if args.trainable_blocks is not None:
+            raise DPTextError("--trainable-blocks needs --model smollm2 or a causal LM directory")
+        return LSTM
+    if args.task != "nwp":
+        raise DPTextError("--model applies to --task nwp only")
+    if args.model != SMOLLM2 and not Path(args.model).is_dir():
+        raise DPTextError(f"--model: expected {LSTM}, {SMOLLM2} or a local causal LM directory, "
+                          f"got {args.model!r}")
+    if args.trainable_blocks is not None and args.trainable_blocks < 0:
+        raise DPTextError(f"--trainable-blocks must be >= 0, got {args.trainable_blocks}")
+    return "causal"
+
+
+def _causal_task(args):
+    """The pretrained causal LM (packaged SmolLM2 or a local AutoModelForCausalLM directory)."""
+    from dptext.lm.loading import default_causal_dir, load_model
+    from dptext.training.causal_lm import CausalLMTask
+
+    if args.trainable_blocks is None:
+        args.trainable_blocks = 2
+    path = (str(default_causal_dir(progress=not args.no_progress)) if args.model == SMOLLM2
+            else args.model)
+    model, tokenizer = load_model(path, causal=True)
+    return CausalLMTask(model, tokenizer, blocks=args.trainable_blocks, max_len=args.max_len), path
+
+
 def _task_rows(args, corpus, is_test):
-    """Per-sentence training rows and the task object (next-word LSTM or MiniLM classifier)."""
+    """Per-sentence training rows and the task object (next-word LSTM or causal LM, or MiniLM
+    classifier), the task evaluating on the sentences of ``is_test``."""
     import torch
 
     from dptext.training import tasks
 
     test = torch.as_tensor(is_test)
+    if args.task == "nwp" and args.model != LSTM:
+        task, path = _causal_task(args)
+        rows = task.rows(corpus.sentences, progress=not args.no_progress)
+        task.test = rows[test]
+        return rows, task, {"model": path, "trainable_blocks": task.blocks,
+                            "start_token_id": task.start_id}
     if args.task == "nwp":
         from dptext.training.vocab import Vocabulary
 
@@ -152,6 +197,13 @@ def _task_rows(args, corpus, is_test):
     return rows, task, {"classes": classes}
 
 
+def _select(rows, mask):
+    """The rows of the sentences in ``mask`` (lazily for causal_lm.PrefixRows)."""
+    import torch
+
+    return rows.subset(mask) if hasattr(rows, "subset") else rows[torch.as_tensor(mask)]
+
+
 def cmd_train(args) -> int:
     import numpy as np
     import torch
@@ -163,6 +215,13 @@ def cmd_train(args) -> int:
     out = Path(args.output)
     if not out.is_dir():
         raise DPTextError(f"output directory does not exist: {out}")
+    defaults = _DEFAULTS[_model_kind(args)]
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    for key in ("max_len", "users_per_chunk", "local_steps", "max_sentences"):
+        if getattr(args, key) < 1:
+            raise DPTextError(f"--{key.replace('_', '-')} must be >= 1, got {getattr(args, key)}")
     corpus, spans = _load_corpus(args, args.data, split=args.task == "nwp")
     if args.algo == "deid":
         corpus = corpus.deidentified(spans)
@@ -170,7 +229,9 @@ def cmd_train(args) -> int:
                          q_s=args.q_s, z=args.z or 1.0, beta=args.beta,
                          entity_users=args.entity_users, delta=args.delta,
                          local_steps=args.local_steps, local_lr=args.local_lr,
-                         max_len=args.max_len, seed=args.seed)
+                         server_lr=args.server_lr, max_sentences=args.max_sentences,
+                         max_len=args.max_len, users_per_chunk=args.users_per_chunk,
+                         seed=args.seed)
     if config.privacy() is not None:
         if args.epsilon is not None:
             config.z = calibrate_z(config.privacy(), args.rounds, args.epsilon, args.delta)
@@ -193,8 +254,9 @@ def cmd_train(args) -> int:
             bar.update(1)
             bar.set_postfix(loss=f"{row['loss']:.3f}", eps=row["epsilon"])
 
-    params, metrics = train(train_corpus, rows[torch.as_tensor(~is_test)], task, config,
-                            on_round)
+    # a pretrained model's held-out metrics before any round (the baseline fine-tuning moves)
+    pretrained = None if args.model == LSTM else task.evaluate(task.init())
+    params, metrics = train(train_corpus, _select(rows, ~is_test), task, config, on_round)
     if bar is not None:
         bar.close()
     from dataclasses import asdict
@@ -206,7 +268,10 @@ def cmd_train(args) -> int:
               f"users (at most {int(spread.max())}); for them run `dptext account "
               f"--entity-users {int(spread.max())}` with the same settings (docs/uedp.md)")
     with atomic_write(out / "metrics.json") as f:
-        json.dump({"config": asdict(config), "task": args.task, "users": train_corpus.n_users,
+        json.dump({"config": asdict(config), "task": args.task, "model": args.model,
+                   **({} if args.model == LSTM else {"trainable_blocks": args.trainable_blocks}),
+                   **({} if pretrained is None else {"pretrained": pretrained}),
+                   "users": train_corpus.n_users,
                    "test_users": len(test_users),
                    "entities_held_by_more_than_K_users": wide,
                    "rounds": metrics}, f, indent=1)
@@ -215,6 +280,8 @@ def cmd_train(args) -> int:
     last = metrics[-1]
     metric = (f"perplexity {last['perplexity']:.2f}" if args.task == "nwp"
               else f"error rate {last['error_rate']:.3f}")
+    if pretrained is not None:
+        metric += f" (pretrained {pretrained['perplexity']:.2f})"
     print(f"{args.algo}: {metric} after {config.rounds} rounds"
           + ("" if last["epsilon"] is None else
              f", epsilon {last['epsilon']:.3f} at delta {config.delta:g}"))
@@ -260,9 +327,23 @@ def add_commands(subparsers) -> None:
     t.add_argument("--epsilon", type=float, help="target epsilon (calibrates z)")
     t.add_argument("--beta", type=float, default=0.5, help="clipping bound (global L2)")
     t.add_argument("--local-steps", type=int, default=2)
-    t.add_argument("--local-lr", type=float, default=1.0)
+    t.add_argument("--local-lr", type=float,
+                   help="local SGD learning rate (default 1.0; 0.02 for a causal LM)")
+    t.add_argument("--server-lr", type=float, default=1.0)
+    t.add_argument("--max-sentences", type=int, default=32,
+                   help="sentences a sampled user trains on per round (a random subset)")
+    t.add_argument("--users-per-chunk", type=int,
+                   help="users trained at once (default 16; 4 for a causal LM)")
+    t.add_argument("--model", default=LSTM,
+                   help="nwp model: lstm (from scratch, default), smollm2 (the packaged "
+                        "SmolLM2-135M-Instruct) or a local AutoModelForCausalLM directory")
+    t.add_argument("--trainable-blocks", type=int, metavar="N",
+                   help="causal LM: fine-tune the last N blocks and the final norm (default 2; "
+                        "0 = final norm only)")
     t.add_argument("--vocab-size", type=int, default=2000)
-    t.add_argument("--max-len", type=int, default=24, help="words per sentence (nwp)")
+    t.add_argument("--max-len", type=int,
+                   help="words per sentence (LSTM, default 24) or sub-word tokens (causal LM, "
+                        "default 32)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 

@@ -99,15 +99,21 @@ def pack_round(sample: RoundSample, encoded: torch.Tensor, user_sizes: np.ndarra
 
 def round_updates(params, batch: RoundBatch, config: TrainConfig, loss_fn=None):
     """Local updates of all users of a round, computed ``users_per_chunk`` users at a time
-    (default loss: the LSTM language model's)."""
+    (default loss: the LSTM language model's). Users are chunked in order of their number of
+    sentences and each chunk is cut to its largest user, so a user with few sentences does not
+    pay for the padding of one with many; the result is in the batch's user order."""
     if loss_fn is None:
         from dptext.training.lstm import sentence_nll as loss_fn
+    counts = (batch.weights > 0).sum(dim=1)
+    order = torch.argsort(counts, descending=True, stable=True)
     parts = []
-    for start in range(0, len(batch.tokens), config.users_per_chunk):
-        sl = slice(start, start + config.users_per_chunk)
-        parts.append(local_updates(loss_fn, params, batch.tokens[sl], batch.weights[sl],
-                                   batch.sizes[sl], steps=config.local_steps, lr=config.local_lr))
-    return {k: torch.cat([p[k] for p in parts]) for k in params}
+    for start in range(0, len(order), config.users_per_chunk):
+        idx = order[start:start + config.users_per_chunk]
+        n = max(int(counts[idx].max()), 1)
+        parts.append(local_updates(loss_fn, params, batch.tokens[idx, :n], batch.weights[idx, :n],
+                                   batch.sizes[idx], steps=config.local_steps, lr=config.local_lr))
+    inverse = torch.argsort(order)
+    return {k: torch.cat([p[k] for p in parts])[inverse] for k in params}
 
 
 def aggregate(updates, config: TrainConfig, n_users: int, generator: torch.Generator):
@@ -130,9 +136,11 @@ def _rngs(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
 
 def train(corpus: UserCorpus, rows: torch.Tensor, task, config: TrainConfig,
           on_round: Callable[[dict], None] | None = None) -> tuple[dict, list[dict]]:
-    """Train ``task`` (tasks.NextWordTask, tasks.ClassificationTask) for ``config.rounds`` rounds
-    on ``rows`` (one row per sentence of ``corpus``); returns parameters and per-round metrics
-    (the task's evaluation, epsilon spent, users trained, seconds)."""
+    """Train ``task`` (tasks.NextWordTask, tasks.ClassificationTask, causal_lm.CausalLMTask) for
+    ``config.rounds`` rounds on ``rows`` (one row per sentence of ``corpus``: a tensor, or
+    anything indexable like one, e.g. causal_lm.PrefixRows); returns the trained parameters and
+    per-round metrics (the task's evaluation, epsilon spent, users trained, seconds of
+    the round's sampling, local training and aggregation, and of the evaluation)."""
     rng, gen = _rngs(config.seed)
     params = task.init(gen)
     sampler = config.sampler(corpus)
@@ -142,6 +150,8 @@ def train(corpus: UserCorpus, rows: torch.Tensor, task, config: TrainConfig,
     for t in range(1, config.rounds + 1):
         start = time.perf_counter()
         batch = pack_round(sampler.sample(rng), rows, user_sizes, config.max_sentences, rng)
+        if batch is not None and hasattr(task, "trim"):  # drop all-padding positions
+            batch = RoundBatch(task.trim(batch.tokens), batch.weights, batch.sizes)
         if batch is not None:
             updates = round_updates(params, batch, config, task.loss)
             step = aggregate(updates, config, corpus.n_users, gen)
@@ -151,10 +161,11 @@ def train(corpus: UserCorpus, rows: torch.Tensor, task, config: TrainConfig,
         else:
             step = {k: torch.zeros_like(v) for k, v in params.items()}
         params = {k: params[k] + config.server_lr * step[k] for k in params}
+        trained = time.perf_counter()
         row = {"round": t, "users": 0 if batch is None else len(batch.tokens),
                **task.evaluate(params),
                "epsilon": None if privacy is None else privacy.epsilon(t, config.delta),
-               "seconds": time.perf_counter() - start}
+               "seconds": trained - start, "eval_seconds": time.perf_counter() - trained}
         metrics.append(row)
         if on_round is not None:
             on_round(row)

@@ -1,0 +1,264 @@
+"""Federated fine-tuning of a pretrained causal LM (the packaged SmolLM2-135M-Instruct, or any
+Llama-style ``AutoModelForCausalLM``) on next-word prediction, on a subset of its parameters:
+the last ``blocks`` transformer blocks and the final norm; embeddings, the LM head and the
+earlier blocks stay frozen (issue 4, "Models and tasks"; UeDP paper section VI fine-tunes its
+language models the same way, with the private data only touching the trained tensors).
+
+A user's update is the change of the trainable tensors only, so clipping to global L2 norm
+``beta`` (federated.clip_updates) and the Gaussian noise act on exactly what is released.
+
+The frozen prefix (token embedding and the first ``L - blocks`` blocks) is a fixed function of a
+sentence, identical in every local step, round and user, so it is computed once per sentence
+(:class:`PrefixRows`, on first use) and training runs only the trainable suffix, through
+``torch.func.functional_call`` with the trainable tensors substituted - vmap over users and grad
+work unchanged. A row per sentence is ``[max_len + 1, hidden + 2]``: the hidden state entering
+the first trainable block, the token id and a real-token flag (right padding; attention is
+causal, so padding never influences a real position). :meth:`CausalLMTask.check` compares this
+decomposition with the model's own forward pass and refuses a model where they differ.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch.func import functional_call
+
+from dptext.errors import DPTextError
+
+Params = dict[str, torch.Tensor]
+
+
+def start_token_id(tokenizer) -> int:
+    """The token put before every sentence so that its first word is predicted too: the
+    document separator ``<|endoftext|>`` where the vocabulary has one, else BOS, else EOS.
+
+    SmolLM2-Instruct's BOS is the chat token ``<|im_start|>``; its pretraining separated documents
+    with ``<|endoftext|>``, and that start gives perplexity 97 against 134 for ``<|im_start|>`` on
+    40 House of Commons sentences (docs/uedp.md)."""
+    vocab = tokenizer.get_vocab()
+    for candidate in (vocab.get("<|endoftext|>"), tokenizer.bos_token_id,
+                      tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    raise DPTextError("the tokenizer has no start, BOS or EOS token")
+
+
+class _Suffix(torch.nn.Module):
+    """The trainable part: the last blocks and the final norm (the modules of the model)."""
+
+    def __init__(self, blocks: Sequence[torch.nn.Module], norm: torch.nn.Module):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(blocks)
+        self.norm = norm
+
+    def forward(self, hidden, position_embeddings, mask):
+        for block in self.blocks:
+            hidden = block(hidden, attention_mask=mask, position_embeddings=position_embeddings)
+        return self.norm(hidden)
+
+
+def _causal_mask(length: int) -> torch.Tensor:
+    return torch.full((length, length), torch.finfo(torch.float32).min).triu(1)[None, None]
+
+
+class CausalLMTask:
+    """Next-word prediction with a pretrained causal LM, last ``blocks`` blocks trainable.
+
+    ``init(generator)`` returns the pretrained values of the trainable tensors (named as in the
+    model's ``state_dict``, so a checkpoint loads with ``load_state_dict(strict=False)``);
+    ``loss(params, rows)`` the per-sentence summed token NLL and token count; ``evaluate(params)``
+    perplexity = exp(mean token NLL) over the test rows. Attention runs in the "eager"
+    implementation with an explicit causal mask: plain matmuls, which vmap batches (SDPA's CPU
+    kernel has no vmap batching rule and would run one user at a time).
+    """
+
+    def __init__(self, model, tokenizer, *, blocks: int = 2, max_len: int = 32,
+                 check: bool = True):
+        base = getattr(model, "model", None)
+        needed = ("layers", "norm", "rotary_emb", "embed_tokens")
+        if base is None or not all(hasattr(base, a) for a in needed) or not hasattr(
+                model, "lm_head"):
+            raise DPTextError("only Llama-style causal LMs (model.layers, model.norm, rotary "
+                              "embeddings, lm_head) can be fine-tuned by blocks")
+        n_layers = len(base.layers)
+        if not 0 <= blocks <= n_layers:
+            raise DPTextError(f"trainable blocks must be in 0..{n_layers}, got {blocks}")
+        if max_len < 1:
+            raise DPTextError(f"max_len must be >= 1, got {max_len}")
+        model.eval()
+        model.requires_grad_(False)
+        model.config._attn_implementation = "eager"
+        self.model, self.tokenizer = model, tokenizer
+        self.blocks, self.max_len = blocks, max_len
+        self.hidden = model.config.hidden_size
+        self._first = n_layers - blocks
+        self._suffix = _Suffix(list(base.layers[self._first:]), base.norm)
+        prefix = {id(p) for m in (base.embed_tokens, model.lm_head, *base.layers[: self._first])
+                  for p in m.parameters()}
+        self._names: dict[str, str] = {}  # model name -> suffix name
+        full = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
+        for name, p in self._suffix.named_parameters():
+            if id(p) in prefix:
+                raise DPTextError("a trainable tensor is tied to a frozen one; choose fewer "
+                                  "trainable blocks")
+            self._names[full[id(p)]] = name
+        length = max_len + 1
+        self._positions = base.rotary_emb(torch.zeros(1, length, self.hidden),
+                                          torch.arange(length)[None])
+        self._mask = _causal_mask(length)
+        self.start_id = start_token_id(tokenizer)
+        self.test: torch.Tensor | None = None
+        if check:
+            self.check()
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def token_ids(self, sentences: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """([n, max_len + 1] ids: start token, at most ``max_len`` sub-word tokens, padding;
+        [n] lengths including the start token)."""
+        enc = self.tokenizer(list(sentences), add_special_tokens=False)["input_ids"]
+        ids = torch.zeros(len(enc), self.max_len + 1, dtype=torch.long)
+        lengths = torch.empty(len(enc), dtype=torch.long)
+        for i, toks in enumerate(enc):
+            row = [self.start_id, *toks[: self.max_len]]
+            ids[i, : len(row)] = torch.tensor(row)
+            lengths[i] = len(row)
+        return ids, lengths
+
+    def rows(self, sentences: Sequence[str], *, progress: bool = False) -> PrefixRows:
+        """Lazy per-sentence rows (frozen prefix computed on first access)."""
+        ids, lengths = self.token_ids(sentences)
+        return PrefixRows(self, ids, lengths, progress=progress)
+
+    @torch.no_grad()
+    def prefix(self, ids: torch.Tensor, lengths: torch.Tensor, batch: int = 32) -> torch.Tensor:
+        """Rows [n, max_len + 1, hidden + 2] for ``ids``: batches sorted by length, each run
+        only as long as its longest sentence; the frozen blocks in the model's own modules."""
+        base = self.model.model
+        out = torch.zeros(len(ids), self.max_len + 1, self.hidden + 2)
+        order = torch.argsort(lengths, descending=True)
+        for start in range(0, len(order), batch):
+            idx = order[start:start + batch]
+            n = int(lengths[idx].max())
+            x = ids[idx, :n]
+            h = base.embed_tokens(x)
+            pos = tuple(t[:, :n] for t in self._positions)
+            mask = self._mask[..., :n, :n]
+            for block in base.layers[: self._first]:
+                h = block(h, attention_mask=mask, position_embeddings=pos)
+            real = torch.arange(n)[None] < lengths[idx, None]
+            out[idx, :n, : self.hidden] = h * real[..., None]
+            out[idx, :n, self.hidden] = x.float()
+            out[idx, :n, self.hidden + 1] = real.float()
+        return out
+
+    # -- the task interface -----------------------------------------------------------------
+
+    def init(self, generator: torch.Generator | None = None) -> Params:
+        """The pretrained trainable tensors (copies; the generator is unused)."""
+        named = dict(self.model.named_parameters(remove_duplicate=False))
+        return {name: named[name].detach().clone() for name in self._names}
+
+    def _logits(self, params: Params, rows: torch.Tensor) -> torch.Tensor:
+        n = rows.shape[-2]
+        hidden = rows[..., : self.hidden]
+        pos = tuple(t[:, :n] for t in self._positions)
+        inner = {self._names[k]: v for k, v in params.items()}
+        out = functional_call(self._suffix, inner, (hidden, pos, self._mask[..., :n, :n]))
+        return self.model.lm_head(out[..., :-1, :])
+
+    def loss(self, params: Params, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per sentence: summed NLL of its tokens after the start token, and their number."""
+        logits = self._logits(params, rows)
+        targets = rows[..., 1:, self.hidden].long()
+        real = rows[..., 1:, self.hidden + 1]
+        nll = torch.nn.functional.cross_entropy(
+            logits.flatten(0, -2), targets.flatten(), reduction="none").view(targets.shape)
+        return (nll * real).sum(dim=-1), real.sum(dim=-1)
+
+    def trim(self, rows: torch.Tensor) -> torch.Tensor:
+        """``rows`` [..., max_len + 1, hidden + 2] cut after the last real token of any row (a
+        round's padded batch runs only as long as its longest sentence)."""
+        n = int(rows[..., self.hidden + 1].sum(dim=-1).max()) if rows.numel() else 1
+        return rows[..., : max(n, 1), :]
+
+    @torch.no_grad()
+    def evaluate(self, params: Params, batch: int = 32) -> dict:
+        """Perplexity exp(total NLL / total tokens) on the test rows (held-out users)."""
+        if self.test is None or len(self.test) == 0:
+            raise DPTextError("no held-out sentences to evaluate on")
+        test = self.test
+        lengths = test[..., self.hidden + 1].sum(dim=-1)
+        order = torch.argsort(lengths, descending=True)
+        total, count = 0.0, 0.0
+        for start in range(0, len(order), batch):
+            nll, tokens = self.loss(params, self.trim(test[order[start:start + batch]]))
+            total += float(nll.sum())
+            count += float(tokens.sum())
+        loss = total / max(count, 1.0)
+        return {"perplexity": math.exp(loss), "loss": loss}
+
+    @torch.no_grad()
+    def check(self, tol: float = 1e-3) -> None:
+        """The prefix/suffix decomposition must reproduce the model's own logits."""
+        ids, lengths = self.token_ids(["The quick brown fox jumps over the lazy dog."])
+        n = int(lengths[0])
+        ours = self._logits(self.init(), self.prefix(ids, lengths)[:, :n])
+        theirs = self.model(input_ids=ids[:, :n]).logits[:, :-1]
+        gap = float((ours - theirs).abs().max())
+        if not gap <= tol * max(1.0, float(theirs.abs().max())):
+            raise DPTextError(f"this model's blocks cannot be run one by one (logits differ by "
+                              f"{gap:.3g}); it is not a supported Llama-style model")
+
+
+class PrefixRows:
+    """Rows of :meth:`CausalLMTask.prefix` for a list of sentences, computed the first time a
+    sentence is indexed and kept (so only sentences that some round trains on, and the test
+    sentences, pay for the frozen blocks). Indexing (int, slice, numpy/torch index or boolean
+    mask) returns a tensor; :meth:`subset` a lazy view sharing the cache."""
+
+    def __init__(self, task: CausalLMTask, ids: torch.Tensor, lengths: torch.Tensor, *,
+                 progress: bool = False):
+        self._task, self._ids, self._lengths = task, ids, lengths
+        self._store = torch.zeros(len(ids), task.max_len + 1, task.hidden + 2)
+        self._done = torch.zeros(len(ids), dtype=torch.bool)
+        self._index = torch.arange(len(ids))
+        self._progress = progress
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    @property
+    def shape(self) -> torch.Size:
+        return torch.Size((len(self), *self._store.shape[1:]))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._store.dtype
+
+    def _positions(self, key) -> torch.Tensor:
+        if isinstance(key, np.ndarray):
+            key = torch.from_numpy(key)
+        return self._index[key]
+
+    def subset(self, key) -> PrefixRows:
+        view = object.__new__(PrefixRows)
+        view.__dict__.update(self.__dict__)
+        view._index = self._positions(key).reshape(-1)
+        return view
+
+    def __getitem__(self, key) -> torch.Tensor:
+        pos = self._positions(key)
+        flat = pos.reshape(-1)
+        missing = torch.unique(flat[~self._done[flat]])
+        if len(missing):
+            if self._progress and len(missing) > 64:
+                print(f"running the frozen blocks on {len(missing)} sentences ...",
+                      file=sys.stderr)
+            self._store[missing] = self._task.prefix(self._ids[missing], self._lengths[missing])
+            self._done[missing] = True
+        return self._store[pos]
