@@ -22,10 +22,11 @@ from dptext.robustness import (
     run_experiment,
     substitution_table,
 )
+from dptext.robustness.draws import DrawPool, FreshDraws
 from dptext.robustness.encoding import PAD
 from dptext.robustness.experiment import write_outputs
 from dptext.robustness.model import worst_case_logits
-from dptext.robustness.training import ibp_schedule
+from dptext.robustness.training import certified_accuracy, ibp_schedule, train_classifier
 
 WORDS = [f"w{i}" for i in range(40)] + ["good", "great", "bad", "awful", "film", "plot"]
 
@@ -143,6 +144,53 @@ def test_worst_case_logits_and_schedule():
     assert ibp_schedule(99, 100, 10, 0.8) == (1.0, 0.8)
 
 
+def test_a_distance_threshold_keeps_only_close_neighbours(space):
+    geo = space.geometry()
+    full = substitution_table(space, 5).numpy()
+    delta = float(np.median(geo.distances[:, 1]))  # about half the words keep a neighbour
+    table = substitution_table(space, 5, max_distance=delta).numpy()
+    assert table.shape == full.shape == (len(space) + 1, 5)
+    assert (table[:, 0] == np.arange(len(space) + 1)).all()  # the word itself first
+    for w in range(len(space)):
+        close = [int(v) for v, d in zip(geo.neighbors[w, :5], geo.distances[w, :5], strict=True)
+                 if d <= delta]
+        assert set(table[w].tolist()) == set(close)  # far slots repeat the word itself
+        assert all(np.linalg.norm(space.vectors[v] - space.vectors[w]) <= delta + 1e-5
+                   for v in table[w])
+    alone = (table[:-1] == np.arange(len(space))[:, None]).all(1)
+    assert 0 < alone.sum() < len(space)  # some words have no close neighbour, some do
+
+
+@torch.no_grad()
+def test_words_without_close_neighbours_get_a_zero_width_box(space):
+    """A text made of words with no neighbour within delta has the clean logits as its bounds;
+    a text with one word that has a close neighbour gets a real box."""
+    model = _model(space)
+    delta = float(np.median(space.geometry().distances[:, 1]))
+    table = substitution_table(space, 5, max_distance=delta)
+    alone = np.flatnonzero((table[:-1].numpy() == np.arange(len(space))[:, None]).all(1))
+    paired = np.flatnonzero(~(table[:-1].numpy() == np.arange(len(space))[:, None]).all(1))
+    ids = torch.from_numpy(np.array([alone[:6], np.r_[alone[:5], paired[:1]]]))
+    lo, hi = model.logit_bounds(ids, table, 1.0)
+    torch.testing.assert_close(lo[0], model(ids)[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(hi[0], model(ids)[0], atol=1e-5, rtol=0)
+    assert (hi[1] - lo[1]).min() > 1e-4
+    logits = _sampled_logits(model, ids, table, 100, seed=4)
+    assert (logits >= lo - 1e-5).all() and (logits <= hi + 1e-5).all()
+
+
+def test_certified_accuracy_is_clean_accuracy_for_point_boxes_and_at_most_it_otherwise(space):
+    data = toy_sentiment(200, 2)
+    ids = encode(data.texts, space)
+    labels = np.array([x == "pos" for x in data.labels], dtype=np.int64)
+    model = train_classifier(space, ids, labels, config=TrainConfig(epochs=5, hidden=16), seed=0)
+    clean = float((model.predict_proba(ids).argmax(1) == labels).mean())
+    point = substitution_table(space, 3, max_distance=1e-6)  # every word: only itself
+    assert certified_accuracy(model, ids, labels, point) == pytest.approx(clean)
+    wide = substitution_table(space, 8)
+    assert certified_accuracy(model, ids, labels, wide) < clean  # normal training: not robust
+
+
 # ---------------------------------------------------------------------- attack
 class IgnoresInput:
     """Always 90% on class 0, whatever the text."""
@@ -203,12 +251,69 @@ def test_gumbel_mutations_stay_among_the_nearest_words(space):
     result = attack.attack(IgnoresInput(), ids, np.zeros(1, dtype=int), rng=5)
     assert not result.success.any()
     pop = np.repeat(ids[:, None, :], 400, axis=1)
-    attack._mutate(pop, ids, ids >= 0, np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    attack._mutate(pop, np.zeros(1, dtype=int), ids >= 0, FreshDraws(gumbel, ids, rng), rng)
     neighbors = space.geometry().neighbors
     rank = np.array([[list(neighbors[o]).index(w) for o, w in zip(ids[0], m, strict=True)]
                      for m in pop[0]])
     assert (rank > 0).sum(1).max() == 1  # one position per mutation
     assert rank.max() < 20  # ln 46 = 3.8 mean candidates: a rank of 20 is essentially impossible
+
+
+def test_draw_pool_sessions_read_the_same_sequence_and_draw_once(space):
+    mech = laplace(space, epsilon=0.5)
+    ids = encode(["good film w1 w2", "w3 bad plot"], space)
+    pool = DrawPool(mech, ids, rng=0, depth=2)
+    one = pool.session()
+    texts, pos = np.array([0, 0, 0, 1, 0]), np.array([1, 1, 1, 2, 0])
+    first = one.draw(texts, pos)
+    assert pool.drawn == 5
+    assert len(set(first[:3].tolist())) > 1  # repeated pair: successive (different) draws
+    two = pool.session(np.array([1, 0]))  # its local text 1 is the pool's text 0
+    again = two.draw(np.array([1, 1, 1, 0, 1]), np.array([1, 1, 1, 2, 0]))
+    assert again.tolist() == first.tolist() and pool.drawn == 5  # nothing drawn twice
+    more = two.draw(np.array([1]), np.array([1]))  # the 4th draw at (0, 1): a new one
+    assert pool.drawn == 6 and one.draw(np.array([0]), np.array([1])).tolist() == more.tolist()
+
+
+def test_draw_pool_draws_follow_the_mechanism_distribution(space):
+    """4,000 successive pool draws of one word against truncated Gumbel's exact distribution;
+    each frequency within 5 standard errors (sqrt(p(1-p)/n)) of its probability."""
+    from dptext.mechanisms.truncated_gumbel import minimum_epsilon
+
+    eps = 1.5 * minimum_epsilon(vocab_size=len(space), delta_max=space.delta_max,
+                                delta_min=space.delta_min, rule="paper")
+    gumbel = mechanism("gumbel", epsilon=eps, space=space).fit(cache=False)
+    words, probs = gumbel.distribution("good")
+    n = 4000
+    ids = encode(["film good"], space)
+    session = DrawPool(gumbel, ids, rng=7).session()
+    draws = np.concatenate([session.draw(np.zeros(500, int), np.ones(500, int))
+                            for _ in range(n // 500)])
+    freq = np.bincount(draws, minlength=len(space))[[space.lookup(w) for w in words]] / n
+    assert abs(freq.sum() - 1) < 1e-9
+    assert (np.abs(freq - probs) <= 5 * np.sqrt(probs * (1 - probs) / n) + 1e-3).all()
+
+
+def test_an_attack_on_a_filled_pool_draws_nothing_new(space):
+    """A second attack with the same generator reads exactly the draws the first one made:
+    identical result, no new mechanism draw; a differently seeded attack draws some more."""
+    good = space.lookup("good")
+    ids = encode(["good film w1 w2", "w3 w4 good plot", "w5 w6 w7"], space)
+    attack = GeneticAttack(laplace(space, epsilon=2.0), population=6, generations=5)
+    labels = np.array([1, 1, 0])
+    pool = DrawPool(attack.mechanism, ids, rng=9)
+    first = attack.attack(KeyedToOneWord(good), ids, labels, rng=1, pool=pool)
+    used = pool.drawn
+    generations = first.queries // 6  # each evaluated generation after the first: 5 children
+    assert used == (6 + (generations - 1) * 5).sum()  # every mutation one fresh draw
+    again = attack.attack(KeyedToOneWord(good), ids, labels, rng=1, pool=pool)
+    assert (again.success == first.success).all() and (again.queries == first.queries).all()
+    assert (again.adversarial == first.adversarial).all() and pool.drawn == used
+    other = attack.attack(IgnoresInput(), ids, np.zeros(3, dtype=int), rng=2, pool=pool)
+    assert not other.success.any() and pool.drawn > used  # 30 queries a text: deeper sequences
+    with pytest.raises(DPTextError, match="other texts"):
+        attack.attack(IgnoresInput(), ids[:2], labels[:2], pool=pool)
 
 
 # ------------------------------------------------------------------ end to end
@@ -229,7 +334,7 @@ def toy_sentiment(n: int, seed: int) -> Dataset:
 def test_tiny_end_to_end_run(space, tmp_path):
     config = ExperimentConfig(
         mechanism="laplace", epsilons=(2.0, 50.0), train_size=300, attack_size=40, copies=2,
-        ibp_k=3, population=6, generations=4, seed=0,
+        ibp_k=3, ibp_delta=None, ibp_epochs=15, population=6, generations=4, seed=0,
         train=TrainConfig(epochs=15, hidden=32, lr=1e-2),
     )
     rows = run_experiment(toy_sentiment(300, 0), toy_sentiment(80, 1), space, config)
@@ -246,7 +351,13 @@ def test_tiny_end_to_end_run(space, tmp_path):
     assert [p.name for p in paths] == ["results.csv", "results.md", "config.json",
                                        "robustness_laplace.png"]
     assert (tmp_path / "results.csv").read_text().count("\n") == 7
-    assert "| augmented | adversarial |" in (tmp_path / "results.md").read_text()
+    table = (tmp_path / "results.md").read_text()
+    assert "| augmented | adversarial |" in table and "| ibp | certified |" in table
+    assert "at most 7.9 points" in table  # 50 / sqrt(40)
+    for r in rows:  # a certified text is classified correctly on the attacked sample
+        assert 0 <= r.certified_accuracy <= 1
+    ibp, normal = by[2.0, "ibp"], by[2.0, "normal"]
+    assert ibp.certified_accuracy > normal.certified_accuracy  # IBP training certifies more
     assert not list(tmp_path.glob(".*.tmp"))
 
 

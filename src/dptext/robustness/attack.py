@@ -14,7 +14,9 @@ text goes through the model in one forward pass per generation):
    robust.
 
 A mutation draws a replacement for the *original* word at that position, ``M(x_i)``, so every
-candidate is a possible output of the mechanism on x restricted to a subset of positions.
+candidate is a possible output of the mechanism on x restricted to a subset of positions. The
+draws come fresh from the mechanism, or from a :class:`~dptext.robustness.draws.DrawPool` shared
+by the attacks on several models (same distribution per attack; see ``draws.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import RngLike, WordMechanism, as_generator, check_int
+from dptext.robustness.draws import DrawPool, FreshDraws
 from dptext.robustness.encoding import substitutable
 
 
@@ -55,29 +58,41 @@ class GeneticAttack:
             raise DPTextError(f"temperature must be > 0, got {temperature!r}")
         self.temperature = float(temperature)
 
-    def _mutate(self, pop: np.ndarray, orig: np.ndarray, subs: np.ndarray,
+    def _mutate(self, pop: np.ndarray, texts: np.ndarray, subs: np.ndarray, source,
                 rng: np.random.Generator) -> None:
-        """In place: one random substitutable position of each member gets a mechanism draw."""
+        """In place: one random substitutable position of each member gets a mechanism draw
+        (``texts``: the attacked-text index of each row of ``pop``; ``subs`` aligned with it)."""
         n, p, _ = pop.shape
         scores = np.where(subs[:, None, :], rng.random(pop.shape), -1.0)
         pos = scores.argmax(2)  # uniform among substitutable positions
         ex = np.broadcast_to(np.arange(n)[:, None], (n, p))
         ok = subs[ex, pos]
         ex, mem, pos = ex[ok], np.broadcast_to(np.arange(p), (n, p))[ok], pos[ok]
-        pop[ex, mem, pos] = self.mechanism._sample(orig[ex, pos], rng)
+        if len(ex):
+            pop[ex, mem, pos] = source.draw(texts[ex], pos)
 
     def attack(self, model: Classifier, ids: np.ndarray, labels: np.ndarray, *,
-               rng: RngLike = None) -> AttackResult:
+               rng: RngLike = None, pool: DrawPool | None = None,
+               texts: np.ndarray | None = None) -> AttackResult:
+        """Attack every row of ``ids``. With ``pool``, mutations read the pool's shared draws
+        for rows ``texts`` of the pool's id matrix (default: ``ids`` is that matrix)."""
         gen = as_generator(rng)
         space = self.mechanism._fitted_space()
         ids = np.asarray(ids, dtype=np.int64)
         labels = np.asarray(labels, dtype=np.int64)
         n, length = ids.shape
+        if pool is None:
+            source = FreshDraws(self.mechanism, ids, gen)
+        else:
+            source = pool.session(texts)
+            if not np.array_equal(pool.ids[source.texts], ids):
+                raise DPTextError("the draw pool was built for other texts")
         p = self.population
         budget = self.max_queries or p * self.generations
         subs = substitutable(ids, space)
         pop = np.repeat(ids[:, None, :], p, axis=1)
-        self._mutate(pop, ids, subs, gen)
+        everyone = np.arange(n)
+        self._mutate(pop, everyone, subs, source, gen)
         success = np.zeros(n, dtype=bool)
         queries = np.zeros(n, dtype=np.int64)
         adversarial = ids.copy()
@@ -100,12 +115,12 @@ class GeneticAttack:
             active, fitness = active[keep], fitness[keep]
             if g == self.generations - 1 or not len(active):
                 break
-            pop[active] = self._next_generation(pop[active], fitness, ids[active],
-                                                subs[active], gen)
+            pop[active] = self._next_generation(pop[active], fitness, active, subs[active],
+                                                source, gen)
         return AttackResult(success, queries, adversarial)
 
-    def _next_generation(self, pop: np.ndarray, fitness: np.ndarray, orig: np.ndarray,
-                         subs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _next_generation(self, pop: np.ndarray, fitness: np.ndarray, texts: np.ndarray,
+                         subs: np.ndarray, source, rng: np.random.Generator) -> np.ndarray:
         n, p, length = pop.shape
         rows = np.arange(n)[:, None]
         elite = pop[np.arange(n), fitness.argmax(1)]
@@ -120,17 +135,20 @@ class GeneticAttack:
 
         first, second = pop[rows, parents()], pop[rows, parents()]
         children = np.where(rng.random((n, p - 1, length)) < 0.5, first, second)
-        self._mutate(children, orig, subs, rng)
+        self._mutate(children, texts, subs, source, rng)
         return np.concatenate([elite[:, None], children], axis=1)
 
 
 def adversarial_accuracy(model: Classifier, ids: np.ndarray, labels: np.ndarray,
-                         attack: GeneticAttack, *, rng: RngLike = None) -> tuple[float, dict]:
+                         attack: GeneticAttack, *, rng: RngLike = None,
+                         pool: DrawPool | None = None) -> tuple[float, dict]:
     """Fraction of texts that are classified correctly and survive the attack (texts the model
-    already gets wrong count as not robust and are not attacked)."""
+    already gets wrong count as not robust and are not attacked). ``pool``: shared draws for
+    ``ids`` (see ``draws.py``)."""
     labels = np.asarray(labels, dtype=np.int64)
     correct = model.predict_proba(ids).argmax(1) == labels
-    result = attack.attack(model, ids[correct], labels[correct], rng=rng)
+    result = attack.attack(model, ids[correct], labels[correct], rng=rng, pool=pool,
+                           texts=np.flatnonzero(correct))
     robust = int((~result.success).sum())
     stats = {"attacked": int(correct.sum()), "fooled": int(result.success.sum()),
              "mean_queries": float(result.queries.mean()) if len(result.queries) else 0.0}

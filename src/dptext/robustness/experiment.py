@@ -2,9 +2,11 @@
 adversarial accuracy of normally trained, augmented and IBP-trained CNNs, per epsilon of a
 metric-DP mechanism that both augments the training data and drives the genetic attacker.
 
-The normal and IBP models do not depend on epsilon (IBP's substitution sets are the k nearest
-words, fixed, as Jia et al.'s are fixed synonym lists), so they are trained once; the augmented
-model is trained once per epsilon.
+The normal and IBP models do not depend on epsilon (IBP's substitution sets are each word's k
+nearest words within a distance delta, fixed, as Jia et al.'s are fixed synonym lists), so they
+are trained once; the augmented model is trained once per epsilon. Per epsilon, the attacks on
+the models share one pool of mechanism draws (``draws.py``): each attack is distributed as with
+fresh draws, and no draw is made twice.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,9 +25,15 @@ from dptext.errors import DPTextError
 from dptext.io import atomic_write
 from dptext.robustness.attack import GeneticAttack, adversarial_accuracy
 from dptext.robustness.augment import augment
+from dptext.robustness.draws import DrawPool
 from dptext.robustness.encoding import encode
 from dptext.robustness.model import substitution_table
-from dptext.robustness.training import TrainConfig, accuracy, train_classifier
+from dptext.robustness.training import (
+    TrainConfig,
+    accuracy,
+    certified_accuracy,
+    train_classifier,
+)
 
 DEFENCES = ("normal", "augmented", "ibp")
 
@@ -37,9 +45,12 @@ class ExperimentConfig:
     defences: tuple[str, ...] = DEFENCES
     train_size: int | None = 2000  # training texts (a seeded random sample); None: all
     test_size: int | None = None  # texts for clean accuracy; None: the whole test split
-    attack_size: int = 100  # texts attacked (the first of the test sample)
+    attack_size: int = 200  # texts attacked (the first of the test sample)
     copies: int = 4  # augmentation copies per example (the paper's four)
-    ibp_k: int = 11  # IBP substitution set: the k nearest words (~ ln|W|, truncated Gumbel's mean)
+    ibp_k: int = 8  # IBP substitution set: the k nearest words (Alzantot et al.'s N = 8) ...
+    ibp_delta: float | None = 0.6  # ... within this distance (None: all k); docs/robustness.md
+    ibp_epochs: int = 12  # IBP trains longer (warm-up + ramp, Jia et al.); once per run
+    ibp_warmup: int = 2  # epochs of normal training before the IBP ramp
     population: int = 20
     generations: int = 10
     max_queries: int | None = None
@@ -53,6 +64,15 @@ class ExperimentConfig:
                               f"choose from {', '.join(DEFENCES)}")
         if not self.epsilons:
             raise DPTextError("give at least one epsilon")
+        if self.ibp_delta is not None and not self.ibp_delta > 0:
+            raise DPTextError(f"ibp_delta must be > 0 (or None), got {self.ibp_delta!r}")
+        if not 0 <= self.ibp_warmup < self.ibp_epochs:
+            raise DPTextError(f"need 0 <= ibp_warmup < ibp_epochs, got {self.ibp_warmup} and "
+                              f"{self.ibp_epochs}")
+
+    @property
+    def ibp_train(self) -> TrainConfig:
+        return replace(self.train, epochs=self.ibp_epochs, warmup_epochs=self.ibp_warmup)
 
 
 @dataclass(frozen=True)
@@ -62,6 +82,7 @@ class Row:
     defence: str
     clean_accuracy: float
     adversarial_accuracy: float
+    certified_accuracy: float  # on the attacked sample, against the IBP substitution sets
     attacked: int
     fooled: int
     mean_queries: float
@@ -93,6 +114,8 @@ def run_experiment(train_set, test_set, space: EmbeddingSpace, config: Experimen
     y_test = np.array([names.index(x) if x in names else -1 for x in test_set.labels])
     x_train, x_test = encode(train_set.texts, space), encode(test_set.texts, space)
     n_attack = min(config.attack_size, len(test_set))
+    x_attack, y_attack = x_test[:n_attack], y_test[:n_attack]
+    table = substitution_table(space, config.ibp_k, config.ibp_delta)
     fixed = {}
     if "normal" in config.defences:
         say("training the normal model")
@@ -100,9 +123,8 @@ def run_experiment(train_set, test_set, space: EmbeddingSpace, config: Experimen
                                            seed=next(seeds))
     if "ibp" in config.defences:
         say("training the IBP model")
-        fixed["ibp"] = train_classifier(space, x_train, y_train, config=config.train,
-                                        substitutions=substitution_table(space, config.ibp_k),
-                                        seed=next(seeds))
+        fixed["ibp"] = train_classifier(space, x_train, y_train, config=config.ibp_train,
+                                        substitutions=table, seed=next(seeds))
     rows = []
     for eps in config.epsilons:
         mech = mechanism(config.mechanism, epsilon=eps, space=space, oov="keep").fit()
@@ -115,13 +137,15 @@ def run_experiment(train_set, test_set, space: EmbeddingSpace, config: Experimen
                 config=config.train, seed=next(seeds))
         attack = GeneticAttack(mech, population=config.population,
                                generations=config.generations, max_queries=config.max_queries)
+        pool = DrawPool(mech, x_attack, rng=next(seeds))
         for defence in config.defences:
             say(f"epsilon={eps:g}: attacking the {defence} model")
             model = models[defence]
-            adv, stats = adversarial_accuracy(model, x_test[:n_attack], y_test[:n_attack],
-                                              attack, rng=next(seeds))
+            adv, stats = adversarial_accuracy(model, x_attack, y_attack, attack,
+                                              rng=next(seeds), pool=pool)
             rows.append(Row(config.mechanism, eps, defence, accuracy(model, x_test, y_test),
-                            adv, **stats))
+                            adv, certified_accuracy(model, x_attack, y_attack, table),
+                            **stats))
     return rows
 
 
@@ -141,16 +165,22 @@ def to_markdown(rows: Sequence[Row], config: ExperimentConfig, *, n_test: int,
     epsilons = list(dict.fromkeys(r.epsilon for r in rows))
     defences = list(dict.fromkeys(r.defence for r in rows))
     cell = {(r.defence, r.epsilon): r for r in rows}
+    delta = "" if config.ibp_delta is None else f" within distance {config.ibp_delta:g}"
     lines = [
         f"Mechanism `{config.mechanism}`; clean accuracy on {n_test} test texts, adversarial "
         f"accuracy on the first {n_attack} of them (subsample; genetic attack, population "
-        f"{config.population}, {config.generations} generations).",
+        f"{config.population}, {config.generations} generations; standard error of an "
+        f"adversarial accuracy at most {50 / max(n_attack, 1) ** 0.5:.1f} points). Certified: "
+        f"share of those {n_attack} texts proven robust by interval bounds against the IBP "
+        f"substitution sets (the {config.ibp_k} nearest words{delta}), not against the "
+        "mechanism's substitutions.",
         "",
         "| defence | metric | " + " | ".join(f"eps={e:g}" for e in epsilons) + " |",
         "|---|---|" + "---|" * len(epsilons),
     ]
     for d in defences:
-        for label, attr in (("clean", "clean_accuracy"), ("adversarial", "adversarial_accuracy")):
+        for label, attr in (("clean", "clean_accuracy"), ("adversarial", "adversarial_accuracy"),
+                            ("certified", "certified_accuracy")):
             vals = [f"{100 * getattr(cell[d, e], attr):.1f}" for e in epsilons]
             lines.append(f"| {d} | {label} | " + " | ".join(vals) + " |")
     return "\n".join(lines) + "\n"

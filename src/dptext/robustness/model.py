@@ -108,8 +108,20 @@ def worst_case_logits(lo: torch.Tensor, hi: torch.Tensor, labels: torch.Tensor) 
     return torch.where(true, lo, hi)
 
 
-def substitution_table(space: EmbeddingSpace, k: int) -> torch.Tensor:
-    """``(V + 1, k)`` rows: each word's ``k`` nearest words (itself first), UNK only itself."""
-    neighbors = space.geometry(max(k, 2)).neighbors[:, :k].astype(np.int64)
+def substitution_table(space: EmbeddingSpace, k: int,
+                       max_distance: float | None = None) -> torch.Tensor:
+    """``(V + 1, k)`` rows: each word's allowed substitutions, itself first; UNK only itself.
+
+    The ``k`` nearest words of each word; with ``max_distance``, only those within that distance
+    of the word (Alzantot et al. 2018's filter: their N = 8 nearest words closer than delta in
+    counter-fitted space, the substitution sets Jia et al. 2019 certify against); the excluded
+    slots repeat the word itself, so a word without a close neighbour gets a zero-width box.
+    """
+    geometry = space.geometry(max(k, 2))
+    neighbors = geometry.neighbors[:, :k].astype(np.int64)
+    if max_distance is not None:
+        far = geometry.distances[:, :k] > max_distance
+        far[:, 0] = False
+        neighbors = np.where(far, neighbors[:, :1], neighbors)
     unk = np.full((1, k), len(space), dtype=np.int64)
     return torch.from_numpy(np.vstack([neighbors, unk]))
