@@ -392,3 +392,7 @@ def test_cli_robustness_runs_and_rejects_bad_input(space, tmp_path, capsys):
         main(bad)
     assert exit_info.value.code == 2
     assert "must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv + ["--ibp-delta", "-0.5"])
+    assert exit_info.value.code == 2
+    assert "--ibp-delta: must be > 0" in capsys.readouterr().err
