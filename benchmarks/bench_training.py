@@ -2,7 +2,8 @@
 round against a noiseless FedAvg round on the same sampled data, and canary exposure.
 
     .venv/bin/python benchmarks/bench_training.py fig4
-    .venv/bin/python benchmarks/bench_training.py cost
+    .venv/bin/python benchmarks/bench_training.py cost [--model smollm2 --texts 30 --q-u 0.2
+        --max-sentences 8 --repeats 3 --threads 1]
     .venv/bin/python benchmarks/bench_training.py canary [--texts 60 --rounds 15 --copies 20]
 """
 
@@ -44,38 +45,77 @@ def _corpus(n_texts: int, seed: int):
     return build_corpus(raw, detector())
 
 
-def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0) -> None:
-    from dptext.training.lstm import init_lstm
+def _cost_task(model: str, corpus, max_len: int):
+    """(rows, initial params, loss, trim) of the LSTM or of SmolLM2's last 2 blocks."""
+    if model == "lstm":
+        from dptext.training.lstm import init_lstm, sentence_nll
+        from dptext.training.vocab import Vocabulary
+
+        vocab = Vocabulary.public(2000)
+        return (vocab.encode(corpus.sentences, max_len), init_lstm(len(vocab), dim=48, hidden=96),
+                sentence_nll, None)
+    from dptext.lm.loading import default_causal_dir, load_model
+    from dptext.training.causal_lm import CausalLMTask
+
+    task = CausalLMTask(*load_model(str(default_causal_dir()), causal=True), blocks=2,
+                        max_len=max_len)
+    rows = task.rows(corpus.sentences)
+    rows[:]  # the frozen blocks once, outside the timed rounds
+    return rows, task.init(), task.loss, task.trim
+
+
+def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0, model: str = "lstm",
+         q_u: float = 0.3, max_sentences: int = 32) -> None:
+    """Median round time of UeDP and noiseless FedAvg on the same sampled data (local training
+    + clipping/noise/aggregation); ``model``: lstm or smollm2 (last 2 blocks, 4 users a chunk)."""
     from dptext.training.sampling import RoundSampler
-    from dptext.training.trainer import TrainConfig, aggregate, pack_round, round_updates
-    from dptext.training.vocab import Vocabulary
+    from dptext.training.trainer import (
+        RoundBatch,
+        TrainConfig,
+        aggregate,
+        pack_round,
+        round_updates,
+    )
 
     corpus, _ = _corpus(n_texts, seed)
-    vocab = Vocabulary.public(2000)
-    enc = vocab.encode(corpus.sentences, 24)
+    lstm = model == "lstm"
+    enc, params, loss, trim = _cost_task(model, corpus, 24 if lstm else 32)
     rng = np.random.default_rng(seed)
-    sampler = RoundSampler(corpus, q_u=0.3, q_e=0.5, q_s=1.0, mode="uedp")
+    sampler = RoundSampler(corpus, q_u=q_u, q_e=0.5, q_s=1.0, mode="uedp")
     sizes = np.bincount(corpus.sentence_user, minlength=corpus.n_users)
-    params = init_lstm(len(vocab), dim=48, hidden=96)
     gen = torch.Generator().manual_seed(seed)
+    chunk = 16 if lstm else 4
+    lr = 1.0 if lstm else 0.02
+
+    def sample():
+        batch = None
+        while batch is None:
+            batch = pack_round(sampler.sample(rng), enc, sizes, max_sentences, rng)
+        return batch if trim is None else RoundBatch(trim(batch.tokens), batch.weights,
+                                                     batch.sizes)
+
     times = {"noiseless": [], "uedp": []}
     server = {"noiseless": [], "uedp": []}
-    warm = pack_round(sampler.sample(rng), enc, sizes, 32, rng)
-    round_updates(params, warm, TrainConfig(algo="noiseless"))  # first-call overheads
+    users = []
+    # first-call overheads
+    round_updates(params, sample(), TrainConfig(algo="noiseless", users_per_chunk=chunk), loss)
     for r in range(repeats):
-        batch = pack_round(sampler.sample(rng), enc, sizes, 32, rng)
+        batch = sample()
+        users.append(len(batch.tokens))
         for algo in (list(times) if r % 2 == 0 else list(times)[::-1]):
-            cfg = TrainConfig(algo=algo, z=1.0, beta=0.5, q_u=0.3)
+            cfg = TrainConfig(algo=algo, z=1.0, beta=0.5, q_u=q_u, users_per_chunk=chunk,
+                              local_lr=lr)
             start = time.perf_counter()
-            updates = round_updates(params, batch, cfg)
+            updates = round_updates(params, batch, cfg, loss)
             middle = time.perf_counter()
             aggregate(updates, cfg, corpus.n_users, gen)
             end = time.perf_counter()
             times[algo].append(end - start)
             server[algo].append(end - middle)
     a, b = np.median(times["uedp"]), np.median(times["noiseless"])
-    print(f"{corpus.n_users} users, {len(corpus.sentences)} sentences, {repeats} rounds each; "
-          f"median round: UeDP {a:.2f}s, noiseless FedAvg {b:.2f}s, ratio {a / b:.3f}")
+    print(f"{model}: {corpus.n_users} users, {len(corpus.sentences)} sentences, {repeats} rounds "
+          f"each ({np.mean(users):.1f} users a round); median round: UeDP {a:.2f}s, noiseless "
+          f"FedAvg {b:.2f}s, ratio {a / b:.3f}")
     print(f"of which clipping + aggregation + noise: UeDP {np.median(server['uedp']):.3f}s, "
           f"noiseless mean {np.median(server['noiseless']):.3f}s")
 
@@ -116,16 +156,21 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=150)
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--copies", type=int, default=10)
-    ap.add_argument("--q-u", type=float, default=0.4)
+    ap.add_argument("--q-u", type=float, help="user rate (default: cost 0.3, canary 0.4)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model", choices=("lstm", "smollm2"), default="lstm",
+                    help="cost: the LSTM or SmolLM2's last 2 blocks")
+    ap.add_argument("--repeats", type=int, default=6)
+    ap.add_argument("--max-sentences", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     if args.what == "fig4":
         fig4()
     elif args.what == "cost":
-        cost(args.texts, seed=args.seed)
+        cost(args.texts, args.repeats, args.seed, args.model, args.q_u or 0.3, args.max_sentences)
     else:
-        canary(args.texts, args.rounds, args.copies, args.q_u, args.seed)
+        canary(args.texts, args.rounds, args.copies, args.q_u or 0.4, args.seed)
 
 
 if __name__ == "__main__":

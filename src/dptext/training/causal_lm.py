@@ -91,7 +91,7 @@ class CausalLMTask:
             raise DPTextError(f"max_len must be >= 1, got {max_len}")
         model.eval()
         model.requires_grad_(False)
-        model.config._attn_implementation = "eager"
+        model.set_attn_implementation("eager")
         self.model, self.tokenizer = model, tokenizer
         self.blocks, self.max_len = blocks, max_len
         self.hidden = model.config.hidden_size
