@@ -222,6 +222,9 @@ def cmd_train(args) -> int:
     for key in ("max_len", "users_per_chunk", "local_steps", "max_sentences"):
         if getattr(args, key) < 1:
             raise DPTextError(f"--{key.replace('_', '-')} must be >= 1, got {getattr(args, key)}")
+    for key in ("local_lr", "server_lr"):
+        if not getattr(args, key) > 0:
+            raise DPTextError(f"--{key.replace('_', '-')} must be > 0, got {getattr(args, key)}")
     corpus, spans = _load_corpus(args, args.data, split=args.task == "nwp")
     if args.algo == "deid":
         corpus = corpus.deidentified(spans)

@@ -87,8 +87,10 @@ class CausalLMTask:
         n_layers = len(base.layers)
         if not 0 <= blocks <= n_layers:
             raise DPTextError(f"trainable blocks must be in 0..{n_layers}, got {blocks}")
-        if max_len < 1:
-            raise DPTextError(f"max_len must be >= 1, got {max_len}")
+        limit = getattr(model.config, "max_position_embeddings", None)
+        if max_len < 1 or (limit is not None and max_len + 1 > limit):
+            raise DPTextError(f"max_len must be in 1..{'' if limit is None else limit - 1} "
+                              f"tokens, got {max_len}")
         model.eval()
         model.requires_grad_(False)
         model.set_attn_implementation("eager")
