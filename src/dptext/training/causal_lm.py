@@ -1,8 +1,10 @@
 """Federated fine-tuning of a pretrained causal LM (the packaged SmolLM2-135M-Instruct, or any
 Llama-style ``AutoModelForCausalLM``) on next-word prediction, on a subset of its parameters:
 the last ``blocks`` transformer blocks and the final norm; embeddings, the LM head and the
-earlier blocks stay frozen (issue 4, "Models and tasks"; UeDP paper section VI fine-tunes its
-language models the same way, with the private data only touching the trained tensors).
+earlier blocks stay frozen (issue 4, "Models and tasks"). UeDP paper section VI fine-tunes all
+of a pretrained GPT-2 (117M parameters); we train a subset because the CPU budget is small and
+the norm of the Gaussian noise grows with the square root of the number of trained parameters
+(docs/uedp.md, "Fine-tuning SmolLM2").
 
 A user's update is the change of the trainable tensors only, so clipping to global L2 norm
 ``beta`` (federated.clip_updates) and the Gaussian noise act on exactly what is released.
