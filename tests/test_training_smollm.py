@@ -261,3 +261,15 @@ def test_cli_smoke_run_of_the_packaged_smollm2(tmp_path):
         metrics["pretrained"]["perplexity"], rel=1e-9)
     params = torch.load(out / "checkpoint.pt")["params"]
     assert set(params) == _trainable_names(30, 1)
+
+
+@pytest.mark.parametrize("algo,extra", [("userdp", ["--z", "0.5"]), ("deid", [])])
+def test_cli_baselines_with_a_causal_lm(corpus_file, tiny_dir, tmp_path, algo, extra):
+    argv = ["train", "--algo", algo, "--model", str(tiny_dir), "--data", str(corpus_file),
+            "--output", str(tmp_path), "--rounds", "1", "--q-u", "0.5", "--seed", "0",
+            "--no-progress", "--max-len", "12", "--categories", "PERSON", *extra]
+    assert main(argv) == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["trainable_blocks"] == 2
+    assert (metrics["rounds"][0]["epsilon"] is None) == (algo == "deid")
+    assert set(torch.load(tmp_path / "checkpoint.pt")["params"]) == _trainable_names(3, 2)
