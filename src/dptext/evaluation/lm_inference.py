@@ -1,8 +1,9 @@
 """LM-based token inference: can a language model recover the original words from sanitized text?
 
-The CusText and SanText papers (custext_customized_sanitization.txt, section "Privacy
-experiments") attack sanitized text with a masked LM: each token of the sanitized text is
-masked in turn and BERT's top prediction is compared with the original token. No English masked
+The CusText paper (custext_customized_sanitization.txt, introduction: "two token inference
+attacks", taken from SanText, Yue et al. 2021; the experiment section itself is missing from our
+extraction) attacks sanitized text with a masked LM: each token of the sanitized text is masked
+in turn and BERT's top prediction is compared with the original token. No English masked
 LM with its head ships offline (../shared/RESOURCES.md), so we adapt the attack to the packaged
 causal LM (SmolLM2-135M-Instruct). The attacker sees only the sanitized text S and reads it
 twice::

@@ -38,6 +38,8 @@ def _relative_gains(records: list[dict[str, Any]], metric: str) -> str | None:
             gains.append(None if not p0 or p is None else relative_gain(u, u0, p, p0))
         eps = "-" if r["epsilon"] is None else f"{r['epsilon']:g}"
         rows.append([r["mechanism"], eps, u, *gains])
+    if not rows:
+        return None
     return markdown_table(["mechanism", "epsilon", "utility macro-F1", "RG static",
                            "RG adaptive"], rows)
 
