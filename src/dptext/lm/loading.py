@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from dptext.errors import DPTextError
@@ -48,8 +49,10 @@ def default_causal_dir(*, progress: bool = False) -> Path:
         import sys
 
         print(f"converting {_GGUF_FILE} to fp32 safetensors (once) ...", file=sys.stderr)
-    tokenizer = AutoTokenizer.from_pretrained(pkg, gguf_file=_GGUF_FILE)
-    model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=_GGUF_FILE, dtype=torch.float32)
+    with _quiet_loading():
+        tokenizer = AutoTokenizer.from_pretrained(pkg, gguf_file=_GGUF_FILE)
+        model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=_GGUF_FILE,
+                                                     dtype=torch.float32)
     # transformers 5.x refuses to save a GGUF-loaded ("quantized") model unless told it is not.
     model.hf_quantizer = None
     model.is_quantized = False
@@ -68,6 +71,20 @@ def default_causal_dir(*, progress: bool = False) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+@contextmanager
+def _quiet_loading():
+    """Without transformers' per-tensor "Loading weights" bars (restored afterwards)."""
+    from transformers.utils import logging
+
+    enabled = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            logging.enable_progress_bar()
 
 
 def resolve_model(name_or_path: str | None, *, causal: bool, progress: bool = False) -> str:
@@ -90,8 +107,9 @@ def load_model(name_or_path: str, *, causal: bool):
 
     auto = AutoModelForCausalLM if causal else AutoModelForMaskedLM
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-        model = auto.from_pretrained(name_or_path, dtype=torch.float32)
+        with _quiet_loading():
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+            model = auto.from_pretrained(name_or_path, dtype=torch.float32)
     except (OSError, ValueError) as err:
         kind = "causal" if causal else "masked"
         raise DPTextError(
