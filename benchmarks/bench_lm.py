@@ -118,7 +118,7 @@ def main() -> None:
     p.add_argument("--baseline-words", type=int, default=400)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--backends", default="causal,mlm", help="causal, mlm and/or dpprompt")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=64)
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -168,7 +168,7 @@ class DPMLM(LMMechanism):
                  stopwords: Iterable[str] | None = None, p_add: float = 0.0,
                  p_del: float = 0.0, clip_low: float | None = None,
                  clip_high: float | None = None, separator: str | None = None,
-                 max_length: int | None = None, batch_size: int = 32) -> None:
+                 max_length: int | None = None, batch_size: int = 64) -> None:
         super().__init__(epsilon=epsilon, backend=backend, model=model, clip_low=clip_low,
                          clip_high=clip_high, max_length=max_length)
         self.context = check_choice(context, "context", CONTEXTS)

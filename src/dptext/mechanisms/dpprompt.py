@@ -37,7 +37,7 @@ class DPPrompt(LMMechanism):
     def __init__(self, *, epsilon: float, model: str | None = None,
                  prompt: str = DEFAULT_PROMPT, clip_low: float | None = None,
                  clip_high: float | None = None, max_length: int | None = None,
-                 batch_size: int = 32) -> None:
+                 batch_size: int = 64) -> None:
         super().__init__(epsilon=epsilon, backend="causal", model=model, clip_low=clip_low,
                          clip_high=clip_high, max_length=max_length)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
