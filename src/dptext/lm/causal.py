@@ -78,11 +78,9 @@ class CausalBackend:
                 feed, past, length = self._prefix(ids, centre, out), None, 0
             else:
                 feed = pending + new
-            with torch.inference_mode():
-                res = self.model(input_ids=torch.as_tensor([feed]), cache=past,
-                                 use_cache=True, logits_to_keep=1)
-            past, length = res.cache, length + len(feed)
-            column = choose(res.logits[0, -1, self.candidate_ids])
+            past, scores_of = self.head.forward(torch.as_tensor([feed]), None, None, past)
+            length += len(feed)
+            column = choose(scores_of([0])[0])
             token = int(self.candidate_ids[column])
             out.append(token)
             pending = [token]
