@@ -185,3 +185,18 @@ def test_cli_evaluate(tmp_path, space):
                           str(tmp_path / "y")], capture_output=True, text=True, env=env,
                          timeout=60)
     assert bad.returncode == 2 and "not in --mechanisms" in bad.stderr
+
+
+def test_tables_list_each_mechanism_together_sorted_by_epsilon():
+    from dptext.evaluation.tables import metric_table
+
+    def rec(m, e):
+        return {"mechanism": m, "epsilon": e, "metric": "cost", "status": "ok",
+                "values": {"tokens": 1}}
+
+    records = [rec("noiseless", None), rec("santext", 2.0), rec("laplace", 1.0),
+               rec("santext", 16.0), rec("santext", 1.0)]
+    rows = [line.split(" | ")[:2] for line in metric_table(records, "cost", ["tokens"])
+            .splitlines()[2:]]
+    assert rows == [["| noiseless", "-"], ["| santext", "1"], ["| santext", "2"],
+                    ["| santext", "16"], ["| laplace", "1"]]

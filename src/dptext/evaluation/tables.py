@@ -48,7 +48,11 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 def metric_table(records: list[dict[str, Any]], metric: str, names: list[str]) -> str:
     """Markdown table of ``names`` for every finished (mechanism, epsilon) cell of ``metric``."""
     rows = []
-    for r in ok(records, metric):
+    first = {m: i for i, m in reversed(list(enumerate(r["mechanism"] for r in records)))}
+    cells = sorted(ok(records, metric), key=lambda r: (first[r["mechanism"]],
+                                                       -1.0 if r["epsilon"] is None
+                                                       else r["epsilon"]))
+    for r in cells:  # mechanisms in order of appearance, each by epsilon
         eps = "-" if r["epsilon"] is None else f"{r['epsilon']:g}"
         rows.append([r["mechanism"], eps, *[r["values"].get(n) for n in names]])
     return markdown_table(["mechanism", "epsilon", *names], rows)
