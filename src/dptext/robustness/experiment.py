@@ -66,6 +66,8 @@ class ExperimentConfig:
             raise DPTextError("give at least one epsilon")
         if self.ibp_delta is not None and not self.ibp_delta > 0:
             raise DPTextError(f"ibp_delta must be > 0 (or None), got {self.ibp_delta!r}")
+        if not 0 <= self.train.kappa <= 1:
+            raise DPTextError(f"the IBP kappa must be in [0, 1], got {self.train.kappa!r}")
         if not 0 <= self.ibp_warmup < self.ibp_epochs:
             raise DPTextError(f"need 0 <= ibp_warmup < ibp_epochs, got {self.ibp_warmup} and "
                               f"{self.ibp_epochs}")
