@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from tiny_tokenizers import byte_level_bpe  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 from dptext.evaluation.lm_inference import (  # noqa: E402
@@ -36,12 +36,7 @@ def _single_thread(one_torch_thread):
 
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tk = byte_level_bpe(CORPUS, ["<|endoftext|>"], vocab_size=400)
     return PreTrainedTokenizerFast(tokenizer_object=tk, eos_token="<|endoftext|>")
 
 

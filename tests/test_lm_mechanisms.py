@@ -9,7 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # noqa: E402
+from tiny_tokenizers import byte_level_bpe  # noqa: E402
+from tokenizers import Tokenizer, models, pre_tokenizers, processors  # noqa: E402
 from transformers import (  # noqa: E402
     BertConfig,
     BertForMaskedLM,
@@ -51,13 +52,7 @@ def _bert(path):
 
 
 def _byte_level(specials):
-    tk = Tokenizer(models.BPE())
-    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=330, special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return tk
+    return byte_level_bpe(CORPUS, specials, vocab_size=330)
 
 
 def _roberta(path):
