@@ -122,7 +122,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("--deniability-runs", type=int, default=200)
     p.add_argument("--inversion-samples", type=int, default=2000)
     p.add_argument("--bayes-samples", type=int, default=400)
-    p.add_argument("--attribute-datasets", default="health_tweets,house_of_commons")
+    p.add_argument("--attribute-datasets", default="health_tweets",
+                   help="datasets of the attribute metric (house_of_commons: opt-in)")
     p.add_argument("--attribute-train", default="1000")
     p.add_argument("--attribute-test", default="400")
     p.add_argument("--encoder", choices=ENCODERS, default="minilm")
