@@ -46,9 +46,11 @@ def _minilm(batch_size: int = 64) -> Callable[[list[str]], np.ndarray]:
         if model is None:
             from sentence_transformers import SentenceTransformer
 
+            from dptext.lm.loading import quiet_loading
             from dptext.resources import minilm_dir
 
-            model = SentenceTransformer(str(minilm_dir()), device="cpu")
+            with quiet_loading():
+                model = SentenceTransformer(str(minilm_dir()), device="cpu")
         # sorted by length so batches carry little padding
         order = np.argsort([len(t) for t in texts], kind="stable")
         out = model.encode([texts[i] for i in order], batch_size=batch_size,

@@ -49,7 +49,7 @@ def default_causal_dir(*, progress: bool = False) -> Path:
         import sys
 
         print(f"converting {_GGUF_FILE} to fp32 safetensors (once) ...", file=sys.stderr)
-    with _quiet_loading():
+    with quiet_loading():
         tokenizer = AutoTokenizer.from_pretrained(pkg, gguf_file=_GGUF_FILE)
         model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=_GGUF_FILE,
                                                      dtype=torch.float32)
@@ -74,7 +74,7 @@ def default_causal_dir(*, progress: bool = False) -> Path:
 
 
 @contextmanager
-def _quiet_loading():
+def quiet_loading():
     """Without transformers' per-tensor "Loading weights" bars (restored afterwards)."""
     from transformers.utils import logging
 
@@ -107,7 +107,7 @@ def load_model(name_or_path: str, *, causal: bool):
 
     auto = AutoModelForCausalLM if causal else AutoModelForMaskedLM
     try:
-        with _quiet_loading():
+        with quiet_loading():
             tokenizer = AutoTokenizer.from_pretrained(name_or_path)
             model = auto.from_pretrained(name_or_path, dtype=torch.float32)
     except (OSError, ValueError) as err:

@@ -67,8 +67,10 @@ def minilm_embeddings(sentences: list[str], batch_size: int = 64) -> torch.Tenso
     """Normalized all-MiniLM-L6-v2 sentence embeddings from the packaged model (offline)."""
     from sentence_transformers import SentenceTransformer
 
+    from dptext.lm.loading import quiet_loading
     from dptext.resources import minilm_dir
 
-    model = SentenceTransformer(str(minilm_dir()), device="cpu")
+    with quiet_loading():
+        model = SentenceTransformer(str(minilm_dir()), device="cpu")
     return torch.as_tensor(model.encode(sentences, batch_size=batch_size,
                                         normalize_embeddings=True, show_progress_bar=False))
