@@ -159,9 +159,9 @@ def lm_token_inference(model, tokenizer, originals: Sequence[str], sanitized: Se
             skipped += 1
         else:
             items.append(item)
-    pad = tokenizer.pad_token_id
-    pad = pad if pad is not None else (tokenizer.eos_token_id or 0)
-    predicted = _predict(model, items, pad, batch_size)
+    from dptext.lm.decoding import pad_id
+
+    predicted = _predict(model, items, pad_id(tokenizer), batch_size)
     hit, hit_word, changed = [], [], []
     for item, ids in zip(items, predicted, strict=True):
         guess = [_norm(tokenizer.decode([t])) for t in ids.tolist()]

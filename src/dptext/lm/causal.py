@@ -38,11 +38,10 @@ class CausalBackend:
         self.budget = (self.window - len(self.sep_ids)) // 2
         if self.budget < 2:
             raise DPTextError(f"model window {self.window} is too small for the causal backend")
-        from dptext.lm.decoding import ScoreHead
+        from dptext.lm.decoding import ScoreHead, pad_id
 
         self.head = ScoreHead(model, self.candidate_ids, self.sep_ids)
-        pad = tokenizer.pad_token_id
-        self.pad_id = pad if pad is not None else (tokenizer.eos_token_id or 0)
+        self.pad_id = pad_id(tokenizer)
 
     def encode(self, text: str) -> list[int]:
         if not text:

@@ -20,6 +20,14 @@ import torch
 Draw = Callable[[list[int], torch.Tensor], list[list[int] | None]]
 
 
+def pad_id(tokenizer) -> int:
+    """The token that fills masked-out positions: the pad token, else end-of-sequence, else 0."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    return 0
+
+
 class ScoreHead:
     """Scores of ``candidate_ids`` from the model's last hidden state.
 

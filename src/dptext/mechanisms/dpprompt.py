@@ -70,7 +70,7 @@ class DPPrompt(LMMechanism):
         return list(tokenizer(content)["input_ids"])
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
-        from dptext.lm.decoding import decode_side_by_side
+        from dptext.lm.decoding import decode_side_by_side, pad_id
         from dptext.lm.sampling import torch_generator
 
         self.fit()
@@ -90,7 +90,6 @@ class DPPrompt(LMMechanism):
             budgets.append(budget)
         outs: list[list[int]] = [[] for _ in texts]
         eos = tokenizer.eos_token_id
-        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or 0)
         todo = sorted((i for i in range(len(texts)) if budgets[i]), key=lambda i: len(prompts[i]))
         for b in range(0, len(todo), self.batch_size):
             group = todo[b: b + self.batch_size]
@@ -105,7 +104,8 @@ class DPPrompt(LMMechanism):
                     nexts.append(None if done else [token])
                 return nexts
 
-            decode_side_by_side(self._head, [prompts[i] for i in group], draw, pad)
+            decode_side_by_side(self._head, [prompts[i] for i in group], draw,
+                                pad_id(tokenizer))
         results = []
         for out in outs:
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
