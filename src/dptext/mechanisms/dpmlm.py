@@ -89,6 +89,20 @@ class _Slot:
     glue: str = ""  # literal output text since the previous slot (causal backend)
 
 
+def _set_glue(pieces: list, slots: list[_Slot]) -> None:
+    """Give each slot the literal output text since the previous slot (causal backend)."""
+    glue: list[str] = []
+    it = iter(slots)
+    slot = next(it, None)
+    for k, p in enumerate(pieces):
+        if slot is not None and k == slot.piece:
+            slot.glue = "".join(glue)
+            glue = []
+            slot = next(it, None)
+        elif p:
+            glue.append(p)
+
+
 class LMMechanism(Mechanism):
     """Model loading, bounds and the clipped exponential mechanism shared by DP-MLM/DP-Prompt."""
 
@@ -254,16 +268,7 @@ class DPMLM(LMMechanism):
                 k = max(j for j, p in enumerate(pieces) if p == last)
                 pieces[k] = last.rstrip(" ")  # no space left before the punctuation that follows
             pieces.append(after)
-        glue: list[str] = []
-        it = iter(slots)
-        slot = next(it, None)
-        for k, p in enumerate(pieces):
-            if slot is not None and k == slot.piece:
-                slot.glue = "".join(glue)
-                glue = []
-                slot = next(it, None)
-            elif p:
-                glue.append(p)
+        _set_glue(pieces, slots)
         counts = {
             "replaced": int((~deleted & ~kept).sum()), "inserted": int(added.sum()),
             "deleted": int(deleted.sum()), "stopword": int((~deleted & kept).sum()),
@@ -281,18 +286,93 @@ class DPMLM(LMMechanism):
         gen = as_generator(rng)
         tgen = torch_generator(gen)
         plans = [self._plan(t, gen) for t in texts]
+        self._rewrite(plans, tgen)
+        return [Result("".join(p), self._report(c)) for _, p, _, c in plans]
+
+    def privatize_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]],
+                        *, rng: RngLike = None) -> list[list[Result]]:
+        """Privatize only the words inside ``spans`` (character ranges ``[start, end)`` of each
+        text, sorted and disjoint), each with its WHOLE text as the context (section 4.2).
+
+        Returns per text one :class:`Result` per span: the span's rewritten text and the report
+        of the tokens inside it (its privatized words, the stopwords kept there, punctuation).
+        A word that overlaps a span is privatized whole. The text outside the spans is the
+        context and is not in any report: the caller accounts for it (entity-targeted
+        sanitization, :mod:`dptext.targeted`, reports it as released verbatim). The add/delete
+        variant (section 7) rewrites a whole text and is refused here.
+        """
+        from dptext.lm.alignment import align, word_spans
+        from dptext.lm.sampling import torch_generator
+
+        if self.p_add or self.p_del:
+            raise DPTextError("dpmlm: the add/delete variant (p_add/p_del) rewrites whole texts; "
+                              "use p_add=p_del=0 to privatize spans")
+        if len(spans) != len(texts):
+            raise DPTextError(f"{len(texts)} texts but {len(spans)} span lists")
+        self.fit()
+        tgen = torch_generator(as_generator(rng))
+        plans, owners = [], []
+        for text, ranges in zip(texts, spans, strict=True):
+            if not isinstance(text, str):
+                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+            parts = split_words(text)
+            aligned = align(self._lm[1], text, parts)
+            w_start, w_end = word_spans(parts)
+            owner = np.full(len(w_start), -1)
+            for j, (a, b) in enumerate(ranges):
+                owner[(w_start < b) & (w_end > a)] = j
+            pieces: list[str | None] = list(parts)
+            slots = []
+            for i, word in enumerate(parts[1::2]):
+                if owner[i] >= 0 and not (self.keep_stopwords
+                                          and normalize_word(word) in self.stopwords):
+                    slots.append(_Slot(2 * i + 1, int(aligned.starts[i]), int(aligned.ends[i]),
+                                       word))
+                    pieces[2 * i + 1] = None
+            _set_glue(pieces, slots)
+            plans.append((aligned, pieces, slots, None))
+            owners.append(owner)
+        self._rewrite(plans, tgen)
+        out = []
+        for text, ranges, (_, pieces, slots, _), owner in zip(texts, spans, plans, owners,
+                                                               strict=True):
+            edges = np.concatenate([[0], np.cumsum([len(p) for p in split_words(text)])])
+            slot_words = {(slot.piece - 1) // 2 for slot in slots}
+            results = []
+            for j, (a, b) in enumerate(ranges):
+                inside = np.flatnonzero(owner == j).tolist()
+                inside_set = set(inside)
+                lo = min([a] + [int(edges[2 * i + 1]) for i in inside])
+                hi = max([b] + [int(edges[2 * i + 2]) for i in inside])
+                new, glue = [], []
+                for k in range(0, len(pieces), 2):  # glue at even positions, words at odd
+                    g = text[max(lo, int(edges[k])): min(hi, int(edges[k + 1]))]
+                    new.append(g)
+                    glue.append(g)
+                    if k // 2 in inside_set:
+                        new.append(pieces[k + 1])
+                replaced = sum(i in slot_words for i in inside)
+                counts = {"replaced": replaced, "inserted": 0, "deleted": 0,
+                          "stopword": len(inside) - replaced,
+                          "punctuation": count_punctuation(glue), "worst": replaced}
+                results.append(Result("".join(new), self._report(counts)))
+            out.append(results)
+        return out
+
+    def _rewrite(self, plans: list, tgen) -> None:
+        """Fill every slot of every plan: masked LM in batched forward passes, causal LM by
+        decoding (:meth:`_rewrite_causal`)."""
         words = self._candidates.words
         if self.causal:
             self._rewrite_causal(plans, tgen)
-        else:
-            inputs = [self._backend.input_ids(a.ids, s.start, s.end)
-                      for a, _, slots, _ in plans for s in slots]
-            columns = self._draw(self._backend.scores(inputs), tgen) if inputs else []
-            k = 0
-            for _, pieces, slots, _ in plans:
-                self._fill(pieces, slots, [words[c] for c in columns[k: k + len(slots)]])
-                k += len(slots)
-        return [Result("".join(p), self._report(c)) for _, p, _, c in plans]
+            return
+        inputs = [self._backend.input_ids(a.ids, s.start, s.end)
+                  for a, _, slots, _ in plans for s in slots]
+        columns = self._draw(self._backend.scores(inputs), tgen) if inputs else []
+        k = 0
+        for _, pieces, slots, _ in plans:
+            self._fill(pieces, slots, [words[c] for c in columns[k: k + len(slots)]])
+            k += len(slots)
 
     def _rewrite_causal(self, plans: list, tgen) -> None:
         """Texts that fit the window are decoded side by side (``batch_size`` at a time, one
