@@ -62,6 +62,9 @@ def test_spans_snap_to_words_and_overlaps_merge_with_the_pattern_winning():
         ("(212) 555-0187", "PHONE_NUMBER")]
     assert spans[0].key == "bob smith" and spans[2].pattern and not spans[0].pattern
     assert merge_spans(text, ents, frozenset({"PERSON"}))[1].category == "PERSON"
+    owner = "Ask Bob Stone's dog"
+    (span,) = merge_spans(owner, [Span(4, 13, "PERSON", "")])
+    assert owner[span.start:span.end] == "Bob Stone" and span.key == "bob stone"
 
 
 def test_pattern_spans_are_replaced_whole_and_the_rest_is_untouched(custext):
@@ -342,3 +345,20 @@ def test_report_state_round_trips(custext):
         assert type(back) is type(report) and back.to_dict() == report.to_dict()
     with pytest.raises(DPTextError):
         report_from_state({"class": "Nope"})
+
+
+def test_the_file_command_runs_a_targeted_mechanism(custext, tmp_path):
+    import json
+
+    from dptext.sanitize import sanitize
+
+    m = TargetedMechanism(custext, entities=["PERSON"], detector="spacy")
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    rows = [{"id": 1, "text": "Alice met Bob."}, {"id": 2, "text": "No names here."}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = sanitize(m, src, dst, field="text", rng=0)
+    out = [json.loads(line) for line in dst.read_text().splitlines()]
+    assert out[1]["text"] == "No names here." and " met " in out[0]["text"]
+    assert isinstance(report, TargetedReport) and report.records == 2
+    assert report.tokens_undetected == 2 + 4
+    assert json.loads(json.dumps(report.to_dict()))["guarantee_scope"].startswith("per detected")

@@ -61,7 +61,9 @@ class MechanismSpec:
 
     def build(self) -> Mechanism:
         """The fitted mechanism, built once per process."""
-        key = f"{self.name}|{self.params_json}|{self.targeted_json}"
+        from dptext.resources import cache_dir
+
+        key = f"{self.name}|{self.params_json}|{self.targeted_json}|{cache_dir()}"
         if key not in _BUILT:
             from dptext.mechanisms import mechanism
 

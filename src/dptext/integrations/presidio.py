@@ -17,10 +17,10 @@ entity (PERSON, LOCATION, ORGANIZATION, NRP) is privatized by the named dptext m
 the entity's own text as its only context; a pattern entity (EMAIL_ADDRESS, PHONE_NUMBER, ...)
 is always replaced whole, never digit by digit: by the placeholder (0-DP), or with
 ``"mechanism": "surrogate"`` by a surrogate (``epsilon``-DP, :mod:`dptext.targeted.surrogates`).
-``"mechanism": "placeholder"`` replaces any entity, names included, by its placeholder. Params: ``mechanism``, ``epsilon``, ``params``
-(other mechanism parameters), ``placeholder``, ``rng`` (a numpy Generator; default fresh OS
-entropy), ``reports`` (a :class:`SpanReports` collecting this call's span reports: the engine
-keeps none). :func:`anonymize` does the bookkeeping and returns the report with the result.
+``"mechanism": "placeholder"`` replaces any entity, names included, by its placeholder.
+Params: ``mechanism``, ``epsilon``, ``params`` (other mechanism parameters), ``placeholder``,
+``rng`` (a numpy Generator; default fresh OS entropy), ``reports`` (a :class:`SpanReports`
+collecting this call's span reports: the engine keeps none). :func:`anonymize` does the bookkeeping and returns the report with the result.
 """
 
 from __future__ import annotations

@@ -54,8 +54,9 @@ class DPTextSanitizer:
             raise DPTextError(f"detector must be one of {', '.join(DETECTORS)}; got {detector!r}")
         if detector != "presidio" and entities and "ner" not in nlp.pipe_names and \
                 "entity_ruler" not in nlp.pipe_names:
+            pipes = ", ".join(nlp.pipe_names) or "empty"
             raise DPTextError(f"{name}: detector {detector!r} reads doc.ents, but the pipeline "
-                              f"has no ner or entity_ruler ({', '.join(nlp.pipe_names) or 'empty'})")
+                              f"has no ner or entity_ruler ({pipes})")
         if consistent == "unit":
             raise DPTextError("consistent='unit' needs privacy units; a spaCy pipeline has "
                               "documents: use 'document'")

@@ -126,7 +126,11 @@ class TargetedMechanism(Mechanism):
 
     # ------------------------------------------------------------ interface
     def fit(self, **kwargs: Any) -> TargetedMechanism:
+        """Fit the wrapped mechanism and load the detector's models (once per process, so
+        forked workers inherit them)."""
         self.mechanism.fit(**kwargs)
+        if self._detector is not None:
+            self._detector.detect(["warm up"])
         return self
 
     @property

@@ -75,34 +75,34 @@ class TargetedReport(PrivacyReport):
         return out
 
     def document_guarantee(self) -> str:
+        """The guarantee in words (each type's treatment is in ``spans``/``spans_by_type``)."""
         scope = f"entities {', '.join(self.entities)}" if self.entities else "entities"
         found = [(c, s) for c, s in sorted(self.spans.items()) if s["spans"]]
         if not found:
             text = f"no span of the {scope} was detected: nothing was privatized"
         else:
-            kinds = "; ".join(
-                f"{c}: {s['spans']} span{'s' if s['spans'] != 1 else ''} ({s['tokens']} tokens)"
-                f" - {s['treatment']}" for c, s in found)
-            text = (f"Guarantee per detected span, not per document. Privatized: {kinds}. "
-                    f"Composed over the {self.draws_total} draws: {self.epsilon:.4g}-DP")
+            kinds = ", ".join(f"{c} {s['spans']}" for c, s in found)
+            text = (f"Guarantee per detected span, not per document: {self.epsilon:.4g}-DP "
+                    f"composed over the {self.draws_total} draws for the {self.spans_total} "
+                    f"detected spans ({kinds})")
             for name, eps in metric_epsilon(self.draws).items():
                 text += f"; {eps:g}*sum_i d(x_i, x'_i) metric DP over the drawn words, d = {name}"
-            reused = sum(s["reused"] for _, s in found)
             if self.consistent != "none":
-                text += (f". Consistent replacements per {self.consistent}: one draw per "
-                         f"distinct entity, reused for its other {reused} occurrence(s) at no "
-                         "further cost; which spans are the same entity is released")
+                reused = sum(s["reused"] for _, s in found)
+                text += (f"; consistent replacements per {self.consistent}: one draw per "
+                         f"distinct entity, reused for {reused} further occurrence(s) at no "
+                         "cost, and which spans are the same entity is released")
             if self.records > 1:
-                text += (f"; composed over all {self.records} records (one owner). Largest "
-                         f"single record: {self.max_record_epsilon:.4g}-DP")
+                text += (f"; composed over all {self.records} records (one owner), largest "
+                         f"single record {self.max_record_epsilon:.4g}-DP")
         text += (f". Released verbatim and NOT protected: {self.tokens_undetected} tokens "
                  "outside the detected spans (anything the detector missed is among them)")
         inside = {r: c for r, c in self.kept.items() if r != "undetected"}
         if inside:
             listed = ", ".join(f"{r} {c}" for r, c in sorted(inside.items()))
             text += f", and {sum(inside.values())} tokens kept inside the spans ({listed})"
-        return text + ("; where the spans are, their types and (for word spans) their number "
-                       "of words are not protected either")
+        return text + ("; where the spans are and their types (for word spans also their "
+                       "number of words) are not protected either")
 
     # ------------------------------------------------------------ combine
     @classmethod
@@ -145,8 +145,8 @@ class TargetedReport(PrivacyReport):
     def __str__(self) -> str:
         lines = [f"Privacy report ({self.mechanism}; detector {self.detector or 'given spans'})",
                  f"  tokens total       {self.tokens_total}",
-                 f"  privatized         {self.tokens_privatized} in {self.spans_total} detected "
-                 f"spans ({self.draws_total} draws)"]
+                 f"  privatized         {self.tokens_privatized} tokens in {self.spans_total} "
+                 "detected spans"]
         for c, s in sorted(self.spans.items()):
             reused = f", {s['reused']} reused" if s["reused"] else ""
             lines.append(f"    {c:<16} {s['spans']} spans, {s['tokens']} tokens{reused}: "
@@ -155,4 +155,3 @@ class TargetedReport(PrivacyReport):
                   "spans, released verbatim",
                   f"  guarantee          {self.document_guarantee()}"]
         return "\n".join(lines)
-

@@ -17,6 +17,7 @@ WORD_CATEGORIES = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PROD
                              "WORK_OF_ART", "LAW", "LANGUAGE"})
 _OPENERS = "([{+<"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
+_POSSESSIVE = ("'s", "\u2019s")
 
 
 def is_pattern(category: str) -> bool:
@@ -50,12 +51,17 @@ def word_bounds(text: str) -> list[tuple[int, int]]:
 
 def _snap(text: str, start: int, end: int, words: list[tuple[int, int]],
           pattern: bool) -> tuple[int, int]:
-    """Grow ``[start, end)`` to whole words; a pattern span also takes the brackets and the
+    """Grow ``[start, end)`` to whole words (but not over a possessive ``'s`` right after it,
+    so "Bob Stone's" is the entity "bob stone"); a pattern span also takes the brackets and the
     ``+`` glued to its front (``(212) 555-0187``, ``+1 212 ...``) and a closing bracket whose
     opener it then holds, so no piece of the value's shape stays outside."""
+    grown = end
     for a, b in words:
         if a < end and b > start:
-            start, end = min(start, a), max(end, b)
+            start = min(start, a)
+            if text[end:b].lower() not in _POSSESSIVE:  # "Stone's": the span stays "Stone"
+                grown = max(grown, b)
+    end = grown
     if pattern:
         while start > 0 and text[start - 1] in _OPENERS:
             start -= 1

@@ -66,16 +66,15 @@ class SurrogateSet:
     def guarantee(self, epsilon: float) -> TokenGuarantee:
         return TokenGuarantee(
             GuaranteeKind.PURE, epsilon,
-            scope=f"any two {self.category} values (replaced whole by a surrogate: one "
-            f"exponential-mechanism draw per span over {len(self.values)} public made-up "
-            "values, utility = shared format features, sensitivity 1)")
+            scope=f"any two {self.category} values; replaced whole by one exponential-"
+            f"mechanism draw over {len(self.values)} made-up values (utility: shared format "
+            "features, sensitivity 1)")
 
 
 def placeholder_guarantee(category: str, placeholder: str) -> TokenGuarantee:
     return TokenGuarantee(
         GuaranteeKind.INDEPENDENT,
-        scope=f"{category} values (replaced whole by {placeholder!r}: reveals only that one "
-        "was detected there)")
+        scope=f"{category} values; replaced whole by {placeholder!r}")
 
 
 # ------------------------------------------------------------------ features
