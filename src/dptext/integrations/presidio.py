@@ -20,7 +20,8 @@ is always replaced whole, never digit by digit: by the placeholder (0-DP), or wi
 ``"mechanism": "placeholder"`` replaces any entity, names included, by its placeholder.
 Params: ``mechanism``, ``epsilon``, ``params`` (other mechanism parameters), ``placeholder``,
 ``rng`` (a numpy Generator; default fresh OS entropy), ``reports`` (a :class:`SpanReports`
-collecting this call's span reports: the engine keeps none). :func:`anonymize` does the bookkeeping and returns the report with the result.
+collecting this call's span reports: the engine keeps none). :func:`anonymize` does the
+bookkeeping and returns the report with the result.
 """
 
 from __future__ import annotations
