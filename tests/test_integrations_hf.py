@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -54,8 +55,10 @@ def _ds():
 
 @pytest.mark.parametrize("num_proc", [None, 2])
 def test_several_columns_in_one_pass_with_reports(space_path, num_proc):
+    environ = os.environ
     ds, report = privatize(_ds(), ["title", "body"], mechanism="custext", epsilon=2, k=3,
                            space=space_path, num_proc=num_proc, batch_size=2, seed=0)
+    assert os.environ is environ  # datasets' map replaces it; privatize puts it back
     assert ds.column_names == ["title", "body", "user", "dp_report"]
     assert list(ds["user"]) == ROWS["user"]
     for old, new in zip(ROWS["title"] + ROWS["body"], list(ds["title"]) + list(ds["body"]),

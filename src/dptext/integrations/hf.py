@@ -16,6 +16,8 @@ default; ``seed`` (experiments only) makes a run reproducible for the same ``bat
 
 from __future__ import annotations
 
+import contextlib
+import os
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -108,9 +110,10 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
                           "use num_proc=1")
     spec, mech = resolve(mechanism, params, targeted, portable=several)
     fn = _Privatizer(spec, mech, names, unit_column, report_column, seed)
-    out = dataset.map(fn, batched=True, batch_size=batch_size, with_indices=True,
-                      num_proc=num_proc, load_from_cache_file=False,
-                      new_fingerprint=uuid.uuid4().hex, desc="dptext privatize")
+    with _same_environ():
+        out = dataset.map(fn, batched=True, batch_size=batch_size, with_indices=True,
+                          num_proc=num_proc, load_from_cache_file=False,
+                          new_fingerprint=uuid.uuid4().hex, desc="dptext privatize")
     reports = [report_from_state(s) for s in out[report_column]]
     units = out[unit_column] if unit_column else None
     withheld: list[int] = []
@@ -127,6 +130,24 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
             units = [units[i] for i in keep]
     report, per_unit = aggregate(reports, mech, units)
     return Release(out, report, per_unit, withheld)
+
+
+@contextlib.contextmanager
+def _same_environ():
+    """``Dataset.map(num_proc>1)`` ends with ``os.environ = <a deep copy taken before>``
+    (datasets 5.x, arrow_dataset.py): the process then has a new environ object, and whatever
+    holds the old one (pytest's monkeypatch, any later restore) edits a dead copy. Put the
+    original object back, with the contents the map left."""
+    environ = os.environ
+    try:
+        yield
+    finally:
+        if os.environ is not environ:
+            now = dict(os.environ)
+            os.environ = environ  # noqa: B003 (the identity is the point; contents synced below)
+            for key in set(environ) - set(now):
+                del environ[key]
+            environ.update(now)
 
 
 def _withhold(ds, columns: list[str], report_column: str, rows: set[int]):

@@ -189,6 +189,9 @@ class TargetedMechanism(Mechanism):
             raise DPTextError(f"{len(texts)} texts but {len(spans)} span lists")
         if units is not None and len(units) != len(texts):
             raise DPTextError(f"{len(texts)} texts but {len(units)} units")
+        for t in texts:
+            if not isinstance(t, str):
+                raise DPTextError(f"texts must be strings, got {type(t).__name__}")
         gen = as_generator(rng)
         spans = [merge_spans(t, s, self.categories) for t, s in zip(texts, spans, strict=True)]
         scope = self.consistent if (self.consistent != "unit" or units is not None) else "document"

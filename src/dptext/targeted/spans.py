@@ -108,11 +108,3 @@ def outside(text: str, spans: Sequence[Span]) -> list[str]:
     out.append(text[pos:])
     return out
 
-
-def splice(text: str, spans: Sequence[Span], replacements: Sequence[str]) -> str:
-    """``text`` with each span replaced by its replacement (spans sorted, disjoint)."""
-    rest = outside(text, spans)
-    out = [rest[0]]
-    for new, after in zip(replacements, rest[1:], strict=True):
-        out += [new, after]
-    return "".join(out)

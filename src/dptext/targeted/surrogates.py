@@ -66,9 +66,9 @@ class SurrogateSet:
     def guarantee(self, epsilon: float) -> TokenGuarantee:
         return TokenGuarantee(
             GuaranteeKind.PURE, epsilon,
-            scope=f"any two {self.category} values; replaced whole by one exponential-"
-            f"mechanism draw over {len(self.values)} made-up values (utility: shared format "
-            "features, sensitivity 1)")
+            scope=f"any two {self.category} values; replaced whole by a surrogate, one "
+            f"exponential-mechanism draw over {len(self.values)} made-up values (utility: "
+            "shared format features, sensitivity 1)")
 
 
 def placeholder_guarantee(category: str, placeholder: str) -> TokenGuarantee:
