@@ -128,6 +128,12 @@ class TrainingPrivacy:
     def with_z(self, z: float) -> TrainingPrivacy:
         return TrainingPrivacy(self.algo, self.q_u, z, self.q_e, self.q_s, self.entity_users)
 
+    def for_entity_users(self, k: int) -> TrainingPrivacy:
+        """The guarantee the same run (same noise std z * beta * S_K) gives entities held by
+        ``k`` other users: noise multiplier z * S_K / S_k at the sampling rate of k holders."""
+        wider = TrainingPrivacy(self.algo, self.q_u, self.z, self.q_e, self.q_s, k)
+        return wider.with_z(self.z * self.sensitivity_factor / wider.sensitivity_factor)
+
 
 def _accountant(name: str):
     if name == "rdp":

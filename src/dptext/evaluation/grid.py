@@ -30,7 +30,9 @@ from dptext.evaluation.baselines import BASELINES, build_mechanism
 from dptext.evaluation.encoders import CachedEncoder, make_encoder
 from dptext.evaluation.store import CellStore
 from dptext.io import atomic_write
-from dptext.mechanisms.base import Mechanism, WordMechanism, registered
+from dptext.mechanisms.base import Mechanism
+from dptext.mechanisms.registry import registered
+from dptext.mechanisms.word import WordMechanism
 from dptext.text import split_words
 
 # House of Commons party inference is opt-in: the attacker finds no signal even on clean text
@@ -176,7 +178,7 @@ class _Context:
         shared pass the first time one of them is needed (saved to the fitted-table cache, from
         which each cell's ``fit`` then loads)."""
         cls = registered().get(name)
-        if name in self._prefitted or cls is None or not hasattr(cls, "fit_many"):
+        if name in self._prefitted or cls is None or not cls.supports("fit_many"):
             return
         self._prefitted.add(name)
         cls.fit_many(self.config.epsilons.get(name, []), space=self.space)

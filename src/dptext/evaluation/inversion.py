@@ -114,7 +114,7 @@ def map_guesses(m: Mechanism, space: EmbeddingSpace, prior: np.ndarray, observed
     observed = np.unique(observed[observed >= 0])
     if len(observed) == 0:
         return {}
-    if hasattr(m, "likelihood_matrix"):
+    if m.supports("likelihood_matrix"):
         return _map_guesses_dense(m, space, prior, observed, top=top, knn=knn)
     if _distribution_rows(m, space, space.words[int(observed[0])]) is None:
         return None

@@ -23,13 +23,16 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import WordMechanism, check_choice, check_int, register
 from dptext.mechanisms.frequency import frequency_order
+from dptext.mechanisms.registry import register
+from dptext.mechanisms.word import WordMechanism
+from dptext.validation import check_choice, check_int
 
 
 @register
 class CusText(WordMechanism):
     name = "custext"
+    capabilities = frozenset({"sample_rows", "distribution"})
     summary = "exponential mechanism over customized output sets of K similar words"
     guarantee_summary = "epsilon-DP among words sharing an output set (per word)"
 
@@ -99,13 +102,13 @@ class CusText(WordMechanism):
         return t["members"][t["set_of"][rows], j]
 
     def output_set(self, word: str) -> list[str]:
-        space = self._fitted_space()
+        space = self.fitted_space()
         row = self._row(word)
         m = self._tables["members"][self._tables["set_of"][row]]
         return [space.words[i] for i in m[m >= 0]]
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
-        space = self._fitted_space()
+        space = self.fitted_space()
         row = self._row(word)
         m = self._tables["members"][self._tables["set_of"][row]]
         m = m[m >= 0]
@@ -113,7 +116,7 @@ class CusText(WordMechanism):
         return [space.words[i] for i in m], np.diff(cum, prepend=0.0)
 
     def _row(self, word: str) -> int:
-        row = self._fitted_space().lookup(word)
+        row = self.fitted_space().lookup(word)
         if row < 0:
             raise DPTextError(f"{word!r} is not in the vocabulary of {self.space.name!r}")
         return row

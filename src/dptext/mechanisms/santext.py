@@ -35,6 +35,7 @@ _BLOCK = 1024
 @register
 class SanText(WordMechanism):
     name = "santext"
+    capabilities = frozenset({"sample_rows", "distribution", "likelihood_matrix", "fit_many"})
     summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
     guarantee_summary = "epsilon*d metric DP over sensitive words, d = Euclidean distance"
 

@@ -105,6 +105,7 @@ _EXACT_LIMIT = 200  # words; exact distribution() costs O(|W|^2) quadratures
 @register
 class TruncatedGumbel(WordMechanism):
     name = "gumbel"
+    capabilities = frozenset({"sample_rows", "distribution"})
     summary = "noisy argmin over a truncated-Poisson number of nearest words (metric DP)"
     guarantee_summary = (
         "epsilon*d metric DP (Theorem 1), d = Euclidean; epsilon must exceed a vocabulary bound"

@@ -136,7 +136,7 @@ def cmd_robustness(args) -> int:
     return 0
 
 
-def add_commands(subparsers) -> None:
+def register(subparsers) -> None:
     p = subparsers.add_parser(
         "robustness",
         help="clean/adversarial accuracy of normal, augmented and IBP training (paper Tables 2-3)",

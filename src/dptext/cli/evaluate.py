@@ -99,7 +99,7 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def add_commands(subparsers) -> None:
+def register(subparsers) -> None:
     from dptext.evaluation import CLASSIFIERS, ENCODERS, METRICS
 
     p = subparsers.add_parser(

@@ -33,7 +33,7 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def add_commands(subparsers) -> None:
+def register(subparsers) -> None:
     p = subparsers.add_parser(
         "calibrate", help="measure LM clip bounds on PUBLIC text (never the private data)")
     p.add_argument("--model", help="HF name or local path (default: the packaged SmolLM2)")
