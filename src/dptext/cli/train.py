@@ -4,6 +4,7 @@ training of language models (UeDP, user-level DP-FedAvg, baselines; docs/uedp.md
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 
@@ -33,7 +34,17 @@ def _load_corpus(args, source: str, split: bool = True):
 
 
 def cmd_entities(args) -> int:
-    corpus, _ = _load_corpus(args, args.file)
+    from dptext.cli.common import Stage
+
+    if args.spans:
+        from dptext.io import check_output_path
+
+        check_output_path(args.spans)
+    with Stage(f"detecting entities in {args.file} ({args.detector})",
+               estimate="about 1 s per 50 texts on 2 cores", quiet=args.no_progress):
+        corpus, spans = _load_corpus(args, args.file)
+    if args.spans:
+        _write_spans(args.spans, corpus, spans)
     per_category = Counter(corpus.entity_categories)
     mentions = Counter(corpus.entity_categories[e] for ents in corpus.sentence_entities
                        for e in ents)
@@ -48,6 +59,20 @@ def cmd_entities(args) -> int:
         print(f"entities held by more than one user: {int((spread > 1).sum())} "
               f"(most: {int(spread.max())} users)")
     return 0
+
+
+def _write_spans(path: str, corpus, spans) -> None:
+    """One JSON object per sentence: its user, text and detected spans (character offsets)."""
+    from dptext.io import atomic_write
+
+    with atomic_write(path, encoding="utf-8", newline="\n") as f:
+        for i, (sentence, found) in enumerate(zip(corpus.sentences, spans, strict=True)):
+            record = {"sentence": i, "user": corpus.users[int(corpus.sentence_user[i])],
+                      "text": sentence,
+                      "spans": [{"start": a, "end": b, "category": c, "text": sentence[a:b]}
+                                for a, b, c in found]}
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def _privacy(args):
@@ -163,6 +188,9 @@ def cmd_train(args) -> int:
 def register(subparsers) -> None:
     e = subparsers.add_parser("entities", help="count sensitive entities in a file")
     e.add_argument("file", help="JSONL/CSV with user and text fields, CoNLL, or dataset:NAME")
+    e.add_argument("--spans", metavar="OUT.jsonl",
+                   help="write each sentence's detected spans (offsets, category) as JSONL")
+    e.add_argument("--no-progress", action="store_true", help="no stage messages")
     _add_data_args(e)
     e.set_defaults(func=cmd_entities)
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from dptext.datasets import Dataset, load_dataset
+from dptext.datasets import Dataset, load_dataset, load_file_dataset
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.evaluation import CLASSIFIERS, METRICS
@@ -62,6 +62,11 @@ class GridConfig:
     lm_model: str | None = None  # None: the packaged SmolLM2-135M
     classifier: str = "logreg"
     baselines: bool = True
+    # the user's own labelled file instead of a packaged dataset (``dataset`` is then
+    # ``file:<name>``); its fields
+    data_file: str | None = None
+    text_field: str = "text"
+    label_field: str = "label"
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.metrics) - set(METRICS))
@@ -144,7 +149,13 @@ class _Context:
     def data(self, name: str, split: str, n: int | None) -> Dataset:
         key = (name, split)
         if key not in self._data:
-            self._data[key] = load_dataset(name, split=split, seed=self.config.split_seed)
+            c = self.config
+            if c.data_file is not None and name == c.dataset:
+                self._data[key] = load_file_dataset(c.data_file, text_field=c.text_field,
+                                                    label_field=c.label_field, split=split,
+                                                    seed=c.split_seed)
+            else:
+                self._data[key] = load_dataset(name, split=split, seed=c.split_seed)
         return self._data[key].head(n)
 
     def mechanism(self, name: str, epsilon: float | None) -> tuple[Mechanism, float]:

@@ -26,7 +26,7 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.frequency import frequency_order
 from dptext.mechanisms.registry import register
 from dptext.mechanisms.word import WordMechanism
-from dptext.validation import check_choice, check_int
+from dptext.validation import check_choice, check_int, check_memory
 
 
 @register
@@ -53,10 +53,7 @@ class CusText(WordMechanism):
         self.similarity = check_choice(similarity, "similarity", ("euclidean", "cosine"))
         self.frequencies = dict(frequencies) if frequencies is not None else None
 
-    def _table_params(self) -> dict:
-        freq = None if self.frequencies is None else sorted(self.frequencies.items())
-        return {"epsilon": self.epsilon, "k": self.k, "similarity": self.similarity,
-                "frequencies": freq}
+    table_parameters = frozenset({"epsilon", "k", "similarity", "frequencies"})
 
     @property
     def guarantee(self) -> TokenGuarantee:
@@ -67,6 +64,11 @@ class CusText(WordMechanism):
 
     # ---------------------------------------------------------------- fit
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        if self.k > len(space):
+            raise DPTextError(f"k must be <= the vocabulary size {len(space)}, got {self.k}")
+        # the (|V|, K) cumulative table and the K x K similarities of one set, in float64
+        check_memory(8.0 * len(space) * self.k * 2 + 8.0 * 4 * self.k * self.k,
+                     f"fitting custext with k={self.k} over {len(space)} words")
         members = build_output_sets(space, self.k, frequency_order(space, self.frequencies))
         set_of = np.empty(len(space), dtype=np.int64)
         for s, row in enumerate(members):

@@ -36,7 +36,7 @@ from dptext.text import (
     resolve_stopwords,
     split_words,
 )
-from dptext.validation import check_bool, check_choice, check_epsilon
+from dptext.validation import check_bool, check_choice, check_epsilon, check_words
 
 OOV_POLICIES = ("placeholder", "sample", "keep")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
@@ -103,7 +103,8 @@ class WordMechanism(Mechanism):
             raise DPTextError("space must be an EmbeddingSpace (or None for the default space)")
         self.space = space
         self.keep_stopwords = check_bool(keep_stopwords, "keep_stopwords")
-        self.stopwords = resolve_stopwords(stopwords)
+        self.stopwords = resolve_stopwords(None if stopwords is None
+                                           else check_words(stopwords, "stopwords"))
         self.oov = check_choice(oov, "oov", OOV_POLICIES)
         self.placeholder = str(placeholder)
         self._tables: dict[str, np.ndarray] | None = None
