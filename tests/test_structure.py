@@ -113,3 +113,10 @@ def test_parameters_report_required_ones():
     sig = inspect.signature(registered()["custext"].__init__)
     assert "epsilon" in sig.parameters
     assert parameters(registered()["custext"])["k"] == 20
+
+
+def test_every_metric_has_a_registered_runner():
+    from dptext.evaluation import METRICS
+    from dptext.evaluation.metrics import registered_metrics
+
+    assert set(registered_metrics()) == set(METRICS)
