@@ -115,19 +115,15 @@ def test_quick_audit_of_the_real_mechanism_is_consistent(name, lm_paths):
         assert t.n_x == t.n_x_prime == r.samples // 2 and 0 <= t.k_x <= t.n_x
         if r.metric:
             assert t.claim == pytest.approx(m.guarantee.epsilon * t.pair.distance)
+        elif name == "dpprompt":  # the document epsilon: tokens generated * epsilon
+            assert (t.claim / m.epsilon).is_integer() and t.claim >= m.epsilon
         else:
             assert t.claim == pytest.approx(m.epsilon)
-
-
-@pytest.mark.slow
-def test_custext_default_space_bound_is_close_to_the_exact_loss():
-    """Power, not just silence: the sampled bound sits below the exact worst loss of the pairs
-    it tested, and not far below (10,000 draws per input)."""
-    m = dptext.mechanism("custext", epsilon=2.0)
-    r = audit(m, samples=QUICK, seed=3)
-    exact = audit_exact(m, pairs=[t.pair for t in r.tests])
-    assert r.epsilon_lower_bound <= exact.epsilon_lower_bound
-    assert r.epsilon_lower_bound > 0.5 * exact.epsilon_lower_bound > 0.4
+    if name == "custext":
+        # power, not just silence: below the exact worst loss of the pairs tested, not far below
+        exact = audit_exact(m, pairs=[t.pair for t in r.tests])
+        assert 0.5 * exact.epsilon_lower_bound < r.epsilon_lower_bound
+        assert r.epsilon_lower_bound <= exact.epsilon_lower_bound <= 2.0
 
 
 # ------------------------------------------------------------------ exact mode
@@ -214,9 +210,10 @@ def test_cli_audit_training(tmp_path, capsys):
     assert code in (0, EXIT_VIOLATION)
     data = json.loads(out.read_text())
     assert code == 0 and data["verdict"] == "consistent"
-    assert data["accountant_epsilon"] == pytest.approx(
-        dptext.training.trainer.TrainConfig(algo="userdp", rounds=1, q_u=1.0, z=2.0, beta=0.05,
-                                            ).privacy().epsilon(1, 1e-3))
+    from dptext.training.trainer import TrainConfig
+
+    config = TrainConfig(algo="userdp", rounds=1, q_u=1.0, z=2.0, beta=0.05)
+    assert data["accountant_epsilon"] == pytest.approx(config.privacy().epsilon(1, 1e-3))
     assert "training audit of userdp" in capsys.readouterr().out
 
 

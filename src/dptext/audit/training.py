@@ -85,7 +85,8 @@ def _corpus(n_users: int, dim: int, canary: bool, strength: float, seed: int):
     n = n_users * per_user
     corpus = UserCorpus(tuple(f"user{i}" for i in range(n_users)),
                         tuple(f"s{i}" for i in range(n)),
-                        np.repeat(np.arange(n_users), per_user), (), (), tuple(() for _ in range(n)))
+                        np.repeat(np.arange(n_users), per_user), (), (),
+                        tuple(() for _ in range(n)))
     return corpus, rows
 
 
@@ -119,8 +120,9 @@ class TrainingAuditResult:
         return out
 
     def summary(self) -> str:
+        settings = ", ".join(f"{k}={v}" for k, v in self.settings.items())
         lines = [
-            f"training audit of {self.algo} ({', '.join(f'{k}={v}' for k, v in self.settings.items())})",
+            f"training audit of {self.algo} ({settings})",
             f"  runs         {self.trials} per world (threshold on half, rates on the other "
             f"{self.tested}); confidence {self.confidence:g}",
             f"  attack       <theta_T - theta_0, c> >= {self.threshold:.4g}: "
