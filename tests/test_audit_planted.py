@@ -55,7 +55,8 @@ def test_custext_with_twice_the_temperature():
 
 @pytest.mark.slow
 def test_word_mechanism_passing_one_percent_through():
-    """SanText on the real default space: p(x | x) ~ 7e-5 honestly, 1% with the leak."""
+    """SanText on the real default space: p(x | x) ~ 7e-5 honestly, 1% with the leak. ~35 s:
+    32,000 draws per input is the size at which three seeds of three flag it (bench_audit)."""
     real = SanText(epsilon=2.0).fit()
     broken = LeakySanText(epsilon=2.0).fit()  # the same (cached) tables; only sampling differs
     _, bug = _pair_of_audits(real, broken, samples=32_000)
@@ -71,6 +72,7 @@ def test_santext_with_the_distance_term_halved():
 
 
 def test_dpmlm_with_the_clip_range_understated(tmp_path):
+    """~10 s: 2 x 4,000 texts through a tiny BERT, the size the 1.5x bug needs (bench_audit)."""
     path = tiny_bert(tmp_path / "bert")
     pairs = [Pair("cat", "dog", None, "worst-case LM"), Pair("dog", "cat", None, "worst-case LM")]
     ms = []
@@ -99,16 +101,24 @@ def test_truncated_gumbel_with_clipping_is_out_of_reach():
 
 @pytest.mark.parametrize("train_fn", [per_tensor_clipping_train, squared_std_train])
 def test_user_level_dp_fedavg_bugs(train_fn):
+    """~10 s each: 200 training runs (100 per world) are what the bound needs (docs/audit.md)."""
     bug = audit_training(trials=100, train_fn=train_fn, seed=0)
     assert bug.verdict == VIOLATION, bug.summary()
     assert bug.epsilon_lower_bound > bug.accountant_epsilon
+    # per-tensor clipping: sqrt(64) / z = 4 noise sd; squared sd: beta / (z beta)^2 = 5
+    assert _shift(bug) > 3.0
+
+
+def _shift(result) -> float:
+    """Mean score shift of the canary in units of the noise standard deviation."""
+    s_in, s_out = np.array(result.scores["with"]), np.array(result.scores["without"])
+    return float((s_in.mean() - s_out.mean()) / s_out.std())
 
 
 def test_user_level_dp_fedavg_real_trainer_is_consistent():
+    """~10 s: the same 200 runs as the planted bugs, with the real trainer."""
     r = audit_training(trials=100, seed=0)
     assert r.verdict == CONSISTENT, r.summary()
-    s_in, s_out = np.array(r.scores["with"]), np.array(r.scores["without"])
-    # the canary's clipped update moves the score by beta / |U| = 0.0125, the noise sd is
-    # z * beta / |U| = 0.025: the shift is there, and no larger
-    assert 0.005 < s_in.mean() - s_out.mean() < 0.02
-    assert s_out.std() == pytest.approx(0.025, rel=0.25)
+    # the canary's clipped update moves the score by beta / denominator, the noise sd is
+    # z * beta / denominator: a shift of 1/z = 0.5 noise sd (estimate's sd ~0.14), no larger
+    assert 0.1 < _shift(r) < 0.9

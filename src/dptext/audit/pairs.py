@@ -28,7 +28,7 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, WordMechanism
 
 # Public words for the LM mechanisms' one-word texts (any text is a valid input).
-LM_WORDS = ("good", "bad", "London", "Paris", "doctor", "teacher", "Alice", "Bob")
+LM_TEXTS = ("good", "bad", "London", "Paris", "doctor", "teacher", "Alice", "Bob")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def choose_pairs(mechanism: Mechanism, *, count: int, rng: np.random.Generator) 
     if isinstance(mechanism, WordMechanism) and mechanism.guarantee.kind is GuaranteeKind.METRIC:
         return both_directions(metric_pairs(mechanism, half, rng))
     if isinstance(mechanism, LMMechanism):
-        words = list(LM_WORDS)
+        words = list(LM_TEXTS)
         pairs = [Pair(words[2 * i], words[2 * i + 1], None, "one-word texts")
                  for i in range(min(half, len(words) // 2))]
         return both_directions(pairs)
