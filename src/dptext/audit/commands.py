@@ -5,7 +5,6 @@ Exit status: 0 when every audit is consistent, 3 when one finds a VIOLATION (2: 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
@@ -156,19 +155,3 @@ def add_commands(subparsers) -> None:
     t.add_argument("--json", metavar="OUT", help="write the result as JSON")
     t.add_argument("--seed", type=int)
     t.set_defaults(func=cmd_audit_training)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the audit commands alone (until they are registered with ``dptext``)."""
-    parser = argparse.ArgumentParser(prog="dptext")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except DPTextError as err:
-        print(f"dptext: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
