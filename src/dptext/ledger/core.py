@@ -307,8 +307,8 @@ class Ledger:
     def _create(self, delta: float) -> None:
         b = self._backend
         with b.errors("create the ledger"):
-            b.begin_write()
             try:
+                b.begin_write()
                 if b.table_exists("ledger_meta"):  # another process created it meanwhile
                     b.rollback()
                     return
@@ -400,8 +400,8 @@ class Ledger:
             raise DPTextError(f"ledger {b.where} (schema version {version}) needs migrating to "
                               f"{SCHEMA_VERSION} but is read-only")
         with b.errors("migrate the ledger"):
-            b.begin_write()
             try:
+                b.begin_write()
                 current = int(self._meta()["schema_version"])
                 for v, _what, statements in MIGRATIONS:
                     if v > current:
@@ -433,8 +433,8 @@ class Ledger:
             if b.readonly:
                 raise DPTextError(f"ledger {b.where} is read-only: cannot {action}")
             with b.errors(action):
-                b.begin_write(durable=durable)
                 try:
+                    b.begin_write(durable=durable)
                     head = dict(b.execute(
                         "SELECT key, value FROM ledger_meta WHERE key IN (?, ?)",
                         ("head_seq", "head_hash")).fetchall())
@@ -457,8 +457,8 @@ class Ledger:
             self._ensure()
             b = self._backend
             with b.errors(action):
-                b.begin_read()
                 try:
+                    b.begin_read()
                     yield b
                 finally:
                     b.rollback()  # read-only: nothing to keep
