@@ -312,10 +312,10 @@ def test_verify_detects_edited_derived_state(ledger_url):
     ledger.commit(rid, [d.charge_id for d in ds[:2]])
     ledger.verify()
     # someone lowers a unit's total to get budget back
-    _tamper(ledger_url, "UPDATE ledger_units SET eps_pending_n = 0")
+    _tamper(ledger_url, "UPDATE ledger_units SET eps_n = 0")
     with pytest.raises(DPTextError, match="ledger_units disagrees"):
         ledger.verify()
-    _tamper(ledger_url, "UPDATE ledger_units SET eps_pending_n = ?", (3 * 10**9,))
+    _tamper(ledger_url, "UPDATE ledger_units SET eps_n = ?", (5 * 10**9,))
     ledger.verify()
     _tamper(ledger_url, "UPDATE ledger_entries SET status = 'released' WHERE seq = ?",
             (ds[4].charge_id,))

@@ -114,7 +114,7 @@ def pld_interval(events: Iterable[PrivacyEvent]) -> float:
     width = min(2 * math.fsum(e.total_epsilon for e in events), 2 * (mean + 8 * sd))
     target = max(PLD_FINEST_INTERVAL, width / PLD_MAX_POINTS)
     base = _common_divisor(sorted({e.epsilon for e in events}))
-    if base is None or base < target / 16:
+    if base is None or base < target / 4:  # exactness for at most 4x the grid points
         base = min(e.epsilon for e in events)
     return base / math.ceil(base / target)
 

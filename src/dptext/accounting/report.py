@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -16,6 +17,18 @@ KEPT_REASONS = {
     "oov": "out-of-vocabulary words released verbatim (oov='keep')",
     "non_sensitive": "non-sensitive words (SanText+: public by assumption; kept w.p. 1-p)",
 }
+
+
+_CHARGED = (GuaranteeKind.PURE, GuaranteeKind.METRIC)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_scope(g: TokenGuarantee) -> str:
+    if g.kind is GuaranteeKind.METRIC:
+        return (f"per privatized token, worst case eps*Delta_max = {g.epsilon:g}*"
+                f"{g.diameter if g.diameter is not None else 'unknown'} ({g.metric}, "
+                f"among {g.scope})")
+    return f"per privatized token, {g.epsilon:g}-DP among {g.scope}"
 
 
 @dataclass
@@ -110,21 +123,12 @@ class PrivacyReport:
         an infinite epsilon, which the ledger refuses to charge. A combined report gives the
         events of all its records (their sequential composition).
         """
-        by_guarantee: Counter[TokenGuarantee] = Counter()
+        by_guarantee: dict[TokenGuarantee, int] = {}
         for e in self.events:
-            if e.count and e.guarantee.kind in (GuaranteeKind.PURE, GuaranteeKind.METRIC):
-                by_guarantee[e.guarantee] += e.count
-        out = []
-        for g, count in by_guarantee.items():
-            if g.kind is GuaranteeKind.METRIC:
-                scope = (f"per privatized token, worst case eps*Delta_max = {g.epsilon:g}*"
-                         f"{g.diameter if g.diameter is not None else 'unknown'} ({g.metric}, "
-                         f"among {g.scope})")
-            else:
-                scope = f"per privatized token, {g.epsilon:g}-DP among {g.scope}"
-            out.append(PrivacyEvent("pure", g.worst_case_epsilon, 0.0, count, self.mechanism,
-                                    scope))
-        return out
+            if e.count and e.guarantee.kind in _CHARGED:
+                by_guarantee[e.guarantee] = by_guarantee.get(e.guarantee, 0) + e.count
+        return [PrivacyEvent("pure", g.worst_case_epsilon, 0.0, count, self.mechanism,
+                             _event_scope(g)) for g, count in by_guarantee.items()]
 
     # ------------------------------------------------------------ combine
     @classmethod

@@ -176,7 +176,12 @@ class SQLiteBackend(Backend):
 
     def integrity_problem(self) -> str | None:
         rows = [r[0] for r in self.execute("PRAGMA quick_check").fetchall()]
-        return None if rows == ["ok"] else "; ".join(rows[:3])
+        if rows == ["ok"]:
+            return None
+        lines = [" ".join(line.split()) for r in rows for line in str(r).splitlines()]
+        lines = [x for x in lines if x and not x.startswith("***")]
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        return (lines[0] if lines else "integrity check failed") + more
 
     @contextmanager
     def errors(self, action: str):

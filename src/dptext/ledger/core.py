@@ -302,6 +302,8 @@ class Ledger:
             self._load()
         except BaseException:
             b.close()
+            if existed is False:
+                _remove_if_empty(b.path)
             raise
 
     def _create(self, delta: float) -> None:
@@ -528,8 +530,7 @@ class Ledger:
             extra.append(dataset)
         for chunk in _chunks(list(units)):
             rows = self._backend.execute(
-                "SELECT unit, SUM(eps_released_n + eps_pending_n), "
-                "SUM(delta_released_n + delta_pending_n) FROM ledger_units "
+                "SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
                 f"WHERE unit IN ({_marks(len(chunk))}){where} GROUP BY unit",
                 (*chunk, *extra)).fetchall()
             for u, e, d in rows:
@@ -626,7 +627,7 @@ class Ledger:
             append = tx.appender(release_id, owner, dataset)
             decisions: list[Decision] = []
             now: dict[str, Decision] = {}  # decided in this call
-            acc: dict[str, list[int]] = {}
+            acc: dict[str, list[int]] = {}  # unit -> [eps_n, delta_n] charged now
             denied: list[str] = []
             for record, unit, eps_n, delta_n, body in prepared:
                 d = seen.get(record) or now.get(record)
@@ -635,9 +636,6 @@ class Ledger:
                                                                   d.reason, True))
                     continue
                 reason = _over_budget(checks, unit, eps_n, delta_n) if checks else None
-                a = acc.get(unit)
-                if a is None:
-                    a = acc[unit] = [0, 0, 0, 0]
                 if reason is None:
                     seq = append("charge", unit, record, eps_n, delta_n, body, "pending")
                     for _, tot in checks:
@@ -647,14 +645,16 @@ class Ledger:
                         else:
                             cur[0] += eps_n
                             cur[1] += delta_n
-                    a[0] += eps_n
-                    a[1] += delta_n
-                    a[2] += 1
+                    a = acc.get(unit)
+                    if a is None:
+                        acc[unit] = [eps_n, delta_n]
+                    else:
+                        a[0] += eps_n
+                        a[1] += delta_n
                     d = Decision(True, seq, None, False)
                 else:
                     text = canonical({**json.loads(body), "reason": reason})
                     append("withhold", unit, record, 0, 0, text, "withheld")
-                    a[3] += 1
                     d = Decision(False, None, reason, False)
                     denied.append(reason)
                 now[record] = d
@@ -664,15 +664,11 @@ class Ledger:
                                   f"their unit's budget (first: {denied[0]}); nothing "
                                   "was charged")
             b.executemany(
-                "INSERT INTO ledger_units (owner, dataset, unit, eps_released_n, "
-                "delta_released_n, eps_pending_n, delta_pending_n, released, pending, "
-                "withheld) VALUES (?, ?, ?, 0, 0, ?, ?, 0, ?, ?) ON CONFLICT (owner, dataset, "
-                "unit) DO UPDATE SET "
-                "eps_pending_n = ledger_units.eps_pending_n + excluded.eps_pending_n, "
-                "delta_pending_n = ledger_units.delta_pending_n + excluded.delta_pending_n, "
-                "pending = ledger_units.pending + excluded.pending, "
-                "withheld = ledger_units.withheld + excluded.withheld",
-                [(owner, dataset, u, *a) for u, a in acc.items()])
+                "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n) VALUES "
+                "(?, ?, ?, ?, ?) ON CONFLICT (owner, dataset, unit) DO UPDATE SET "
+                "eps_n = ledger_units.eps_n + excluded.eps_n, "
+                "delta_n = ledger_units.delta_n + excluded.delta_n",
+                [(owner, dataset, u, e, n) for u, (e, n) in acc.items()])
         return decisions
 
     def _prepare(self, release_id: str, item) -> tuple[str, str, int, int, str]:
@@ -707,50 +703,43 @@ class Ledger:
         return (self._keys.record(release_id, record_key), unit, *cached)
 
     def commit(self, release_id: str, charge_ids: Sequence[int]) -> None:
-        """Mark pending charges released (after their output is durable). Idempotent."""
+        """Mark pending charges released (after their output is durable). Idempotent: ids
+        already released are left as they are; an id that is not a charge of this release is
+        an error (nothing is committed)."""
         release_id = str(release_id)
         ids = sorted({int(c) for c in charge_ids})
         if not ids:
             return
+        runs = _ranges(ids)
         with self._write("commit charges", durable=False) as tx:
             b = self._backend
-            rows = {}
-            for chunk in _chunks(ids):
-                for row in b.execute(
-                        "SELECT seq, release_id, owner, dataset, unit, eps_n, delta_n, status "
-                        f"FROM ledger_entries WHERE seq IN ({_marks(len(chunk))}) AND kind IN "
-                        "('charge', 'withhold')", tuple(chunk)).fetchall():
-                    rows[int(row[0])] = row
-            for cid in ids:
-                row = rows.get(cid)
-                if row is None:
-                    raise DPTextError(f"unknown charge id {cid}")
-                if row[1] != release_id:
-                    raise DPTextError(f"charge {cid} belongs to release {row[1]}, not "
-                                      f"{release_id}")
-                if row[7] == "withheld":
-                    raise DPTextError(f"charge {cid} was withheld: it has nothing to commit")
-            todo = [cid for cid in ids if rows[cid][7] == "pending"]
-            if not todo:
-                return
-            tx.append("commit", release_id=release_id, body={"charges": _ranges(todo)})
-            # (a run of todo ids holds only pending charges of this release: checked above)
-            runs = _ranges(todo)
-            b.executemany("UPDATE ledger_entries SET status = 'released' WHERE seq BETWEEN ? "
-                          "AND ?", runs)
-            moved = defaultdict(lambda: [0, 0, 0])
-            for cid in todo:
-                _, _, o, d, u, e, n, _ = rows[cid]
-                acc = moved[(o, d, u)]
-                acc[0] += int(e)
-                acc[1] += int(n)
-                acc[2] += 1
-            b.executemany(
-                "UPDATE ledger_units SET eps_pending_n = eps_pending_n - ?, "
-                "eps_released_n = eps_released_n + ?, delta_pending_n = delta_pending_n - ?, "
-                "delta_released_n = delta_released_n + ?, pending = pending - ?, "
-                "released = released + ? WHERE owner = ? AND dataset = ? AND unit = ?",
-                [(e, e, n, n, c, c, o, d, u) for (o, d, u), (e, n, c) in moved.items()])
+            for lo, hi in runs:
+                n = b.execute("SELECT COUNT(*) FROM ledger_entries WHERE seq BETWEEN ? AND ? "
+                              "AND release_id = ? AND kind = 'charge'",
+                              (lo, hi, release_id)).fetchone()[0]
+                if int(n) != hi - lo + 1:
+                    self._bad_commit(release_id, lo, hi)
+            changed = 0
+            for lo, hi in runs:
+                changed += b.execute(
+                    "UPDATE ledger_entries SET status = 'released' WHERE seq BETWEEN ? AND ? "
+                    "AND status = 'pending'", (lo, hi)).rowcount
+            if changed:
+                tx.append("commit", release_id=release_id, body={"charges": runs})
+
+    def _bad_commit(self, release_id: str, lo: int, hi: int) -> None:
+        rows = {int(r[0]): r for r in self._backend.execute(
+            "SELECT seq, release_id, kind FROM ledger_entries WHERE seq BETWEEN ? AND ?",
+            (lo, hi)).fetchall()}
+        for cid in range(lo, hi + 1):
+            row = rows.get(cid)
+            if row is None or row[2] not in ("charge", "withhold"):
+                raise DPTextError(f"unknown charge id {cid}")
+            if row[1] != release_id:
+                raise DPTextError(f"charge {cid} belongs to release {row[1]}, not {release_id}")
+            if row[2] == "withhold":
+                raise DPTextError(f"charge {cid} was withheld: it has nothing to commit")
+        raise DPTextError(f"charges {lo}-{hi} cannot be committed")
 
     # ------------------------------------------------------------------------ queries
     def spent(self, unit_id: str, *, owner: str | None = None, dataset: str | None = None,
@@ -764,16 +753,16 @@ class Ledger:
                       dataset: str | None = None, pld: bool = True) -> Spent:
         where, params = _filters(unit, owner, dataset)
         with self._read("read the ledger") as b:
-            row = b.execute(
-                "SELECT SUM(eps_released_n), SUM(delta_released_n), SUM(eps_pending_n), "
-                "SUM(delta_pending_n), SUM(released), SUM(pending), SUM(withheld) "
-                f"FROM ledger_units WHERE {where}", params).fetchone()
+            counts = _by_status(b.execute(
+                "SELECT status, COUNT(*), SUM(eps_n), SUM(delta_n) FROM ledger_entries "
+                f"WHERE unit <> '' AND {where} GROUP BY status", params).fetchall())
             events = self._events_hashed(unit, owner, dataset) if pld else None
-        er, dr, ep, dp, rel, pen, wit = (int(x or 0) for x in row)
+        rel, pen, wit = counts["released"], counts["pending"], counts["withheld"]
         return Spent(
-            epsilon_basic=_eps(er + ep), delta_basic=_delta(dr + dp),
+            epsilon_basic=_eps(rel[1] + pen[1]), delta_basic=_delta(rel[2] + pen[2]),
             epsilon_pld=pld_epsilon(events, self.delta) if events is not None else None,
-            records=rel, pending=pen, epsilon_pending=_eps(ep), withheld=wit, delta=self.delta)
+            records=rel[0], pending=pen[0], epsilon_pending=_eps(pen[1]), withheld=wit[0],
+            delta=self.delta)
 
     def _events_hashed(self, unit: str, owner: str | None, dataset: str | None
                        ) -> list[PrivacyEvent]:
@@ -819,12 +808,17 @@ class Ledger:
         where, params = _filters(None, owner, dataset)
         with self._read("read the ledger") as b:
             rows = b.execute(
-                "SELECT unit, SUM(eps_released_n + eps_pending_n), "
-                "SUM(delta_released_n + delta_pending_n), SUM(released), SUM(pending), "
-                f"SUM(withheld) FROM ledger_units WHERE {where} GROUP BY unit", params
-            ).fetchall()
-        out = [UnitRow(u, _eps(int(e)), _delta(int(d)), int(r), int(p), int(w))
-               for u, e, d, r, p, w in rows]
+                "SELECT unit, status, COUNT(*), SUM(eps_n), SUM(delta_n) FROM ledger_entries "
+                f"WHERE unit <> '' AND {where} GROUP BY unit, status", params).fetchall()
+        per: dict[str, list] = defaultdict(list)
+        for u, *rest in rows:
+            per[u].append(rest)
+        out = []
+        for u, groups in per.items():
+            c = _by_status(groups)
+            out.append(UnitRow(u, _eps(c["released"][1] + c["pending"][1]),
+                               _delta(c["released"][2] + c["pending"][2]), c["released"][0],
+                               c["pending"][0], c["withheld"][0]))
         out.sort(key=lambda r: (-r.epsilon, -r.delta, r.unit))
         return out
 
@@ -873,13 +867,20 @@ class Ledger:
                 for r, o, d, m, p, v, c in rows]
 
     def entries(self) -> Iterator[dict]:
-        """Every entry, in order, as stored (``body`` is the hashed JSON text)."""
-        with self._read("read the ledger") as b:
-            cur = b.execute(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM ledger_entries "
-                            "ORDER BY seq")
-            while rows := cur.fetchmany(1000):
-                for row in rows:
-                    yield dict(zip(ENTRY_COLUMNS, row, strict=True))
+        """Every entry, in order, as stored (``body`` is the hashed JSON text) plus its
+        ``status``. Read in pages, each its own short transaction, so an abandoned iteration
+        holds no lock (entries are append-only: the pages are consistent)."""
+        cols = (*ENTRY_COLUMNS, "status")
+        last = 0
+        while True:
+            with self._read("read the ledger") as b:
+                rows = b.execute(f"SELECT {', '.join(cols)} FROM ledger_entries WHERE seq > ? "
+                                 "ORDER BY seq LIMIT 1000", (last,)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield dict(zip(cols, row, strict=True))
+            last = int(rows[-1][0])
 
     def head(self) -> tuple[int, str]:
         with self._read("read the ledger"):
@@ -897,6 +898,30 @@ class Ledger:
 
 
 # --------------------------------------------------------------------------------- helpers
+def _by_status(rows) -> dict[str, tuple[int, int, int]]:
+    """``(status, count, eps_n, delta_n)`` rows -> status -> (count, eps_n, delta_n)."""
+    out = {s: (0, 0, 0) for s in ("released", "pending", "withheld")}
+    for status, n, e, d in rows:
+        out[status] = (int(n), int(e or 0), int(d or 0))
+    return out
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove a database file this process created but could not make a ledger (no tables:
+    nobody else made it one meanwhile)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(path) as c:
+            empty = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        c.close()
+    except sqlite3.Error:
+        return
+    if empty:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 def _over_budget(checks, unit: str, eps_n: int, delta_n: int) -> str | None:
     """Why charging (eps_n, delta_n) to ``unit`` would break a budget, or None."""
     for (o, d, b_eps, b_delta), tot in checks:

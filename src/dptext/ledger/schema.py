@@ -63,17 +63,14 @@ V1 = [
         delta_n BIGINT NOT NULL,
         seq BIGINT NOT NULL,
         PRIMARY KEY (owner, dataset))""",
+    # what each unit has been charged (pending + released) per owner and dataset: the sums
+    # the budget check reads; the split by status is counted from the entries when asked
     """CREATE TABLE ledger_units (
         owner TEXT NOT NULL,
         dataset TEXT NOT NULL,
         unit TEXT NOT NULL,
-        eps_released_n BIGINT NOT NULL,
-        delta_released_n BIGINT NOT NULL,
-        eps_pending_n BIGINT NOT NULL,
-        delta_pending_n BIGINT NOT NULL,
-        released BIGINT NOT NULL,
-        pending BIGINT NOT NULL,
-        withheld BIGINT NOT NULL,
+        eps_n BIGINT NOT NULL,
+        delta_n BIGINT NOT NULL,
         PRIMARY KEY (owner, dataset, unit))""",
     "CREATE INDEX ledger_units_unit ON ledger_units (unit)",
 ]

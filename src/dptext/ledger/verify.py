@@ -74,10 +74,10 @@ def verify(b, meta: dict[str, str]):
             elif kind == "commit":
                 for cid in expand_ranges(data["charges"]):
                     c = charges.get(cid)
-                    if c is None or c[0] != release_id or c[7] != "pending":
+                    if c is None or c[0] != release_id or c[7] == "withheld":
                         raise _broken(f"entry {seq} commits charge {cid}, which is not a "
-                                      f"pending charge of release {release_id}")
-                    c[7] = "released"
+                                      f"charge of release {release_id}")
+                    c[7] = "released"  # (committing a released charge again changes nothing)
             else:
                 raise _broken(f"entry {seq} has an unknown kind {kind!r}")
     last = expected - 1
@@ -90,23 +90,14 @@ def verify(b, meta: dict[str, str]):
         if statuses[cid] != c[7]:
             raise DPTextError(f"ledger entry {cid} has status {statuses[cid]!r} but the commit "
                               f"entries make it {c[7]!r} (edited outside dptext?)")
-    units: dict[tuple, list[int]] = defaultdict(lambda: [0] * 7)
+    units: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     for c in charges.values():
-        acc = units[(c[2], c[3], c[4])]
-        if c[7] == "released":
+        if c[7] != "withheld":
+            acc = units[(c[2], c[3], c[4])]
             acc[0] += c[5]
             acc[1] += c[6]
-            acc[4] += 1
-        elif c[7] == "pending":
-            acc[2] += c[5]
-            acc[3] += c[6]
-            acc[5] += 1
-        else:
-            acc[6] += 1
-    got = {(r[0], r[1], r[2]): [int(x) for x in r[3:]]
-           for r in b.execute("SELECT owner, dataset, unit, eps_released_n, delta_released_n, "
-                              "eps_pending_n, delta_pending_n, released, pending, withheld "
-                              "FROM ledger_units")}
+    got = {(r[0], r[1], r[2]): [int(r[3]), int(r[4])]
+           for r in b.execute("SELECT owner, dataset, unit, eps_n, delta_n FROM ledger_units")}
     for key in sorted(set(got) | set(units)):
         if got.get(key) != units.get(key):
             raise DPTextError(f"ledger table ledger_units disagrees with the entries for unit "
