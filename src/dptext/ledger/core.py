@@ -44,7 +44,7 @@ from dptext.errors import DPTextError
 from dptext.ledger import keys
 from dptext.ledger.backends import Backend, SQLiteBackend, backend_for
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
-from dptext.ledger.schema import MIGRATIONS, SCHEMA_VERSION
+from dptext.ledger.schema import MIGRATIONS, SCHEMA_VERSION, ddl
 
 LEDGER_ENV = "DPTEXT_LEDGER"
 DATA_ENV = "DPTEXT_DATA"
@@ -315,7 +315,7 @@ class Ledger:
                     b.rollback()
                     return
                 for stmt in MIGRATIONS[0][2]:
-                    b.execute(stmt)
+                    b.execute(ddl(stmt, b.name))
                 ledger_id = uuid.uuid4().hex
                 if self._secret_arg is not None:
                     secret, location = self._secret_arg, "external"
@@ -408,7 +408,7 @@ class Ledger:
                 for v, _what, statements in MIGRATIONS:
                     if v > current:
                         for stmt in statements:
-                            b.execute(stmt)
+                            b.execute(ddl(stmt, b.name))
                         b.execute("UPDATE ledger_meta SET value = ? WHERE key = ?",
                                   (str(v), "schema_version"))
                 b.commit()

@@ -20,6 +20,9 @@ Tables (prefixed ``ledger_`` so a shared PostgreSQL database can hold other thin
 
 Types are those both engines accept: TEXT and BIGINT (64-bit integers; SQLite stores them as
 INTEGER). Epsilons are fixed-point integers (see ``dptext.ledger.core``), so sums are exact.
+Two placeholders are filled per engine (:func:`ddl`): ``{SEQ}``, the entries' key - SQLite's
+``INTEGER PRIMARY KEY`` is the table's own row id (no second index), PostgreSQL's is BIGINT -
+and ``{CLUSTERED}``: SQLite stores the per-unit sums in their key's order (WITHOUT ROWID).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ V1 = [
     "CREATE TABLE ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE ledger_keys (name TEXT PRIMARY KEY, secret TEXT NOT NULL)",
     """CREATE TABLE ledger_entries (
-        seq BIGINT PRIMARY KEY,
+        seq {SEQ} PRIMARY KEY,
         kind TEXT NOT NULL,
         release_id TEXT NOT NULL,
         owner TEXT NOT NULL,
@@ -71,7 +74,7 @@ V1 = [
         unit TEXT NOT NULL,
         eps_n BIGINT NOT NULL,
         delta_n BIGINT NOT NULL,
-        PRIMARY KEY (owner, dataset, unit))""",
+        PRIMARY KEY (owner, dataset, unit)){CLUSTERED}""",
     "CREATE INDEX ledger_units_unit ON ledger_units (unit)",
 ]
 
@@ -81,3 +84,15 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+_DIALECT = {
+    "sqlite": {"{SEQ}": "INTEGER", "{CLUSTERED}": " WITHOUT ROWID"},
+    "postgresql": {"{SEQ}": "BIGINT", "{CLUSTERED}": ""},
+}
+
+
+def ddl(statement: str, dialect: str) -> str:
+    for key, value in _DIALECT[dialect].items():
+        statement = statement.replace(key, value)
+    return statement
