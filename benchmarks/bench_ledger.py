@@ -36,7 +36,7 @@ def make_records(n: int, units: int, seed: int = 0) -> list[tuple[str, str]]:
     lengths = rng.integers(8, 21, size=n)
     draws = rng.choice(len(words), size=int(lengths.sum()), p=freq / freq.sum())
     out, at = [], 0
-    for i, k in enumerate(lengths):
+    for k in lengths:
         text = " ".join(words[j] for j in draws[at:at + k])
         at += k
         out.append((f"author-{rng.integers(units)}", text[:1].upper() + text[1:] + "."))

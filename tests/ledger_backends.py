@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+__all__ = ["ledger_url", "pg_server", "pg_url"]  # the fixtures, for `from ledger_backends import *`
+
 
 def pg_bin() -> Path | None:
     if os.environ.get("DPTEXT_PG_BIN"):

@@ -7,7 +7,8 @@ import math
 import time
 
 import pytest
-from ledger_backends import ledger_url, pg_server, pg_url, raw  # noqa: F401 - fixtures
+from ledger_backends import *  # noqa: F403 - the fixtures ledger_url, pg_server, pg_url
+from ledger_backends import raw
 
 from dptext.accounting.events import PrivacyEvent
 from dptext.errors import DPTextError

@@ -6,6 +6,7 @@ import argparse
 import json
 import sqlite3
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -108,6 +109,8 @@ def test_export_and_verify(charged, tmp_path, capsys):
     assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
     assert {e["kind"] for e in lines} == {"budget", "open", "charge", "withhold", "commit"}
     assert "Ada" not in out.read_text()
+    assert run(["ledger", "export", "--ledger", str(charged), "-o", "/dev/null"]) == 0
+    assert Path("/dev/null").is_char_device()  # written to, not replaced by a rename
     assert run(["ledger", "verify", "--ledger", str(charged)]) == 0
     assert f"ledger OK: {len(lines)} entries" in capsys.readouterr().out
     with sqlite3.connect(charged) as c:

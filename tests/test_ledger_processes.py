@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ledger_backends import ledger_url, pg_server, pg_url  # noqa: F401 - fixtures
+from ledger_backends import *  # noqa: F403 - the fixtures ledger_url, pg_server, pg_url
 
 import dptext
 from dptext.accounting.events import PrivacyEvent

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from dptext.errors import DPTextError
@@ -196,9 +197,11 @@ def cmd_spent(args) -> int:
 
 def cmd_export(args) -> int:
     with _open(args) as ledger:
-        if not args.output:
-            for entry in ledger.entries():
-                sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
+        if not args.output or (args.output.exists() and not args.output.is_file()):
+            # stdout, /dev/null, a pipe: written in place (never replaced by a rename)
+            with (open(args.output, "w") if args.output else nullcontext(sys.stdout)) as out:
+                for entry in ledger.entries():
+                    out.write(json.dumps(entry, ensure_ascii=False) + "\n")
             return 0
         tmp = args.output.with_name(f".{args.output.name}.{os.getpid()}.tmp")
         try:  # written whole, then renamed: never a half-written export
