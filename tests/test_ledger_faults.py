@@ -233,3 +233,30 @@ def test_a_forked_child_reconnects(tmp_path):
 
 def _child_reserve(ledger, rid):
     assert ledger.reserve(rid, [("child", "u", EV)])[0].allowed
+
+
+def test_postgres_role_without_write_rights_reads_but_never_charges(pg_url):
+    import psycopg
+
+    ledger = Ledger(pg_url)
+    rid = ledger.open_release(owner="o", dataset="d", mechanism="m", params={})
+    ledger.reserve(rid, [("a", "u", EV)])
+    schema_name = pg_url.rsplit("%3D", 1)[1]
+    role = f"reader_{schema_name}"
+    with psycopg.connect(pg_url, autocommit=True) as c:
+        c.execute(f"CREATE ROLE {role} LOGIN")
+        c.execute(f"GRANT USAGE ON SCHEMA {schema_name} TO {role}")
+        c.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema_name} TO {role}")
+    try:
+        reader = Ledger(pg_url.replace("postgres@", f"{role}@"))
+        assert reader.spent("u").epsilon_basic == 2.0
+        reader.verify()
+        with pytest.raises(DPTextError, match="read-only for this user") as err:
+            reader.reserve(rid, [("b", "u", EV)])
+        one_line(err)
+        reader.close()
+        assert ledger.spent("u").epsilon_basic == 2.0
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as c:
+            c.execute(f"DROP OWNED BY {role}")
+            c.execute(f"DROP ROLE {role}")

@@ -84,11 +84,12 @@ class UnitSummary:
                     f"units, {self.records} records; each unit's records compose sequentially)")
             who = "per unit"
             worst = f" (unit {self.worst_unit!r})"
-        text = (f"{head}. {who}: worst {_eps(self.max_epsilon)}-DP{worst}, median "
+        text = (f"{head}; {who}: worst {_eps(self.max_epsilon)}-DP{worst}, median "
                 f"{_eps(self.median_epsilon)}, p95 {_eps(self.p95_epsilon)} (basic composition)")
         if self.max_delta:
             text += f"; largest delta {self.max_delta:.3g}"
-        if self.worst_epsilon_pld is not None and self.worst_epsilon_pld < self.max_epsilon:
+        if self.worst_epsilon_pld is not None and \
+                self.worst_epsilon_pld < 0.99 * self.max_epsilon:  # (1% tighter or more)
             text += (f"; that unit by PLD: ({_eps(self.worst_epsilon_pld)}, {self.delta:g})-DP")
         return text
 

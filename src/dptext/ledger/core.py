@@ -12,8 +12,8 @@ pending charges as spent. Re-reserving a record of the same release returns its 
 Amounts: epsilons and deltas are kept as integers in units of 1e-9 (epsilon) and 1e-15 (delta),
 each charge rounded *up* (after forgiving a relative 1e-12 of floating-point noise, so 0.1 is
 charged as 0.1) and each budget rounded down, so sums are exact, do not depend on the order of
-concurrent writers, and never understate what basic composition gives. The event lists stay in
-the entries as floats for the PLD report.
+concurrent writers, and understate basic composition by at most that 1e-12 relative noise. The
+event lists stay in the entries as floats for the PLD report.
 
 Composition: the ledger *enforces* basic composition per unit - ``sum count*eps <= budget eps``
 and ``sum count*delta <= budget delta`` over every charge (pending or released) in the budget's
