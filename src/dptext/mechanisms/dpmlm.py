@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import (
@@ -69,6 +69,20 @@ class RewriteReport(PrivacyReport):
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "worst_case_epsilon": self.worst_case_epsilon or None}
+
+    def privacy_events(self) -> list[PrivacyEvent]:
+        """The add/delete variant is charged its worst case: the realized count of drawn slots
+        depends on coins an output does not reveal, so only the bound over all coin outcomes
+        is a DP guarantee (section 7). ``worst_case_epsilon / epsilon`` word slots."""
+        events = super().privacy_events()
+        realized = sum(e.total_epsilon for e in events)
+        eps = self.per_token.epsilon
+        if not self.worst_case_epsilon or self.worst_case_epsilon <= realized or eps <= 0:
+            return events
+        slots = round(self.worst_case_epsilon / eps)
+        return [PrivacyEvent("pure", eps, 0.0, slots, self.mechanism,
+                             "per word slot, worst case of the add/delete variant (every "
+                             "eligible word replaced and followed by an insertion)")]
 
     @classmethod
     def combine(cls, reports: Iterable[PrivacyReport]) -> RewriteReport:
