@@ -67,19 +67,27 @@ class PrivatizeRequest(BaseModel):
 
 class BudgetRequest(BaseModel):
     dataset: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
-    epsilon: float = Field(gt=0, allow_inf_nan=False)
+    epsilon: float = Field(gt=0, le=1e6, allow_inf_nan=False)
     delta: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False)
 
 
-def _owner(request: Request, authorization: Annotated[str | None, Header()] = None) -> str:
-    """The owner of the request's API key; 401 without a valid one."""
-    token = None
+_NO_KEY = "a valid API key is needed: Authorization: Bearer KEY"
+
+
+def _token(authorization: str | None) -> str | None:
     if authorization and authorization.lower().startswith("bearer "):
-        token = authorization[7:].strip()
-    owner = request.app.state.keys.authenticate(token)
-    if owner is None:
-        raise StarletteHTTPException(401, "a valid API key is needed: Authorization: Bearer KEY")
-    request.app.state.rate.take(token)
+        return authorization[7:].strip()
+    return None
+
+
+def _owner(request: Request, authorization: Annotated[str | None, Header()] = None) -> str:
+    """The owner of the request's API key (checked by the middleware before the body is
+    read; 401 without a valid one)."""
+    owner = getattr(request.state, "owner", None)
+    if owner is None:  # not through the middleware (cannot happen for /v1): check here
+        owner = request.app.state.keys.authenticate(_token(authorization))
+        if owner is None:
+            raise StarletteHTTPException(401, _NO_KEY)
     return owner
 
 
@@ -140,6 +148,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.middleware("http")
     async def _body_limit(request: Request, call_next):
+        if request.url.path.startswith("/v1"):  # the key first: nothing is read without one
+            token = _token(request.headers.get("authorization"))
+            owner = keys.authenticate(token)
+            if owner is None:
+                return _error(401, _NO_KEY)
+            try:
+                rate.take(token)
+            except LimitExceeded as err:
+                return _error(err.status, str(err), limit=err.limit, value=err.value)
+            request.state.owner = owner
         limit = (limits.max_upload_bytes if request.url.path.startswith("/v1/jobs")
                  else limits.max_body_bytes)
         length = request.headers.get("content-length")
