@@ -22,8 +22,9 @@ def free_port() -> int:
 class Server:
     """``python -m dptext.cli serve`` in a subprocess; ``kill()`` sends SIGKILL."""
 
-    def __init__(self, ledger: Path, data: Path, *, port: int | None = None) -> None:
-        self.ledger, self.data = ledger, data
+    def __init__(self, ledger: Path, data: Path, *, port: int | None = None,
+                 extra: list[str] | None = None) -> None:
+        self.ledger, self.data, self.extra = ledger, data, list(extra or [])
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -34,7 +35,7 @@ class Server:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dptext.cli", "serve", "--port", str(self.port),
              "--ledger", str(self.ledger), "--data-dir", str(self.data),
-             "--log-level", "warning"],
+             "--log-level", "warning", *self.extra],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -340,8 +340,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def app_from_environment() -> FastAPI:
     """The app of one ``dptext serve --workers N`` worker process."""
+    limits = Limits(**json.loads(os.environ.get("DPTEXT_SERVICE_LIMITS") or "{}"))
     return create_app(Settings(ledger=os.environ.get("DPTEXT_SERVICE_LEDGER") or None,
-                               data_dir=os.environ.get("DPTEXT_SERVICE_DATA") or None))
+                               data_dir=os.environ.get("DPTEXT_SERVICE_DATA") or None,
+                               limits=limits))
 
 
 def _plain(value):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 from dptext.errors import DPTextError
@@ -32,14 +33,21 @@ def cmd_serve(args) -> int:
                           f"--allow-remote to confirm")
     print(f"dptext: serving on http://{args.host}:{args.port} (API docs at /docs)",
           file=sys.stderr, flush=True)
+    from dptext.service.limits import Limits
+
+    limits = Limits(rate_per_second=args.rate_per_second, rate_burst=args.rate_burst,
+                    max_jobs_per_owner=args.max_jobs)
     if args.workers == 1:
-        app = create_app(Settings(ledger=args.ledger, data_dir=args.data_dir))
+        app = create_app(Settings(ledger=args.ledger, data_dir=args.data_dir, limits=limits))
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     else:  # worker processes build the app themselves from the environment
         import os
 
         os.environ["DPTEXT_SERVICE_LEDGER"] = args.ledger or ""
         os.environ["DPTEXT_SERVICE_DATA"] = args.data_dir or ""
+        os.environ["DPTEXT_SERVICE_LIMITS"] = json.dumps(
+            {"rate_per_second": args.rate_per_second, "rate_burst": args.rate_burst,
+             "max_jobs_per_owner": args.max_jobs})
         uvicorn.run("dptext.service.app:app_from_environment", factory=True, host=args.host,
                     port=args.port, workers=args.workers, log_level=args.log_level)
     return 0
@@ -86,6 +94,10 @@ def add_commands(subparsers) -> None:
     s.add_argument("--data-dir", help="where jobs are kept (default: beside the ledger)")
     s.add_argument("--workers", type=int, default=1,
                    help="worker processes (each loads the mechanisms it serves once)")
+    s.add_argument("--rate-per-second", type=float, default=50.0,
+                   help="requests per second per API key, sustained")
+    s.add_argument("--rate-burst", type=int, default=100, help="requests per key at once")
+    s.add_argument("--max-jobs", type=int, default=2, help="file jobs per owner at once")
     s.add_argument("--allow-remote", action="store_true",
                    help="allow a --host other than loopback")
     s.add_argument("--log-level", default="info",
