@@ -38,7 +38,8 @@ def cmd_serve(args) -> int:
     limits = Limits(rate_per_second=args.rate_per_second, rate_burst=args.rate_burst,
                     max_jobs_per_owner=args.max_jobs)
     if args.workers == 1:
-        app = create_app(Settings(ledger=args.ledger, data_dir=args.data_dir, limits=limits))
+        app = create_app(Settings(ledger=args.ledger, data_dir=args.data_dir, limits=limits,
+                                  batch_window=args.batch_window))
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     else:  # worker processes build the app themselves from the environment
         import os
@@ -98,6 +99,9 @@ def add_commands(subparsers) -> None:
                    help="requests per second per API key, sustained")
     s.add_argument("--rate-burst", type=int, default=100, help="requests per key at once")
     s.add_argument("--max-jobs", type=int, default=2, help="file jobs per owner at once")
+    s.add_argument("--batch-window", type=float, default=0.01,
+                   help="seconds an LM request waits for others to share its batch (0: "
+                        "each request runs alone)")
     s.add_argument("--allow-remote", action="store_true",
                    help="allow a --host other than loopback")
     s.add_argument("--log-level", default="info",

@@ -112,7 +112,7 @@ class MechanismPool:
         """Privatize ``texts`` with fresh OS entropy (LM mechanisms through the shared batcher
         unless ``batch=False``)."""
         m = self.get(name, params)
-        if name in LM_MECHANISMS and batch:
+        if name in LM_MECHANISMS and batch and self.batch_window > 0:
             key = _key(name, params)
             with self._lock:
                 batcher = self._batchers.get(key)
