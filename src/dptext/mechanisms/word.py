@@ -332,6 +332,27 @@ class WordMechanism(Mechanism):
             results.append(Result("".join(parts), report))
         return results
 
+    def word_kinds(self, words: Sequence[str]) -> list[str]:
+        """What the pipeline does with each word, for displays that mark tokens:
+        ``"privatized"`` (drawn by the mechanism; the draw may equal the word),
+        ``"stopword"`` (kept verbatim), ``"oov"`` (out of vocabulary: the ``oov`` policy) or
+        ``"non_sensitive"`` (SanText+: kept verbatim with probability 1 - p)."""
+        self.fitted_space()
+        codes = [self._classify(w) for w in words]
+        rows = np.array([c for c in codes if c >= 0], dtype=np.int64)
+        protected = self._protected(rows) if len(rows) else None
+        kinds, k = [], 0
+        for c in codes:
+            if c == -2:
+                kinds.append("stopword")
+            elif c == -1:
+                kinds.append("oov")
+            else:
+                kinds.append("privatized" if protected is None or protected[k]
+                             else "non_sensitive")
+                k += 1
+        return kinds
+
     def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
                 n_punct: int) -> PrivacyReport:
         guarantee = self._token_guarantee
