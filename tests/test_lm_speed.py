@@ -88,7 +88,8 @@ def test_width_minimises_cost_per_token(lengths, expected):
 
 def test_cost_groups_put_a_long_prompt_alone_and_respect_the_batch_size():
     groups = decoding.cost_groups([20, 22, 900, 21, 25, 19], batch_size=3)
-    assert sorted(map(sorted, groups)) == [[0, 3, 5], [1, 4], [2]]  # by length: 19 20 21 | 22 25 | 900
+    # by length: 19 20 21 | 22 25 | 900
+    assert sorted(map(sorted, groups)) == [[0, 3, 5], [1, 4], [2]]
     assert all(len(g) <= 3 for g in groups)
 
 

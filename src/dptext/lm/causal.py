@@ -155,7 +155,8 @@ class CausalBackend:
                          else list(ids[max(0, slots[a][1] - self.TAIL): slots[a][1]]))
                 rest = sum(1 + len(self.encode(_trim(g))) for g, _ in slots[a + 1: b]) + 1
                 whole = b - a == len(slots)
-                if len(head) + len(queue) + rest > self.window or (whole and len(ids) > self.budget):
+                too_long = whole and len(ids) > self.budget  # the head must move: rebuilds
+                if len(head) + len(queue) + rest > self.window or too_long:
                     alone.append((t, a, b, queue if a else []))
                 elif whole:
                     plain.append((t, a, b, head + queue, []))

@@ -203,8 +203,8 @@ def cost_groups(lengths: Sequence[int], batch_size: int, *, slack: float = 1.25,
     total = 0
     for i in order:
         n = lengths[i]
-        if groups and len(groups[-1]) < batch_size and (
-                (len(groups[-1]) + 1) * n <= slack * (total + n) + allowance * (len(groups[-1]) + 1)):
+        k = len(groups[-1]) + 1 if groups else 0
+        if groups and k <= batch_size and k * n <= slack * (total + n) + allowance * k:
             groups[-1].append(i)
             total += n
         else:
