@@ -9,8 +9,8 @@ def cmd_calibrate(args) -> int:
     from dptext.errors import DPTextError
     from dptext.io import read_lines
     from dptext.lm.bounds import RULE, output_path, percentile_rule, write_bounds
-    from dptext.lm.calibration import measure_scores
     from dptext.lm.loading import DEFAULT_CAUSAL, resolve_model
+    from dptext.mechanisms.lm_calibration import measure_scores
 
     texts = [line.strip() for _, line in read_lines(args.text) if line.strip()]
     if not texts:

@@ -28,6 +28,8 @@ class MultivariateLaplace(WordMechanism):
     summary = "nearest word to the vector plus multivariate Laplace noise (metric DP)"
     guarantee_summary = "epsilon*d metric DP, d = Euclidean distance between word vectors"
 
+    runtime_parameters = frozenset({"search"})  # post-processing of the noisy vector
+
     def __init__(self, *, epsilon: float = 10.0, search: str = "exact", **common) -> None:
         from dptext.mechanisms.nearest import SEARCHES
 
@@ -37,7 +39,7 @@ class MultivariateLaplace(WordMechanism):
 
     @property
     def guarantee(self) -> TokenGuarantee:
-        space = self._fitted_space()
+        space = self.resolved_space()
         return TokenGuarantee(
             GuaranteeKind.METRIC, self.epsilon, scope="all words of the space",
             metric=space.metric_description, diameter=space.delta_max,

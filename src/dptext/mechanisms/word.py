@@ -118,9 +118,16 @@ class WordMechanism(Mechanism):
     runtime_parameters: ClassVar[frozenset[str]] = frozenset()
     capabilities: ClassVar[frozenset[str]] = frozenset({"sample_rows"})
 
+    #: where a table parameter is stored under another attribute name, and the cache-key name
+    #: a parameter has kept from older versions (so existing cached tables stay valid)
+    table_attributes: ClassVar[dict[str, str]] = {}
+    table_key_names: ClassVar[dict[str, str]] = {}
+
     def _table_params(self) -> dict[str, Any]:
         """The values of ``table_parameters`` (the space enters the key by its fingerprint)."""
-        return {n: _canonical(getattr(self, n)) for n in sorted(self.table_parameters)}
+        return {self.table_key_names.get(n, n):
+                _canonical(getattr(self, self.table_attributes.get(n, n)))
+                for n in sorted(self.table_parameters)}
 
     @abstractmethod
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]: ...
