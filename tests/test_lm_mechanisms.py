@@ -131,11 +131,36 @@ def test_batched_and_unbatched_scores_agree(lms):
     assert torch.allclose(batched, single, atol=1e-4)
 
 
-def test_two_contexts_have_probability_ratio_at_most_e_epsilon(lms):
-    m = _dpmlm(lms, "roberta", epsilon=2.0, keep_stopwords=False)
-    a = clipped_log_probs(_slot_scores(m, "john saw the river"), epsilon=2.0, lo=-2, hi=2)
-    b = clipped_log_probs(_slot_scores(m, "anna went to a house"), epsilon=2.0, lo=-2, hi=2)
-    assert float((a[0] - b[0]).abs().max()) <= 2.0 + 1e-5
+def test_sampler_draws_keep_the_ratio_of_two_contexts_within_e_epsilon():
+    """The sampling path itself (not a formula): two adversarial score rows, far outside the
+    clip range and opposite to each other, drawn 40,000 times each. A sampler that skipped the
+    clip or used the wrong temperature would put almost all mass on different candidates; the
+    real one gives every candidate a ratio <= e^eps. Each empirical log-ratio is tested against
+    the bound with a 99.99% Clopper-Pearson interval on each side (so a correct sampler fails
+    this test with probability < 1e-3 over the 5 candidates)."""
+    from scipy.stats import beta
+
+    from dptext.lm.sampling import sample, torch_generator
+
+    eps, lo, hi, n = 2.0, -2.0, 2.0, 40_000
+    a = torch.tensor([[100.0, -100.0, 0.0, 50.0, -50.0]]).repeat(n, 1)
+    b = torch.tensor([[-100.0, 100.0, 0.0, -50.0, 50.0]]).repeat(n, 1)
+    gen = torch_generator(np.random.default_rng(5))
+    ca = np.bincount(sample(a, epsilon=eps, lo=lo, hi=hi, generator=gen), minlength=5)
+    cb = np.bincount(sample(b, epsilon=eps, lo=lo, hi=hi, generator=gen), minlength=5)
+    alpha = 1e-4
+    for i in range(5):
+        # lower bound of P_a(i) over upper bound of P_b(i), both ways
+        for x, y in ((ca[i], cb[i]), (cb[i], ca[i])):
+            low = beta.ppf(alpha, x, n - x + 1) if x > 0 else 0.0
+            high = beta.ppf(1 - alpha, y + 1, n - y) if y < n else 1.0
+            assert low <= np.exp(eps) * high, (i, ca, cb)
+    # and the draws follow the clipped softmax (not merely bounded): exact law, chi-square
+    probs = clipped_log_probs(a[:1], epsilon=eps, lo=lo, hi=hi).exp()[0].numpy()
+    chi2 = float(((ca - n * probs) ** 2 / (n * probs)).sum())
+    from scipy.stats import chi2 as chi2_dist
+
+    assert chi2 < chi2_dist.ppf(0.999, 4)
 
 
 @pytest.mark.parametrize("kind", ["bert", "roberta", "llama"])

@@ -45,7 +45,8 @@ def chi2_pvalue(counts, probs):
     if small.any():
         obs, exp = np.append(obs, counts[small].sum()), np.append(exp, expected[small].sum())
     if len(obs) < 2:
-        return 1.0
+        raise ValueError("a chi-square test needs at least 2 cells with expected count >= 5 "
+                         "after pooling: draw more samples")
     return float(stats.chisquare(obs, exp).pvalue)
 
 

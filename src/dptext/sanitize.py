@@ -11,7 +11,8 @@ from pathlib import Path
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
 from dptext.io import atomic_write, read_json_objects, read_lines
-from dptext.mechanisms.base import Mechanism, RngLike, as_generator
+from dptext.mechanisms.base import Mechanism
+from dptext.rng import RngLike, as_generator
 
 FORMATS = ("jsonl", "csv", "txt")
 BATCH = 512

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
 
 KEPT_REASONS = {
     "punctuation": "punctuation and symbols (always kept)",
@@ -16,6 +17,18 @@ KEPT_REASONS = {
     "oov": "out-of-vocabulary words released verbatim (oov='keep')",
     "non_sensitive": "non-sensitive words (SanText+: public by assumption; kept w.p. 1-p)",
 }
+
+
+_CHARGED = (GuaranteeKind.PURE, GuaranteeKind.METRIC)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_scope(g: TokenGuarantee) -> str:
+    if g.kind is GuaranteeKind.METRIC:
+        return (f"per privatized token, worst case eps*Delta_max = {g.epsilon:g}*"
+                f"{g.diameter if g.diameter is not None else 'unknown'} ({g.metric}, "
+                f"among {g.scope})")
+    return f"per privatized token, {g.epsilon:g}-DP among {g.scope}"
 
 
 @dataclass
@@ -97,6 +110,25 @@ class PrivacyReport:
             kept = ", ".join(f"{r} {c}" for r, c in sorted(self.kept.items()))
             text += f". Released verbatim and not protected: {self.tokens_kept} tokens ({kept})"
         return text
+
+    def privacy_events(self) -> list[PrivacyEvent]:
+        """What this report's records cost their privacy unit, as events for the ledger.
+
+        One pure event per distinct token guarantee, ``count`` = the tokens privatized under
+        it, epsilon = the guarantee's worst case between any two inputs in scope (pure: eps;
+        metric: eps * Delta_max, the diameter; sequential composition over the tokens, module
+        :mod:`dptext.accounting.composition`). Tokens released verbatim cost nothing here - they
+        are not protected at all, which the report states - and tokens whose output ignores the
+        input (0-DP) cost nothing. A metric guarantee with no known diameter gives an event with
+        an infinite epsilon, which the ledger refuses to charge. A combined report gives the
+        events of all its records (their sequential composition).
+        """
+        by_guarantee: dict[TokenGuarantee, int] = {}
+        for e in self.events:
+            if e.count and e.guarantee.kind in _CHARGED:
+                by_guarantee[e.guarantee] = by_guarantee.get(e.guarantee, 0) + e.count
+        return [PrivacyEvent("pure", g.worst_case_epsilon, 0.0, count, self.mechanism,
+                             _event_scope(g)) for g, count in by_guarantee.items()]
 
     # ------------------------------------------------------------ combine
     @classmethod

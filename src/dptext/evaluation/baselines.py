@@ -17,20 +17,16 @@ import numpy as np
 
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
-from dptext.mechanisms.base import (
-    Mechanism,
-    Result,
-    WordMechanism,
-    mechanism,
-    parameters,
-    registered,
-)
+from dptext.mechanisms.base import Mechanism, Result
+from dptext.mechanisms.registry import mechanism, parameters, registered
+from dptext.mechanisms.word import WordMechanism
 
 BASELINES = ("noiseless", "random")
 
 
 class Noiseless(WordMechanism):
     name = "noiseless"
+    capabilities = frozenset({"sample_rows", "distribution"})
     summary = "baseline: every word released unchanged"
     guarantee_summary = "none"
 
@@ -57,12 +53,13 @@ class Noiseless(WordMechanism):
         return [Result(t, r.report) for t, r in zip(texts, results, strict=True)]
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
-        row = self._fitted_space().lookup(word)
+        row = self.fitted_space().lookup(word)
         return [self.space.words[row]], np.ones(1)
 
 
 class RandomReplacement(Noiseless):
     name = "random"
+    capabilities = frozenset({"sample_rows", "distribution", "likelihood_matrix"})
     summary = "baseline: every word replaced by a uniform draw from the vocabulary"
 
     def __init__(self, *, space: EmbeddingSpace | None = None) -> None:
@@ -79,12 +76,12 @@ class RandomReplacement(Noiseless):
         return WordMechanism.privatize_batch(self, texts, rng=rng)
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
-        space = self._fitted_space()
+        space = self.fitted_space()
         return list(space.words), np.full(len(space), 1.0 / len(space))
 
     def likelihood_matrix(self, inputs, outputs) -> np.ndarray:
         """p(y | x) = 1 / |V| for every input x and output y."""
-        n = len(self._fitted_space())
+        n = len(self.fitted_space())
         return np.full((len(inputs), len(outputs)), 1.0 / n)
 
 

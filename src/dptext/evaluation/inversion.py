@@ -83,6 +83,8 @@ class Inversion:
 
 def _distribution_rows(m: Mechanism, space: EmbeddingSpace, word: str
                        ) -> tuple[np.ndarray, np.ndarray] | None:
+    if not m.supports("distribution"):
+        return None
     try:
         words, probs = m.distribution(word)
     except (NotImplementedError, DPTextError):  # none, or not computable at this size
@@ -114,7 +116,7 @@ def map_guesses(m: Mechanism, space: EmbeddingSpace, prior: np.ndarray, observed
     observed = np.unique(observed[observed >= 0])
     if len(observed) == 0:
         return {}
-    if hasattr(m, "likelihood_matrix"):
+    if m.supports("likelihood_matrix"):
         return _map_guesses_dense(m, space, prior, observed, top=top, knn=knn)
     if _distribution_rows(m, space, space.words[int(observed[0])]) is None:
         return None

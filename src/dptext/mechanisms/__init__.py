@@ -1,4 +1,4 @@
-"""Word-level mechanisms; importing this package registers them."""
+"""The built-in mechanisms; importing this package registers them."""
 
 from dptext.mechanisms import (  # noqa: F401
     custext,
@@ -8,6 +8,9 @@ from dptext.mechanisms import (  # noqa: F401
     santext,
     truncated_gumbel,
 )
-from dptext.mechanisms.base import Mechanism, Result, WordMechanism, mechanism, registered
+from dptext.mechanisms.base import Mechanism, Result
+from dptext.mechanisms.registry import mechanism, parameters, register, registered
+from dptext.mechanisms.word import WordMechanism
 
-__all__ = ["Mechanism", "Result", "WordMechanism", "mechanism", "registered"]
+__all__ = ["Mechanism", "Result", "WordMechanism", "mechanism", "parameters", "register",
+           "registered"]

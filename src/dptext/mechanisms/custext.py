@@ -23,13 +23,16 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import WordMechanism, check_choice, check_int, register
 from dptext.mechanisms.frequency import frequency_order
+from dptext.mechanisms.registry import register
+from dptext.mechanisms.word import WordMechanism
+from dptext.validation import check_choice, check_int, check_memory
 
 
 @register
 class CusText(WordMechanism):
     name = "custext"
+    capabilities = frozenset({"sample_rows", "distribution"})
     summary = "exponential mechanism over customized output sets of K similar words"
     guarantee_summary = "epsilon-DP among words sharing an output set (per word)"
 
@@ -50,10 +53,7 @@ class CusText(WordMechanism):
         self.similarity = check_choice(similarity, "similarity", ("euclidean", "cosine"))
         self.frequencies = dict(frequencies) if frequencies is not None else None
 
-    def _table_params(self) -> dict:
-        freq = None if self.frequencies is None else sorted(self.frequencies.items())
-        return {"epsilon": self.epsilon, "k": self.k, "similarity": self.similarity,
-                "frequencies": freq}
+    table_parameters = frozenset({"epsilon", "k", "similarity", "frequencies"})
 
     @property
     def guarantee(self) -> TokenGuarantee:
@@ -64,6 +64,11 @@ class CusText(WordMechanism):
 
     # ---------------------------------------------------------------- fit
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        if self.k > len(space):
+            raise DPTextError(f"k must be <= the vocabulary size {len(space)}, got {self.k}")
+        # the (|V|, K) cumulative table and the K x K similarities of one set, in float64
+        check_memory(8.0 * len(space) * self.k * 2 + 8.0 * 4 * self.k * self.k,
+                     f"fitting custext with k={self.k} over {len(space)} words")
         members = build_output_sets(space, self.k, frequency_order(space, self.frequencies))
         set_of = np.empty(len(space), dtype=np.int64)
         for s, row in enumerate(members):
@@ -99,13 +104,13 @@ class CusText(WordMechanism):
         return t["members"][t["set_of"][rows], j]
 
     def output_set(self, word: str) -> list[str]:
-        space = self._fitted_space()
+        space = self.fitted_space()
         row = self._row(word)
         m = self._tables["members"][self._tables["set_of"][row]]
         return [space.words[i] for i in m[m >= 0]]
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
-        space = self._fitted_space()
+        space = self.fitted_space()
         row = self._row(word)
         m = self._tables["members"][self._tables["set_of"][row]]
         m = m[m >= 0]
@@ -113,7 +118,7 @@ class CusText(WordMechanism):
         return [space.words[i] for i in m], np.diff(cum, prepend=0.0)
 
     def _row(self, word: str) -> int:
-        row = self._fitted_space().lookup(word)
+        row = self.fitted_space().lookup(word)
         if row < 0:
             raise DPTextError(f"{word!r} is not in the vocabulary of {self.space.name!r}")
         return row

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import (
@@ -43,6 +43,8 @@ from dptext.text import (
 
 BACKENDS = ("causal", "mlm")
 CONTEXTS = ("concat", "none")
+DRAWS = ("sequential", "independent")
+PRECISIONS = ("fp32", "int8")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
 _DELETED = TokenGuarantee(
     GuaranteeKind.INDEPENDENT, scope="all words (deleted by a coin that ignores the word)"
@@ -69,6 +71,20 @@ class RewriteReport(PrivacyReport):
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "worst_case_epsilon": self.worst_case_epsilon or None}
+
+    def privacy_events(self) -> list[PrivacyEvent]:
+        """The add/delete variant is charged its worst case: the realized count of drawn slots
+        depends on coins an output does not reveal, so only the bound over all coin outcomes
+        is a DP guarantee (section 7). ``worst_case_epsilon / epsilon`` word slots."""
+        events = super().privacy_events()
+        realized = sum(e.total_epsilon for e in events)
+        eps = self.per_token.epsilon
+        if not self.worst_case_epsilon or self.worst_case_epsilon <= realized or eps <= 0:
+            return events
+        slots = round(self.worst_case_epsilon / eps)
+        return [PrivacyEvent("pure", eps, 0.0, slots, self.mechanism,
+                             "per word slot, worst case of the add/delete variant (every "
+                             "eligible word replaced and followed by an insertion)")]
 
     @classmethod
     def combine(cls, reports: Iterable[PrivacyReport]) -> RewriteReport:
@@ -110,8 +126,9 @@ class LMMechanism(Mechanism):
 
     def __init__(self, *, epsilon: float, backend: str = "causal", model: str | None = None,
                  clip_low: float | None = None, clip_high: float | None = None,
-                 max_length: int | None = None) -> None:
+                 max_length: int | None = None, precision: str = "fp32") -> None:
         self.epsilon = check_epsilon(epsilon)
+        self.precision = check_choice(precision, "precision", PRECISIONS)
         self.backend = check_choice(backend, "backend", ("causal",) if self.causal_only
                                     else BACKENDS)
         if model is not None and not isinstance(model, str):
@@ -140,6 +157,10 @@ class LMMechanism(Mechanism):
 
         resolved = resolve_model(self.model, causal=self.causal, progress=progress)
         self._lm = load_model(resolved, causal=self.causal)
+        if self.precision == "int8":
+            from dptext.lm.quantize import quantize_int8
+
+            quantize_int8(self._lm[0])
         key = self.model or DEFAULT_CAUSAL
         if self._bounds is None:
             self._bounds = find_bounds(key, resolved)
@@ -182,9 +203,16 @@ class DPMLM(LMMechanism):
                  stopwords: Iterable[str] | None = None, p_add: float = 0.0,
                  p_del: float = 0.0, clip_low: float | None = None,
                  clip_high: float | None = None, separator: str | None = None,
-                 max_length: int | None = None, batch_size: int = 64) -> None:
+                 max_length: int | None = None, batch_size: int = 64,
+                 draws: str = "sequential", segment_words: int = 32,
+                 precision: str = "fp32") -> None:
         super().__init__(epsilon=epsilon, backend=backend, model=model, clip_low=clip_low,
-                         clip_high=clip_high, max_length=max_length)
+                         clip_high=clip_high, max_length=max_length, precision=precision)
+        self.draws = check_choice(draws, "draws", DRAWS)
+        if self.draws == "independent" and not self.causal:
+            raise DPTextError("draws='independent' is for the causal backend (the masked "
+                              "backend's draws are independent already)")
+        self.segment_words = check_int(segment_words, "segment_words", minimum=0)
         self.context = check_choice(context, "context", CONTEXTS)
         self.keep_stopwords = bool(keep_stopwords)
         self.stopwords = resolve_stopwords(stopwords)
@@ -211,7 +239,8 @@ class DPMLM(LMMechanism):
             sep = DEFAULT_SEPARATOR if self.separator is None else self.separator
             self._backend = CausalBackend(model, tokenizer, self._candidates.ids,
                                           context=self.context, separator=sep,
-                                          max_length=self.max_length)
+                                          max_length=self.max_length,
+                                          segment_words=self.segment_words)
         else:
             from dptext.lm.masked import MaskedBackend
 
@@ -375,28 +404,25 @@ class DPMLM(LMMechanism):
             k += len(slots)
 
     def _rewrite_causal(self, plans: list, tgen) -> None:
-        """Texts that fit the window are decoded side by side (``batch_size`` at a time, one
-        forward pass per step for all); longer ones one by one with cache rebuilds."""
+        """Sequential draws: texts decoded side by side (long ones in segments, see
+        :meth:`CausalBackend.rewrite_batch`); independent draws: every slot of a text scored
+        in one teacher-forced pass (:meth:`CausalBackend.score_independent`)."""
         backend, words = self._backend, self._candidates.words
-        jobs = [(p, [(s.glue, s.start) for s in p[2]]) for p in plans if p[2]]
-        fits = [backend.fits(p[0].ids, sl) for p, sl in jobs]
-        # similar prefix lengths side by side: the first pass pads to the longest prefix
-        together = sorted((j for j, ok in zip(jobs, fits, strict=True) if ok),
-                          key=lambda j: len(j[0][0].ids))
-        for b in range(0, len(together), self.batch_size):
-            group = together[b: b + self.batch_size]
-            chosen = backend.rewrite_batch([(p[0].ids, sl) for p, sl in group],
-                                           lambda rows, scores: self._draw(scores, tgen))
-            for (p, _), cols in zip(group, chosen, strict=True):
-                self._fill(p[1], p[2], [words[c] for c in cols])
-        for p, sl in (j for j, ok in zip(jobs, fits, strict=True) if not ok):
-            cols: list[int] = []
+        todo = [p for p in plans if p[2]]
+        jobs = [(p[0].ids, [(s.glue, s.start) for s in p[2]]) for p in todo]
+        if self.draws == "independent":
+            import torch
 
-            def choose(row, cols=cols):
-                cols.append(int(self._draw(row[None], tgen)[0]))
-                return cols[-1]
-
-            backend.rewrite(p[0].ids, sl, choose)
+            scores = backend.score_independent(jobs, batch_size=self.batch_size)
+            columns = self._draw(torch.cat(scores), tgen) if jobs else []
+            k = 0
+            for p in todo:
+                self._fill(p[1], p[2], [words[c] for c in columns[k: k + len(p[2])]])
+                k += len(p[2])
+            return
+        chosen = backend.rewrite_batch(jobs, lambda rows, scores: self._draw(scores, tgen),
+                                       batch_size=self.batch_size)
+        for p, cols in zip(todo, chosen, strict=True):
             self._fill(p[1], p[2], [words[c] for c in cols])
 
     @staticmethod

@@ -7,8 +7,10 @@ text has (the cap of DP-MLM section 5.1.2); each token is drawn from the logits 
 generated token for any two input texts; the document is (tokens drawn) * epsilon-DP, at most
 (input tokens) * epsilon. Drawn over the whole vocabulary except special tokens; the
 end-of-sequence token is a candidate too (drawing it ends the paraphrase, post-processing).
-Texts are generated side by side (:mod:`dptext.lm.decoding`, ``batch_size`` at a time, similar
-prompt lengths together): one forward pass per generated token for the whole batch.
+Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_size`` at a time,
+similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): one forward pass per
+generated token for the whole group, its threads set by the size of the pass
+(:mod:`dptext.lm.threads`). ``precision="int8"``: :mod:`dptext.lm.quantize`.
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ class DPPrompt(LMMechanism):
     def __init__(self, *, epsilon: float, model: str | None = None,
                  prompt: str = DEFAULT_PROMPT, clip_low: float | None = None,
                  clip_high: float | None = None, max_length: int | None = None,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, precision: str = "fp32") -> None:
         super().__init__(epsilon=epsilon, backend="causal", model=model, clip_low=clip_low,
-                         clip_high=clip_high, max_length=max_length)
+                         clip_high=clip_high, max_length=max_length, precision=precision)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         if "{text}" not in str(prompt):
             raise DPTextError("prompt must contain {text}")
@@ -70,7 +72,7 @@ class DPPrompt(LMMechanism):
         return list(tokenizer(content)["input_ids"])
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
-        from dptext.lm.decoding import decode_side_by_side, pad_id
+        from dptext.lm.decoding import cost_groups, decode_side_by_side, pad_id
         from dptext.lm.sampling import torch_generator
 
         self.fit()
@@ -90,9 +92,9 @@ class DPPrompt(LMMechanism):
             budgets.append(budget)
         outs: list[list[int]] = [[] for _ in texts]
         eos = tokenizer.eos_token_id
-        todo = sorted((i for i in range(len(texts)) if budgets[i]), key=lambda i: len(prompts[i]))
-        for b in range(0, len(todo), self.batch_size):
-            group = todo[b: b + self.batch_size]
+        todo = [i for i in range(len(texts)) if budgets[i]]
+        for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size):
+            group = [todo[k] for k in ks]
 
             def draw(rows, scores, group=group):
                 nexts = []

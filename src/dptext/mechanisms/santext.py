@@ -35,6 +35,7 @@ _BLOCK = 1024
 @register
 class SanText(WordMechanism):
     name = "santext"
+    capabilities = frozenset({"sample_rows", "distribution", "likelihood_matrix", "fit_many"})
     summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
     guarantee_summary = "epsilon*d metric DP over sensitive words, d = Euclidean distance"
 
@@ -47,12 +48,12 @@ class SanText(WordMechanism):
             raise DPTextError("sensitive_fraction must be > 0")
         self.p = check_probability(p, "p")
 
-    def _table_params(self) -> dict:
-        return {"epsilon": self.epsilon, "w": self.sensitive_fraction, "p": self.p}
+    table_parameters = frozenset({"epsilon", "sensitive_fraction", "p"})
+    table_key_names = {"sensitive_fraction": "w"}
 
     @property
     def guarantee(self) -> TokenGuarantee:
-        space = self._fitted_space()
+        space = self.resolved_space()
         scope = "all words" if self.sensitive_fraction == 1.0 else "sensitive words (V_s)"
         return TokenGuarantee(
             GuaranteeKind.METRIC, self.epsilon, scope=scope,

@@ -105,6 +105,7 @@ _EXACT_LIMIT = 200  # words; exact distribution() costs O(|W|^2) quadratures
 @register
 class TruncatedGumbel(WordMechanism):
     name = "gumbel"
+    capabilities = frozenset({"sample_rows", "distribution"})
     summary = "noisy argmin over a truncated-Poisson number of nearest words (metric DP)"
     guarantee_summary = (
         "epsilon*d metric DP (Theorem 1), d = Euclidean; epsilon must exceed a vocabulary bound"
@@ -118,8 +119,8 @@ class TruncatedGumbel(WordMechanism):
             b = check_epsilon(b, "b")
         self.b_rule = b
 
-    def _table_params(self) -> dict:
-        return {"epsilon": self.epsilon, "b": self.b_rule}
+    table_parameters = frozenset({"epsilon", "b"})
+    table_attributes = {"b": "b_rule"}
 
     def _geometry(self, space: EmbeddingSpace) -> dict:
         return dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
@@ -151,7 +152,7 @@ class TruncatedGumbel(WordMechanism):
 
     @property
     def guarantee(self) -> TokenGuarantee:
-        space = self._fitted_space()
+        space = self.resolved_space()
         return TokenGuarantee(
             GuaranteeKind.METRIC, self.epsilon, scope="all words of the space (Theorem 1)",
             metric=space.metric_description, diameter=space.delta_max,

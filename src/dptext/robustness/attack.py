@@ -27,9 +27,11 @@ from typing import Protocol
 import numpy as np
 
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import RngLike, WordMechanism, as_generator, check_int
+from dptext.mechanisms.word import WordMechanism
+from dptext.rng import RngLike, as_generator
 from dptext.robustness.draws import DrawPool, FreshDraws
 from dptext.robustness.encoding import substitutable
+from dptext.validation import check_int
 
 
 class Classifier(Protocol):
@@ -77,7 +79,7 @@ class GeneticAttack:
         """Attack every row of ``ids``. With ``pool``, mutations read the pool's shared draws
         for rows ``texts`` of the pool's id matrix (default: ``ids`` is that matrix)."""
         gen = as_generator(rng)
-        space = self.mechanism._fitted_space()
+        space = self.mechanism.fitted_space()
         ids = np.asarray(ids, dtype=np.int64)
         labels = np.asarray(labels, dtype=np.int64)
         n, length = ids.shape

@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from dptext.mechanisms.base import Mechanism, RngLike, as_generator, check_int
+from dptext.mechanisms.base import Mechanism
+from dptext.rng import RngLike, as_generator
+from dptext.validation import check_int
 
 
 def augment(dataset: Any, mechanism: Mechanism, copies: int = 4, *, rng: RngLike = None) -> Any:

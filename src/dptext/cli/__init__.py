@@ -1,0 +1,59 @@
+"""The ``dptext`` command: thin argument parsing over the library.
+
+Each command family is one module of this package with ``register(subparsers)``; they are
+registered explicitly below (no import by name), and every command's work is done by library
+code it calls (``dptext.sanitize``, ``dptext.training.run``, ``dptext.evaluation``, ...).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from dptext.cli import audit, evaluate, info, ledger, lm, robustness, service, train
+from dptext.cli import sanitize as sanitize_cmd
+from dptext.cli.common import Parser, mechanism_options
+from dptext.errors import DPTextError
+
+COMMANDS = (sanitize_cmd, info, lm, train, evaluate, robustness, audit, ledger, service)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dptext")
+    except PackageNotFoundError:  # running from a source tree
+        from dptext import __version__
+
+        return __version__
+
+
+def parser() -> Parser:
+    p = Parser(prog="dptext", description="Differentially private text.")
+    p.add_argument("--version", action="version", version=f"dptext {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for module in COMMANDS:
+        module.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    try:
+        if extra:
+            if args.command not in sanitize_cmd.TAKES_MECHANISM_OPTIONS:
+                p.error(f"unrecognized arguments: {' '.join(extra)}")
+            args.extra_params = mechanism_options(extra)
+        return args.func(args)
+    except DPTextError as err:
+        print(f"dptext: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    except OSError as err:  # e.g. disk full, permission denied: one line, no traceback
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"dptext: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("dptext: interrupted; no partial output was written", file=sys.stderr)
+        return 130
+

@@ -1,0 +1,5 @@
+import sys
+
+from dptext.cli import main
+
+sys.exit(main())

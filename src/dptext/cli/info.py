@@ -1,0 +1,78 @@
+"""``dptext mechanisms``, ``dptext resources`` and ``dptext cache``: what dptext offers, what
+it has built, and where."""
+
+from __future__ import annotations
+
+from dptext.cli.common import add_command, progress_wanted
+from dptext.errors import DPTextError
+
+
+def cmd_mechanisms(args) -> int:
+    from dptext.mechanisms.registry import REQUIRED, parameters, registered
+
+    for name, cls in registered().items():
+        print(f"{name:10s} {cls.summary}")
+        print(f"{'':10s} guarantee: {cls.guarantee_summary}")
+        params = ", ".join(f"{k} (required)" if v == REQUIRED else f"{k}={v!r}"
+                           for k, v in parameters(cls).items())
+        print(f"{'':10s} parameters: {params}")
+    return 0
+
+
+def cmd_resources(args) -> int:
+    from dptext.resources import default_space, list_resources
+
+    for r in list_resources():
+        status = "ready" if r.ready else "missing"
+        print(f"{r.name:22s} {status:8s} {r.what}\n{'':31s} {r.location}")
+    if not args.list:
+        space = default_space(progress=progress_wanted(args))
+        print(f"{space}: Delta_min={space.delta_min:.4g}, Delta_max={space.delta_max:.4g}, "
+              f"{len(space.aliases)} merged variants")
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def cmd_cache(args) -> int:
+    from dptext.resources import cache_entries, clear_cache
+
+    if args.action == "list":
+        entries = cache_entries()
+        total = 0
+        for e in entries:
+            total += e.bytes
+            print(f"{e.kind:14s} {_size(e.bytes):>9s}  {e.path}")
+        print(f"{len(entries)} entries, {_size(total)} in all")
+        return 0
+    if args.action == "clear":
+        if not args.kind and not args.all:
+            raise DPTextError("cache clear needs --all or --kind KIND (see `dptext cache list`)")
+        freed, removed = clear_cache(kinds=None if args.all else args.kind)
+        print(f"removed {removed} entries, freed {_size(freed)}")
+        return 0
+    raise DPTextError(f"unknown cache action {args.action!r}")
+
+
+def register(subparsers) -> None:
+    m = add_command(subparsers, "mechanisms", help="list mechanisms, parameters and guarantees")
+    m.set_defaults(func=cmd_mechanisms)
+
+    r = add_command(subparsers, "resources",
+                    help="list the offline defaults and build what is missing")
+    r.add_argument("--list", action="store_true", help="only list; build nothing")
+    r.add_argument("--no-progress", action="store_true")
+    r.set_defaults(func=cmd_resources)
+
+    c = add_command(subparsers, "cache", help="show or free what the cache holds")
+    c.add_argument("action", choices=("list", "clear"))
+    c.add_argument("--kind", action="append",
+                   help="with clear: only entries of this kind (repeatable), e.g. fitted")
+    c.add_argument("--all", action="store_true", help="with clear: every entry")
+    c.set_defaults(func=cmd_cache)

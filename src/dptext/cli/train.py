@@ -1,0 +1,246 @@
+"""``dptext entities``, ``dptext account``, ``dptext train`` and ``dptext canary``: private
+training of language models (UeDP, user-level DP-FedAvg, baselines; docs/uedp.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+
+from dptext.cli.common import int_type, positive_type, rate_type
+from dptext.errors import DPTextError
+
+
+def _add_data_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--categories", nargs="+", help="entity categories or groups (PII, ALL, ...)")
+    p.add_argument("--detector", choices=("spacy", "presidio", "both"), default="spacy")
+    p.add_argument("--synthetic-users", type=int_type(1), metavar="N",
+                   help="assign the texts to N random users (corpora without authors)")
+    p.add_argument("--user-field", default="user")
+    p.add_argument("--text-field", default="text")
+    p.add_argument("--limit", type=int_type(1), help="use only the first N texts")
+    p.add_argument("--seed", type=int, help="seed for experiments (default: OS entropy)")
+
+
+def _load_corpus(args, source: str, split: bool = True):
+    from types import SimpleNamespace
+
+    from dptext.training.run import load_corpus
+
+    return load_corpus(SimpleNamespace(data=source, **{k: getattr(args, k) for k in (
+        "user_field", "text_field", "limit", "categories", "detector", "synthetic_users",
+        "seed")}), split=split)
+
+
+def cmd_entities(args) -> int:
+    from dptext.cli.common import Stage
+
+    if args.spans:
+        from dptext.io import check_output_path
+
+        check_output_path(args.spans)
+    with Stage(f"detecting entities in {args.file} ({args.detector})",
+               estimate="about 1 s per 50 texts on 2 cores", quiet=args.no_progress):
+        corpus, spans = _load_corpus(args, args.file)
+    if args.spans:
+        _write_spans(args.spans, corpus, spans)
+    per_category = Counter(corpus.entity_categories)
+    mentions = Counter(corpus.entity_categories[e] for ents in corpus.sentence_entities
+                       for e in ents)
+    spread = corpus.entity_users()
+    print(f"users {corpus.n_users}, sentences {len(corpus.sentences)}, "
+          f"sensitive sentences {corpus.sensitive_share():.1%}, "
+          f"extended entities (S) {len(corpus.extended)}")
+    print(f"{'category':<16}{'entities':>10}{'sentences':>11}")
+    for cat, n in per_category.most_common():
+        print(f"{cat:<16}{n:>10}{mentions[cat]:>11}")
+    if len(spread):
+        print(f"entities held by more than one user: {int((spread > 1).sum())} "
+              f"(most: {int(spread.max())} users)")
+    return 0
+
+
+def _write_spans(path: str, corpus, spans) -> None:
+    """One JSON object per sentence: its user, text and detected spans (character offsets)."""
+    from dptext.io import atomic_write
+
+    with atomic_write(path, encoding="utf-8", newline="\n") as f:
+        for i, (sentence, found) in enumerate(zip(corpus.sentences, spans, strict=True)):
+            record = {"sentence": i, "user": corpus.users[int(corpus.sentence_user[i])],
+                      "text": sentence,
+                      "spans": [{"start": a, "end": b, "category": c, "text": sentence[a:b]}
+                                for a, b, c in found]}
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _privacy(args):
+    from dptext.accounting.uedp import TrainingPrivacy
+
+    # without --z (calibrating with --target-epsilon) z is a placeholder the calibration replaces
+    return TrainingPrivacy(args.algo, args.q_u, 1.0 if args.z is None else args.z, args.q_e,
+                           args.q_s, args.entity_users)
+
+
+def cmd_account(args) -> int:
+    from dptext.accounting.uedp import calibrate_z
+
+    privacy = _privacy(args)
+    if args.target_epsilon is not None:
+        z = calibrate_z(privacy, args.rounds, args.target_epsilon, args.delta,
+                        accountant=args.accountant)
+        privacy = privacy.with_z(z)
+        print(f"z = {z:.4f}")
+    elif args.z is None:
+        raise DPTextError("give --z or --target-epsilon")
+    eps = privacy.epsilon(args.rounds, args.delta, accountant=args.accountant)
+    print(f"epsilon = {eps:.4f} at delta = {args.delta:g} after {args.rounds} rounds "
+          f"({args.algo}, q_eff = {privacy.sampling_rate:.5f}, noise std = {privacy.z:.4g} x "
+          f"{privacy.sensitivity_factor:g} beta, accountant {args.accountant})")
+    if args.plot:
+        _plot(args, privacy)
+    return 0
+
+
+def _plot(args, privacy) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dptext.accounting.uedp import TrainingPrivacy, epsilon_curve
+    from dptext.io import atomic_write
+
+    rounds = sorted({max(1, round(args.rounds * i / 20)) for i in range(1, 21)})
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for algo, label in (("uedp", "UeDP f_E+"), ("uedp-naive", "UeDP f_E"),
+                        ("userdp", "user-level DP")):
+        p = TrainingPrivacy(algo, privacy.q_u, privacy.z, privacy.q_e, privacy.q_s,
+                            privacy.entity_users)
+        ax.plot(rounds, epsilon_curve(p, rounds, args.delta, accountant=args.accountant),
+                label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("rounds T")
+    ax.set_ylabel(f"epsilon (delta={args.delta:g})")
+    ax.set_title(f"q_u={privacy.q_u}, q_e={privacy.q_e}, q_s={privacy.q_s}, z={privacy.z:g}, "
+                 f"K={privacy.entity_users}")
+    ax.legend()
+    fig.tight_layout()
+    with atomic_write(args.plot, "wb") as f:
+        fig.savefig(f, format="png", dpi=100)
+    plt.close(fig)
+    print(f"plot written to {args.plot}")
+
+
+def _job(args):
+    from dptext.training.run import TrainJob
+
+    return TrainJob(
+        algo=args.algo, data=args.data, rounds=args.rounds, task=args.task, model=args.model,
+        trainable_blocks=args.trainable_blocks, categories=args.categories,
+        detector=args.detector, synthetic_users=args.synthetic_users,
+        user_field=args.user_field, text_field=args.text_field, limit=args.limit,
+        seed=args.seed, q_u=args.q_u, q_e=args.q_e, q_s=args.q_s, z=args.z,
+        epsilon=args.epsilon, delta=args.delta, entity_users=args.entity_users, beta=args.beta,
+        local_steps=args.local_steps, local_lr=args.local_lr, server_lr=args.server_lr,
+        max_sentences=args.max_sentences, users_per_chunk=args.users_per_chunk,
+        vocab_size=args.vocab_size, max_len=args.max_len,
+        progress=not args.no_progress and sys.stderr.isatty())
+
+
+def cmd_train(args) -> int:
+    job = _job(args).validate()  # every argument checked before any data is read
+    bar = None
+    if job.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=job.rounds, desc=job.algo)
+
+    def on_round(row: dict) -> None:
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{row['loss']:.3f}", eps=row["epsilon"])
+        elif not args.no_progress:
+            eps = "" if row["epsilon"] is None else f", epsilon {row['epsilon']:.3f}"
+            print(f"dptext: round {row['round']}/{job.rounds}: loss {row['loss']:.4g}{eps}",
+                  file=sys.stderr, flush=True)
+
+    try:
+        summary = job.run(args.output, on_round=on_round)
+    finally:
+        if bar is not None:
+            bar.close()
+    wide = summary.get("wide_entities")
+    if wide:
+        print(f"note: {wide['note']} (docs/uedp.md)", file=sys.stderr)
+    last = summary["rounds"][-1]
+    metric = (f"perplexity {last['perplexity']:.2f}" if job.task == "nwp"
+              else f"error rate {last['error_rate']:.3f}")
+    if "pretrained" in summary:
+        metric += f" (pretrained {summary['pretrained']['perplexity']:.2f})"
+    print(f"{job.algo}: {metric} after {job.rounds} rounds"
+          + ("" if last["epsilon"] is None else
+             f", epsilon {last['epsilon']:.3f} at delta {job.delta:g}"))
+    return 0
+
+
+def register(subparsers) -> None:
+    e = subparsers.add_parser("entities", help="count sensitive entities in a file")
+    e.add_argument("file", help="JSONL/CSV with user and text fields, CoNLL, or dataset:NAME")
+    e.add_argument("--spans", metavar="OUT.jsonl",
+                   help="write each sentence's detected spans (offsets, category) as JSONL")
+    e.add_argument("--no-progress", action="store_true", help="no stage messages")
+    _add_data_args(e)
+    e.set_defaults(func=cmd_entities)
+
+    a = subparsers.add_parser("account", help="epsilon of UeDP / user-level DP training")
+    _add_privacy_args(a)
+    a.add_argument("--target-epsilon", type=positive_type, help="calibrate z to reach this epsilon")
+    a.add_argument("--accountant", choices=("rdp", "pld"), default="rdp")
+    a.add_argument("--plot", help="write an epsilon-vs-rounds PNG (f_E+, f_E, user-level DP)")
+    a.set_defaults(func=cmd_account)
+
+    t = subparsers.add_parser("train", help="train a language model privately")
+    t.add_argument("--algo", choices=("uedp", "uedp-naive", "userdp", "noiseless", "deid"),
+                   required=True)
+    t.add_argument("--task", choices=("nwp", "cls"), default="nwp")
+    t.add_argument("--data", required=True, help="JSONL/CSV/CoNLL file or dataset:NAME")
+    t.add_argument("--output", required=True, help="directory for metrics.json, checkpoint.pt")
+    _add_data_args(t)
+    _add_privacy_args(t, algo=False)
+    t.add_argument("--epsilon", type=positive_type, help="target epsilon (calibrates z)")
+    t.add_argument("--beta", type=positive_type, default=0.5, help="clipping bound (global L2)")
+    t.add_argument("--local-steps", type=int, default=2)
+    t.add_argument("--local-lr", type=float,
+                   help="local SGD learning rate (default 1.0; 0.02 for a causal LM)")
+    t.add_argument("--server-lr", type=float, default=1.0)
+    t.add_argument("--max-sentences", type=int, default=32,
+                   help="sentences a sampled user trains on per round (a random subset)")
+    t.add_argument("--users-per-chunk", type=int,
+                   help="users trained at once (default 16; 4 for a causal LM)")
+    t.add_argument("--model", default="lstm",
+                   help="nwp model: lstm (from scratch, default), smollm2 (the packaged "
+                        "SmolLM2-135M-Instruct) or a local AutoModelForCausalLM directory")
+    t.add_argument("--trainable-blocks", type=int, metavar="N",
+                   help="causal LM: fine-tune the last N blocks and the final norm (default 2; "
+                        "0 = final norm only)")
+    t.add_argument("--vocab-size", type=int, default=2000)
+    t.add_argument("--max-len", type=int,
+                   help="words per sentence (LSTM, default 24) or sub-word tokens (causal LM, "
+                        "default 32)")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=cmd_train)
+
+
+def _add_privacy_args(p: argparse.ArgumentParser, algo: bool = True) -> None:
+    if algo:
+        p.add_argument("--algo", choices=("uedp", "uedp-naive", "userdp"), required=True)
+    p.add_argument("--q-u", type=rate_type, default=0.05, help="user sampling rate")
+    p.add_argument("--q-e", type=rate_type, default=0.5, help="detected-entity sampling rate")
+    p.add_argument("--q-s", type=rate_type, default=1.0, help="extended-entity sampling rate")
+    p.add_argument("--z", type=positive_type, help="noise multiplier (std / sensitivity)")
+    p.add_argument("--rounds", type=int_type(1), required=True, help="federated rounds T")
+    p.add_argument("--delta", type=positive_type, default=1e-5, help="target delta")
+    p.add_argument("--entity-users", type=int, default=1, metavar="K",
+                   help="protected entities are held by at most K users besides the user")

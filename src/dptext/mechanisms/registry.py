@@ -1,0 +1,85 @@
+"""The mechanism registry: names to classes, their declared parameters, and the factory.
+
+A name is registered once: registering a second class under a taken name is an error unless
+``force=True`` (after Opacus' accountant registry), so a third-party mechanism cannot silently
+replace a built-in one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from dptext.errors import DPTextError
+
+if TYPE_CHECKING:
+    from dptext.mechanisms.base import Mechanism
+
+REQUIRED = "<required>"
+_REGISTRY: dict[str, type[Mechanism]] = {}
+
+
+def register(cls: type[Mechanism] | None = None, *, force: bool = False):
+    """Class decorator: make ``cls`` available as ``dptext.mechanism(cls.name, ...)``.
+
+    ``@register`` or ``@register(force=True)`` (replace a registered name deliberately).
+    """
+
+    def add(klass: type[Mechanism]) -> type[Mechanism]:
+        name = getattr(klass, "name", None)
+        if not isinstance(name, str) or not name:
+            raise DPTextError(f"{klass.__name__} needs a class attribute `name` to be registered")
+        taken = _REGISTRY.get(name)
+        if taken is not None and taken is not klass and not force:
+            raise DPTextError(
+                f"mechanism name {name!r} is already registered by {taken.__module__}."
+                f"{taken.__qualname__}; pass force=True to replace it"
+            )
+        _REGISTRY[name] = klass
+        return klass
+
+    return add if cls is None else add(cls)
+
+
+def unregister(name: str) -> None:
+    """Remove a registered name (for tests and plugins that registered one)."""
+    _REGISTRY.pop(name, None)
+
+
+def registered() -> dict[str, type[Mechanism]]:
+    """Every registered mechanism by name (importing the built-in ones first)."""
+    import dptext.mechanisms  # noqa: F401  (registers the built-in mechanisms)
+
+    return dict(sorted(_REGISTRY.items()))
+
+
+def parameters(cls: type[Mechanism]) -> dict[str, Any]:
+    """Keyword parameters of a mechanism (its own and those it passes on) and their defaults;
+    a parameter without a default maps to :data:`REQUIRED`."""
+    out: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass is object:
+            continue
+        for n, p in inspect.signature(klass.__init__).parameters.items():
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and n not in out:
+                out[n] = p.default if p.default is not inspect.Parameter.empty else REQUIRED
+    return out
+
+
+def mechanism(name: str, **params: Any) -> Mechanism:
+    """Build a registered mechanism by name, e.g. ``mechanism("custext", epsilon=2, k=20)``."""
+    table = registered()
+    if name not in table:
+        raise DPTextError(f"unknown mechanism {name!r}; available: {', '.join(table)}")
+    cls = table[name]
+    accepted = parameters(cls)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise DPTextError(
+            f"unknown parameter {unknown[0]!r} for mechanism {name!r}; "
+            f"accepted: {', '.join(accepted)}"
+        )
+    missing = [n for n, d in accepted.items() if d == REQUIRED and n not in params]
+    if missing:
+        raise DPTextError(f"mechanism {name!r} needs parameter {missing[0]!r}")
+    return cls(**params)

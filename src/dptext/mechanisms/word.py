@@ -1,0 +1,380 @@
+"""The word-level pipeline: split a text into words and glue, look each word up in an embedding
+space, draw replacements for all words of a batch in one vectorized call, and account for every
+token in a :class:`~dptext.accounting.report.PrivacyReport`.
+
+A word mechanism declares which of its keyword parameters change its fitted tables
+(``table_parameters``) and which do not (``runtime_parameters``); the cache key of the fitted
+tables is derived from the first set, and a test checks that every keyword parameter of every
+registered word mechanism is in exactly one of them - so a new mechanism cannot forget one and
+silently reuse tables fitted with another value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from abc import abstractmethod
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.report import PrivacyReport
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.io import atomic_write
+from dptext.mechanisms.base import Mechanism, Result
+from dptext.rng import RngLike, as_generator
+from dptext.text import (
+    apply_case,
+    count_punctuation,
+    normalize_word,
+    resolve_stopwords,
+    split_words,
+)
+from dptext.validation import check_bool, check_choice, check_epsilon, check_words
+
+OOV_POLICIES = ("placeholder", "sample", "keep")
+_KEPT = TokenGuarantee(GuaranteeKind.NONE)
+_OOV_REPLACED = TokenGuarantee(
+    GuaranteeKind.INDEPENDENT,
+    scope="out-of-vocabulary words (reveals only that the word was out of vocabulary)",
+)
+# Bump when a mechanism's fitted tables change meaning: cached tables of older code are ignored.
+TABLE_FORMAT = 2
+# Keyword parameters of WordMechanism itself that never change the fitted tables.
+PIPELINE_PARAMETERS = frozenset({"space", "keep_stopwords", "stopwords", "oov", "placeholder"})
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "none"
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON-stable form of a parameter value for the cache key."""
+    if isinstance(value, dict):
+        return sorted((str(k), _canonical(v)) for k, v in value.items())
+    if isinstance(value, set | frozenset):
+        return sorted(_canonical(v) for v in value)
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
+
+
+class WordMechanism(Mechanism):
+    """A mechanism that replaces each word by a draw over an embedding space's vocabulary.
+
+    Subclasses implement ``_fit_tables`` (precomputation, returned as arrays so it can be
+    saved), ``_sample(rows, rng)`` (vectorized over all tokens of a batch), ``guarantee`` and,
+    where computable, ``distribution``.
+
+    Every token is accounted for: punctuation is kept (reason ``punctuation``); stopwords are
+    privatized unless ``keep_stopwords`` (then kept, reason ``stopword``); out-of-vocabulary
+    words follow ``oov``: ``"placeholder"`` (default; replaced by ``placeholder``, output
+    independent of the word), ``"sample"`` (a uniform draw from the output vocabulary, also
+    independent of the word) or ``"keep"`` (released verbatim, reported as unprotected).
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        space: EmbeddingSpace | None = None,
+        keep_stopwords: bool = False,
+        stopwords: Iterable[str] | None = None,
+        oov: str = "placeholder",
+        placeholder: str = "[UNK]",
+    ) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        if space is not None and not isinstance(space, EmbeddingSpace):
+            raise DPTextError("space must be an EmbeddingSpace (or None for the default space)")
+        self.space = space
+        self.keep_stopwords = check_bool(keep_stopwords, "keep_stopwords")
+        self.stopwords = resolve_stopwords(None if stopwords is None
+                                           else check_words(stopwords, "stopwords"))
+        self.oov = check_choice(oov, "oov", OOV_POLICIES)
+        self.placeholder = str(placeholder)
+        self._tables: dict[str, np.ndarray] | None = None
+        self._lookup_cache: dict[str, int] = {}
+
+    # ------------------------------------------------------------- fitting
+    #: keyword parameters the fitted tables depend on (the cache key); each must be stored
+    #: under its own name as an attribute of the instance
+    table_parameters: ClassVar[frozenset[str]] = frozenset({"epsilon"})
+    #: keyword parameters that do not change the tables (besides ``PIPELINE_PARAMETERS``)
+    runtime_parameters: ClassVar[frozenset[str]] = frozenset()
+    capabilities: ClassVar[frozenset[str]] = frozenset({"sample_rows"})
+
+    #: where a table parameter is stored under another attribute name, and the cache-key name
+    #: a parameter has kept from older versions (so existing cached tables stay valid)
+    table_attributes: ClassVar[dict[str, str]] = {}
+    table_key_names: ClassVar[dict[str, str]] = {}
+
+    def _table_params(self) -> dict[str, Any]:
+        """The values of ``table_parameters`` (the space enters the key by its fingerprint)."""
+        return {self.table_key_names.get(n, n):
+                _canonical(getattr(self, self.table_attributes.get(n, n)))
+                for n in sorted(self.table_parameters)}
+
+    @abstractmethod
+    def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]: ...
+
+    def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
+        self._tables = tables
+        self._token_guarantee = self.guarantee  # fixed once fitted; every report shares it
+
+    def _cache_path(self, space: EmbeddingSpace) -> Path:
+        from dptext.resources import cache_dir
+
+        key = json.dumps(
+            {
+                "mechanism": self.name, "space": space.fingerprint(),
+                "tables": TABLE_FORMAT, "wordfreq": _version("wordfreq"),
+                **self._table_params(),
+            },
+            sort_keys=True,
+        )
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return cache_dir() / "fitted" / f"{self.name}-{digest}.npz"
+
+    #: how long a fit takes on 2 cores for the default space (for the message before it)
+    fit_estimate: ClassVar[str | None] = None
+
+    def preparation_note(self) -> str | None:
+        if self._tables is not None:
+            return None
+        from dptext.resources import default_space_path
+
+        if self.space is None and not default_space_path().is_file():
+            return ("building the default 50k-word space from the packaged MiniLM encoder: "
+                    "about 2.5 min, cached afterwards")
+        if self._cache_path(self.resolved_space()).is_file():
+            return None
+        estimate = f": {self.fit_estimate}" if self.fit_estimate else ""
+        return f"fitting {self.name} tables for eps={self.epsilon:g}{estimate}, cached afterwards"
+
+    def fit(self, *, cache: bool = True, progress: bool = False) -> WordMechanism:
+        """Precompute the sampling tables (once; cached on disk under the space fingerprint)."""
+        if self.space is None:
+            from dptext.resources import default_space
+
+            self.space = default_space(progress=progress)
+        path = self._cache_path(self.space) if cache else None
+        if path is not None and path.is_file():
+            with np.load(path, allow_pickle=False) as z:
+                self._use_tables({k: z[k] for k in z.files})
+        else:
+            tables = self._fit_tables(self.space)
+            if path is not None:
+                self.save(path, tables)
+            self._use_tables(tables)
+        self._lookup_cache = {}
+        return self
+
+    def save(self, path: str | os.PathLike, tables: dict[str, np.ndarray] | None = None) -> Path:
+        """Write the fitted tables to ``path`` (atomically)."""
+        tables = tables if tables is not None else self._tables
+        if tables is None:
+            raise DPTextError(f"{self.name}: fit() before save()")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path, "wb") as f:
+            np.savez(f, **tables)
+        return path
+
+    def load(self, path: str | os.PathLike) -> WordMechanism:
+        """Use tables written by :meth:`save` (for the same space and parameters)."""
+        if self.space is None:
+            from dptext.resources import default_space
+
+            self.space = default_space()
+        with np.load(path, allow_pickle=False) as z:
+            self._use_tables({k: z[k] for k in z.files})
+        return self
+
+    @property
+    def is_fitted(self) -> bool:
+        return self._tables is not None
+
+    def fitted_space(self) -> EmbeddingSpace:
+        """The embedding space, fitting the tables first if needed."""
+        if self._tables is None:
+            self.fit()
+        return self.space
+
+    _fitted_space = fitted_space  # the name older code used
+
+    def resolved_space(self) -> EmbeddingSpace:
+        """The embedding space without fitting any table (loads the default space if unset):
+        what a guarantee that depends only on the space's geometry needs."""
+        if self.space is None:
+            from dptext.resources import default_space
+
+            self.space = default_space(progress=False)
+        return self.space
+
+    def sample_rows(self, rows: np.ndarray, rng: RngLike = None) -> np.ndarray:
+        """Output vocabulary rows for input vocabulary rows, one independent draw each (the
+        vectorized core of :meth:`privatize_batch`, for evaluation and attacks that work on
+        rows instead of text)."""
+        space = self.fitted_space()
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and (rows.min() < 0 or rows.max() >= len(space)):
+            raise DPTextError(f"rows must be vocabulary rows in [0, {len(space)})")
+        if rows.size == 0:
+            return rows.copy()
+        return self._sample(rows.ravel(), as_generator(rng)).reshape(rows.shape)
+
+    # ---------------------------------------------------------- sampling
+    @abstractmethod
+    def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Output rows for input rows (all tokens of a batch at once)."""
+
+    def _output_rows(self) -> np.ndarray | None:
+        """Rows the mechanism may output (None: the whole vocabulary)."""
+        return None
+
+    def _protected(self, rows: np.ndarray) -> np.ndarray | None:
+        """Mask of input rows that get the guarantee (None: all). SanText+ overrides."""
+        return None
+
+    def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
+        """Exact output distribution of ``word``: (candidate words, probabilities)."""
+        raise NotImplementedError(f"{self.name} has no closed-form output distribution")
+
+    # ------------------------------------------------------------ pipeline
+    def _vocab_objects(self) -> np.ndarray:
+        """The vocabulary as a numpy object array (fancy-indexed when rendering outputs)."""
+        if getattr(self, "_vocab_array", None) is None or len(self._vocab_array) != len(self.space):
+            self._vocab_array = np.array(self.space.words, dtype=object)
+        return self._vocab_array
+
+    def _classify(self, word: str) -> int:
+        """Row to privatize (>= 0), -2 for a kept stopword, -1 for out-of-vocabulary."""
+        key = normalize_word(word)
+        if self.keep_stopwords and key in self.stopwords:
+            return -2
+        return self.space.index.get(key, -1)
+
+    def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
+        """Privatize many texts with one vectorized draw over all their tokens."""
+        space = self._fitted_space()
+        gen = as_generator(rng)
+        cache = self._lookup_cache
+        parts_of, codes_of = [], []
+        for text in texts:
+            if not isinstance(text, str):
+                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+            parts = split_words(text)
+            words = parts[1::2]
+            codes = list(map(cache.get, words))
+            if None in codes:
+                for j, w in enumerate(words):
+                    if codes[j] is None:
+                        codes[j] = cache[w] = self._classify(w)
+            parts_of.append(parts)
+            codes_of.append(codes)
+        flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
+        originals = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
+        words = np.array(originals, dtype=object)  # output words, filled in below
+        lower = np.fromiter(map(str.islower, originals), dtype=bool, count=len(originals))
+        lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
+        text_of = np.repeat(np.arange(len(texts)), lengths)
+        vocab = self._vocab_objects()
+
+        def render(positions: np.ndarray, rows: np.ndarray) -> None:
+            words[positions] = vocab[rows]  # lower-case originals need nothing more
+            cased = ~lower[positions]
+            words[positions[cased]] = [
+                apply_case(vocab[i], originals[p])
+                for p, i in zip(positions[cased].tolist(), rows[cased].tolist(), strict=True)
+            ]
+
+        in_vocab = np.flatnonzero(flat >= 0)
+        rows = flat[in_vocab]
+        protected = self._protected(rows)
+        if len(rows):
+            render(in_vocab, self._sample(rows, gen))
+        oov = np.flatnonzero(flat == -1)
+        if len(oov) and self.oov == "sample":
+            allowed = self._output_rows()
+            draws = gen.integers(0, len(space) if allowed is None else len(allowed), len(oov))
+            render(oov, draws if allowed is None else allowed[draws])
+        elif len(oov) and self.oov == "placeholder":
+            words[oov] = self.placeholder
+
+        def per_text(mask: np.ndarray) -> list[int]:
+            return np.bincount(text_of[mask], minlength=len(texts)).tolist()
+
+        unprotected_mask = np.zeros(len(flat), dtype=bool)
+        if protected is not None:
+            unprotected_mask[in_vocab[~protected]] = True
+        n_priv = per_text((flat >= 0) & ~unprotected_mask)
+        n_unprot = per_text(unprotected_mask)
+        n_stop = per_text(flat == -2)
+        n_oov = per_text(flat == -1)
+        results = []
+        ends = np.cumsum(lengths).tolist()
+        start = 0
+        for t, (parts, end) in enumerate(zip(parts_of, ends, strict=True)):
+            parts[1::2] = words[start:end].tolist()
+            start = end
+            report = self._report(
+                n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
+                n_oov=n_oov[t], n_punct=count_punctuation(parts[0::2]),
+            )
+            results.append(Result("".join(parts), report))
+        return results
+
+    def word_kinds(self, words: Sequence[str]) -> list[str]:
+        """What the pipeline does with each word, for displays that mark tokens:
+        ``"privatized"`` (drawn by the mechanism; the draw may equal the word),
+        ``"stopword"`` (kept verbatim), ``"oov"`` (out of vocabulary: the ``oov`` policy) or
+        ``"non_sensitive"`` (SanText+: kept verbatim with probability 1 - p)."""
+        self.fitted_space()
+        codes = [self._classify(w) for w in words]
+        rows = np.array([c for c in codes if c >= 0], dtype=np.int64)
+        protected = self._protected(rows) if len(rows) else None
+        kinds, k = [], 0
+        for c in codes:
+            if c == -2:
+                kinds.append("stopword")
+            elif c == -1:
+                kinds.append("oov")
+            else:
+                kinds.append("privatized" if protected is None or protected[k]
+                             else "non_sensitive")
+                k += 1
+        return kinds
+
+    def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
+                n_punct: int) -> PrivacyReport:
+        guarantee = self._token_guarantee
+        events = [
+            TokenEvent(guarantee, n_priv, "mechanism"),
+            TokenEvent(_KEPT, n_punct, "punctuation"),
+            TokenEvent(_KEPT, n_stop, "stopword"),
+            TokenEvent(_KEPT, n_unprotected, "non_sensitive"),
+        ]
+        if self.oov == "keep":
+            events.append(TokenEvent(_KEPT, n_oov, "oov"))
+        else:
+            events.append(TokenEvent(_OOV_REPLACED, n_oov, f"oov_{self.oov}"))
+        return PrivacyReport(self.name, guarantee, [e for e in events if e.count])
+
+    # ------------------------------------------------------------- display
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon:g})"

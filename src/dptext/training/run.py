@@ -1,0 +1,370 @@
+"""A whole training run as the command line does it, callable from Python: load and detect the
+corpus, hold out a tenth of the users, build the task (LSTM, packaged SmolLM2 or a local causal
+LM, MiniLM classifier), train, stop on divergence, and write ``metrics.json`` and
+``checkpoint.pt``.
+
+    >>> from dptext.training.run import TrainJob
+    >>> job = TrainJob(algo="uedp", data="dataset:house_of_commons", rounds=5, z=1.0)
+    >>> summary = job.run("out/")
+
+Every argument is checked in :meth:`TrainJob.validate` before any data is read or any entity
+is detected (``run`` calls it first).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dptext.errors import DPTextError
+from dptext.validation import (
+    check_choice,
+    check_delta,
+    check_int,
+    check_positive,
+    check_probability,
+)
+
+LSTM = "lstm"
+SMOLLM2 = "smollm2"
+ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid")
+DETECTORS = ("spacy", "presidio", "both")
+# Defaults that depend on the model: words per sentence / sub-word tokens, local learning rate,
+# users trained at once (a causal LM's logits over its 49k-token vocabulary take ~0.6 GB per
+# user of 32 sentences).
+MODEL_DEFAULTS = {LSTM: {"max_len": 24, "local_lr": 1.0, "users_per_chunk": 16},
+                  "causal": {"max_len": 32, "local_lr": 0.02, "users_per_chunk": 4}}
+# A run whose held-out loss (nats) grows by more than this over the first round's is stopped:
+# log(100), perplexity multiplied by 100.
+DIVERGENCE_NATS = math.log(100.0)
+
+
+@dataclass
+class TrainJob:
+    """The settings of one run (the options of ``dptext train``; ``None``: the model's default)."""
+
+    algo: str
+    data: str
+    rounds: int
+    task: str = "nwp"
+    model: str = LSTM
+    trainable_blocks: int | None = None
+    categories: list[str] | None = None
+    detector: str = "spacy"
+    synthetic_users: int | None = None
+    user_field: str = "user"
+    text_field: str = "text"
+    limit: int | None = None
+    seed: int | None = None
+    q_u: float = 0.05
+    q_e: float = 0.5
+    q_s: float = 1.0
+    z: float | None = None
+    epsilon: float | None = None
+    delta: float = 1e-5
+    entity_users: int = 1
+    beta: float = 0.5
+    local_steps: int = 2
+    local_lr: float | None = None
+    server_lr: float = 1.0
+    max_sentences: int = 32
+    users_per_chunk: int | None = None
+    vocab_size: int = 2000
+    max_len: int | None = None
+    progress: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ checks
+    @property
+    def model_kind(self) -> str:
+        return LSTM if self.model == LSTM else "causal"
+
+    @property
+    def private(self) -> bool:
+        return self.algo in ("uedp", "uedp-naive", "userdp")
+
+    def validate(self) -> TrainJob:
+        """Check every setting (no data is read); fill in the model's defaults."""
+        check_choice(self.algo, "--algo", ALGOS)
+        check_choice(self.task, "--task", ("nwp", "cls"))
+        check_choice(self.detector, "--detector", DETECTORS)
+        check_int(self.rounds, "--rounds", minimum=1)
+        if self.model == LSTM:
+            if self.trainable_blocks is not None:
+                raise DPTextError("--trainable-blocks needs --model smollm2 or a causal LM "
+                                  "directory")
+        else:
+            if self.task != "nwp":
+                raise DPTextError("--model applies to --task nwp only")
+            if self.model != SMOLLM2 and not Path(self.model).is_dir():
+                raise DPTextError(f"--model: expected {LSTM}, {SMOLLM2} or a local causal LM "
+                                  f"directory, got {self.model!r}")
+            if self.trainable_blocks is not None:
+                check_int(self.trainable_blocks, "--trainable-blocks", minimum=0)
+        for key, value in MODEL_DEFAULTS[self.model_kind].items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+        for key in ("max_len", "users_per_chunk", "local_steps", "max_sentences"):
+            check_int(getattr(self, key), f"--{key.replace('_', '-')}", minimum=1)
+        check_int(self.vocab_size, "--vocab-size", minimum=2)
+        check_int(self.entity_users, "--entity-users", minimum=0)
+        for key in ("local_lr", "server_lr", "beta"):
+            check_positive(getattr(self, key), f"--{key.replace('_', '-')}")
+        for key in ("q_u", "q_e", "q_s"):
+            check_probability(getattr(self, key), f"--{key.replace('_', '-')}")
+        check_delta(self.delta, "--delta")
+        if self.limit is not None:
+            check_int(self.limit, "--limit", minimum=1)
+        if self.synthetic_users is not None:
+            check_int(self.synthetic_users, "--synthetic-users", minimum=1)
+        if self.private:
+            if self.z is None and self.epsilon is None:
+                raise DPTextError("give --epsilon (and --delta) or --z for a private algorithm")
+            if self.z is not None and self.epsilon is not None:
+                raise DPTextError("give --epsilon or --z, not both")
+            if self.z is not None:
+                check_positive(self.z, "--z")
+            if self.epsilon is not None:
+                check_positive(self.epsilon, "--epsilon")
+        if not self.data.startswith("dataset:") and not Path(self.data).is_file():
+            raise DPTextError(f"--data: no such file: {self.data}")
+        if self.data.startswith("dataset:"):
+            from dptext.datasets import dataset_names
+
+            name = self.data.split(":", 1)[1]
+            if name not in dataset_names():
+                raise DPTextError(f"unknown dataset {name!r}; packaged: "
+                                  f"{', '.join(dataset_names())}")
+        return self
+
+    def config(self):
+        """The round loop's :class:`~dptext.training.trainer.TrainConfig` (z calibrated to
+        ``epsilon`` by the accountant when a target epsilon is given)."""
+        from dptext.accounting.uedp import calibrate_z
+        from dptext.training.trainer import TrainConfig
+
+        config = TrainConfig(algo=self.algo, rounds=self.rounds, q_u=self.q_u, q_e=self.q_e,
+                             q_s=self.q_s, z=self.z or 1.0, beta=self.beta,
+                             entity_users=self.entity_users, delta=self.delta,
+                             local_steps=self.local_steps, local_lr=self.local_lr,
+                             server_lr=self.server_lr, max_sentences=self.max_sentences,
+                             max_len=self.max_len, users_per_chunk=self.users_per_chunk,
+                             seed=self.seed)
+        if config.privacy() is not None and self.epsilon is not None:
+            config.z = calibrate_z(config.privacy(), self.rounds, self.epsilon, self.delta)
+        return config
+
+    # --------------------------------------------------------------- run
+    def run(self, output: str | Path, *,
+            on_round: Callable[[dict], None] | None = None) -> dict:
+        """Train and write ``metrics.json`` and ``checkpoint.pt`` into ``output`` (created if
+        missing); returns the summary that ``metrics.json`` holds."""
+        import torch
+
+        from dptext.io import atomic_write
+        from dptext.training.trainer import train
+
+        self.validate()
+        out = Path(output)
+        if out.exists() and not out.is_dir():
+            raise DPTextError(f"--output exists and is not a directory: {out}")
+        out.mkdir(parents=True, exist_ok=True)
+        config = self.config()
+        corpus, spans = load_corpus(self, split=self.task == "nwp")
+        if self.algo == "deid":
+            corpus = corpus.deidentified(spans)
+        rng = np.random.default_rng(self.seed)
+        order = rng.permutation(corpus.n_users)
+        test_users = order[: max(1, corpus.n_users // 10)]
+        is_test = np.isin(corpus.sentence_user, test_users)
+        rows, task, extra = self._task_rows(corpus, is_test)
+        train_corpus = without_users(corpus, is_test)
+        guard = DivergenceGuard(config)
+        # a pretrained model's held-out metrics before any round (the baseline fine-tuning moves)
+        pretrained = None if self.model == LSTM else task.evaluate(task.init())
+
+        def each_round(row: dict) -> None:
+            guard.check(row)
+            if on_round is not None:
+                on_round(row)
+
+        summary = {"config": asdict(config), "task": self.task, "model": self.model,
+                   **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks}),
+                   **({} if pretrained is None else {"pretrained": pretrained}),
+                   "users": train_corpus.n_users, "test_users": len(test_users)}
+        summary.update(wide_entities(train_corpus, config))
+        try:
+            params, metrics = train(train_corpus, select_rows(rows, ~is_test), task, config,
+                                    each_round)
+        except Diverged as err:
+            summary["rounds"] = err.metrics
+            summary["stopped"] = str(err)
+            with atomic_write(out / "metrics.json") as f:
+                json.dump(summary, f, indent=1)
+            raise DPTextError(f"{err} (metrics so far in {out / 'metrics.json'})") from None
+        summary["rounds"] = metrics
+        with atomic_write(out / "metrics.json") as f:
+            json.dump(summary, f, indent=1)
+        with atomic_write(out / "checkpoint.pt", "wb") as f:
+            torch.save({"params": params, "config": asdict(config), "task": self.task, **extra},
+                       f)
+        return summary
+
+    def _task_rows(self, corpus, is_test):
+        """Per-sentence training rows and the task object (next-word LSTM or causal LM, or
+        MiniLM classifier), the task evaluating on the sentences of ``is_test``."""
+        import torch
+
+        from dptext.training import tasks
+
+        test = torch.as_tensor(is_test)
+        if self.task == "nwp" and self.model != LSTM:
+            task, path = self._causal_task()
+            rows = task.rows(corpus.sentences, progress=self.progress)
+            task.test = rows[test]
+            return rows, task, {"model": path, "trainable_blocks": task.blocks,
+                                "start_token_id": task.start_id}
+        if self.task == "nwp":
+            from dptext.training.vocab import Vocabulary
+
+            vocab = Vocabulary.public(self.vocab_size)
+            rows = vocab.encode(corpus.sentences, self.max_len)
+            return rows, tasks.NextWordTask(len(vocab), rows[test]), {"vocab": list(vocab.words)}
+        if corpus.labels is None or any(label is None for label in corpus.labels):
+            raise DPTextError("--task cls needs a label for every text (field 'label')")
+        classes = sorted(set(corpus.labels))
+        labels = torch.tensor([classes.index(label) for label in corpus.labels])
+        rows = tasks.classification_rows(tasks.minilm_embeddings(list(corpus.sentences)), labels)
+        task = tasks.ClassificationTask(rows.shape[1] - 1, len(classes), rows[test])
+        return rows, task, {"classes": classes}
+
+    def _causal_task(self):
+        """The pretrained causal LM (packaged SmolLM2 or a local AutoModelForCausalLM dir)."""
+        from dptext.lm.loading import default_causal_dir, load_model
+        from dptext.training.causal_lm import CausalLMTask
+
+        if self.trainable_blocks is None:
+            self.trainable_blocks = 2
+        path = (str(default_causal_dir(progress=self.progress)) if self.model == SMOLLM2
+                else self.model)
+        model, tokenizer = load_model(path, causal=True)
+        return CausalLMTask(model, tokenizer, blocks=self.trainable_blocks,
+                            max_len=self.max_len), path
+
+
+# ------------------------------------------------------------------ pieces
+def load_corpus(job, *, split: bool = True):
+    """The user corpus of ``job.data`` with its detected entities (and the detected spans)."""
+    from dptext.detect import detector
+    from dptext.training.corpus import RawCorpus, build_corpus, read_user_file
+
+    source = job.data
+    if source.startswith("dataset:"):
+        from dptext.datasets import load_dataset
+
+        ds = load_dataset(source.split(":", 1)[1], split="all")
+        raw = RawCorpus(ds.texts, ds.authors or [""] * len(ds.texts), ds.labels)
+    else:
+        if not Path(source).exists():
+            raise DPTextError(f"no such file: {source}")
+        raw = read_user_file(source, user_field=job.user_field, text_field=job.text_field)
+    if job.limit:
+        raw = RawCorpus(raw.texts[: job.limit], raw.users[: job.limit],
+                        None if raw.labels is None else raw.labels[: job.limit])
+    return build_corpus(raw, detector(job.categories, job.detector), split=split,
+                        synthetic=job.synthetic_users, rng=np.random.default_rng(job.seed))
+
+
+def select_rows(rows, mask):
+    """The rows of the sentences in ``mask`` (lazily for causal_lm.PrefixRows)."""
+    import torch
+
+    from dptext.training.causal_lm import PrefixRows
+
+    return rows.subset(mask) if isinstance(rows, PrefixRows) else rows[torch.as_tensor(mask)]
+
+
+def without_users(corpus, drop_mask):
+    """The corpus without the sentences in ``drop_mask`` and without users left with none."""
+    from dptext.training.corpus import UserCorpus
+
+    keep = np.flatnonzero(~drop_mask)
+    kept_users, owner = np.unique(corpus.sentence_user[keep], return_inverse=True)
+    return UserCorpus(tuple(corpus.users[u] for u in kept_users),
+                      tuple(corpus.sentences[i] for i in keep), owner,
+                      corpus.entity_keys, corpus.entity_categories,
+                      tuple(corpus.sentence_entities[i] for i in keep),
+                      None if corpus.labels is None else tuple(corpus.labels[i] for i in keep))
+
+
+def wide_entities(corpus, config) -> dict:
+    """Entities held by more than K users, and the epsilon that really holds for them: the
+    run's noise std is z * beta * S_K, so for an entity held by M > K other users the noise
+    multiplier is z * S_K / S_M at the sampling rate of M holders (computed by the accountant;
+    docs/uedp.md)."""
+    spread = corpus.entity_users()
+    privacy = config.privacy()
+    # conservatively, every holder of the entity counts as another holder
+    wide = int((spread > config.entity_users).sum()) if len(spread) else 0
+    out: dict[str, Any] = {"entities_held_by_more_than_K_users": wide}
+    if wide and privacy is not None and config.algo != "userdp":
+        most = int(spread.max())
+        wider = privacy.for_entity_users(most)
+        eps = wider.epsilon(config.rounds, config.delta)
+        out["wide_entities"] = {
+            "most_other_holders": most, "noise_multiplier": wider.z,
+            "epsilon": eps, "delta": config.delta,
+            "note": (f"{wide} detected entities are held by more than K={config.entity_users} "
+                     f"other users (at most {most}); for them this run is ({eps:.4g}, "
+                     f"{config.delta:g})-DP (noise multiplier z*S_K/S_M = {wider.z:.4g}), "
+                     f"not the epsilon printed for K"),
+        }
+    return out
+
+
+class Diverged(DPTextError):
+    def __init__(self, message: str, metrics: list[dict]) -> None:
+        super().__init__(message)
+        self.metrics = metrics
+
+
+class DivergenceGuard:
+    """Stops a run whose held-out loss is not finite or grows by more than ``DIVERGENCE_NATS``
+    over the first round's (perplexity x100), with the likely cause: for a private run, the
+    noise norm against the clipped signal; otherwise the learning rate."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.first: float | None = None
+        self.seen: list[dict] = []
+
+    def check(self, row: dict) -> None:
+        self.seen.append(row)
+        loss = row.get("loss")
+        if loss is None:
+            return
+        if self.first is None and math.isfinite(loss):
+            self.first = loss
+        bad = not math.isfinite(loss) or (self.first is not None
+                                          and loss - self.first > DIVERGENCE_NATS)
+        if not bad:
+            return
+        c = self.config
+        if c.privacy() is not None:
+            std = c.z * c.beta * c.privacy().sensitivity_factor
+            cause = (f"the noise (std {std:.3g} per coordinate, divided by q_u*|U|) swamps the "
+                     f"clipped signal (norm <= beta = {c.beta:g} per user): use more users, a "
+                     f"larger q_u, fewer rounds, or a smaller --local-lr/--server-lr "
+                     f"({c.local_lr:g}/{c.server_lr:g})")
+        else:
+            cause = (f"the learning rate is likely too high (--local-lr {c.local_lr:g}, "
+                     f"--server-lr {c.server_lr:g})")
+        raise Diverged(f"training diverged at round {row['round']}: held-out loss {loss:.4g} "
+                       f"(first round {self.first if self.first is not None else 'n/a'}); "
+                       f"{cause}", list(self.seen))
