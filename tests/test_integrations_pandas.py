@@ -72,8 +72,29 @@ def test_bad_input(df, space_path):
     with pytest.raises(DPTextError, match="no column 'body'"):
         privatize_frame(df, ["body"], space=space_path)
     with pytest.raises(DPTextError, match="expected text"):
-        privatize_frame(df, ["n"], mechanism="custext", space=space_path)
+        privatize_frame(df, ["n"], mechanism="custext", k=3, space=space_path)
     with pytest.raises(DPTextError, match="DataFrame"):
         privatize_frame({"note": ["x"]}, ["note"])
     with pytest.raises(DPTextError, match="at least one column"):
         privatize_frame(df, [], space=space_path)
+
+
+
+def test_a_real_ledger_charges_units_and_withholds_over_budget_rows(space_path, tmp_path):
+    ledger_mod = pytest.importorskip("dptext.ledger")
+    ledger = ledger_mod.Ledger(tmp_path / "ledger.sqlite", secret="a test secret, 16+ bytes")
+    ledger.set_budget("clinic", "notes", 5.0)
+    df = pd.DataFrame({"note": ["Alice met Bob.", "the sky", "Kim met Ash.", "a visit"],
+                       "user": ["u1", "u2", "u2", "u1"]})
+    rel = privatize_frame(df, ["note"], mechanism="custext", epsilon=2, k=3, space=space_path,
+                          unit_column="user", ledger=ledger, owner="clinic",
+                          dataset_name="notes", rng=0)
+    # per row 2-DP per word: u1 6 (over the 5-DP budget: withheld), then 4; u2 4, then 6 (over)
+    assert rel.withheld == [0, 2]
+    assert rel.data["note"].isna().tolist() == [True, False, True, False]
+    spent = {u: ledger.spent(u, owner="clinic", dataset="notes") for u in ("u1", "u2")}
+    assert spent["u1"].epsilon_basic == pytest.approx(4.0) and spent["u1"].pending == 0
+    assert spent["u2"].epsilon_basic == pytest.approx(4.0) and spent["u2"].withheld == 1
+    assert rel.report.records == 2 and rel.report.epsilon == pytest.approx(8.0)
+    assert rel.units["u1"].epsilon == pytest.approx(4.0)
+    ledger.verify()

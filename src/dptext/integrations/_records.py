@@ -17,7 +17,8 @@ from typing import Any
 
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import Mechanism, RngLike
+from dptext.mechanisms.base import Mechanism
+from dptext.rng import RngLike
 
 
 @dataclass

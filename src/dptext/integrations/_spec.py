@@ -17,8 +17,6 @@ from typing import Any
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism
 
-TARGET_OPTIONS = ("entities", "detector", "pattern_policy", "surrogate_epsilon", "consistent",
-                  "placeholder")
 _BUILT: dict[str, Mechanism] = {}
 
 

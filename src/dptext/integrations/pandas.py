@@ -25,7 +25,8 @@ from dptext.integrations._records import (
     privatize_records,
 )
 from dptext.integrations._spec import resolve, targeting
-from dptext.mechanisms.base import Mechanism, RngLike, as_generator
+from dptext.mechanisms.base import Mechanism
+from dptext.rng import RngLike, as_generator
 
 __all__ = ["privatize_frame"]
 

@@ -37,10 +37,11 @@ from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.detect.categories import PRESIDIO_TO_CATEGORY
 from dptext.errors import DPTextError
 from dptext.integrations._spec import MechanismSpec
-from dptext.mechanisms.base import Result, check_epsilon
+from dptext.mechanisms.base import Result
 from dptext.targeted.mechanism import count_tokens
 from dptext.targeted.report import TargetedReport
 from dptext.targeted.spans import Span
+from dptext.validation import check_epsilon
 
 PATTERN_ONLY = ("placeholder", "surrogate")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)

@@ -30,18 +30,13 @@ from dptext.detect.categories import (
 )
 from dptext.detect.entities import BACKENDS, EntityDetector
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import (
-    Mechanism,
-    Result,
-    RngLike,
-    as_generator,
-    check_choice,
-    check_epsilon,
-)
+from dptext.mechanisms.base import Mechanism, Result
+from dptext.rng import RngLike, as_generator
 from dptext.targeted.report import TargetedReport
 from dptext.targeted.spans import Span, is_pattern, merge_spans, outside
 from dptext.targeted.surrogates import SURROGATE_SETS, placeholder_guarantee
 from dptext.text import count_punctuation, split_words
+from dptext.validation import check_choice, check_epsilon
 
 CONSISTENCY = ("none", "document", "unit")
 PATTERN_POLICIES = ("placeholder", "surrogate")
