@@ -57,7 +57,8 @@ class GridConfig:
     attribute_test: int | None = 400
     encoder: str = "minilm"
     lm_texts: int | None = 100
-    lm_model: str | None = None  # None: the packaged SmolLM2-135M
+    lm_model: str | None = None  # None: the packaged LM of lm_kind
+    lm_kind: str = "causal"  # lm_inference attack: "causal" (SmolLM2) or "masked" (minilm-mlm)
     classifier: str = "logreg"
     baselines: bool = True
 
@@ -68,6 +69,8 @@ class GridConfig:
         if self.classifier not in CLASSIFIERS:
             raise DPTextError(f"unknown classifier {self.classifier!r}; choose from "
                               f"{', '.join(CLASSIFIERS)}")
+        if self.lm_kind not in ("causal", "masked"):
+            raise DPTextError(f"lm_kind must be causal or masked, got {self.lm_kind!r}")
         if not self.mechanisms:
             raise DPTextError("no mechanism to evaluate")
         for name in self.mechanisms:
@@ -164,11 +167,13 @@ class _Context:
         return minilm_dir()
 
     def lm(self):
-        """(causal LM, tokenizer) of the LM inference attack, loaded once per run."""
+        """(LM, tokenizer) of the LM inference attack (``lm_kind``), loaded once per run."""
         if self._lm is None:
             from dptext.lm.loading import load_model, resolve_model
 
-            self._lm = load_model(resolve_model(self.config.lm_model, causal=True), causal=True)
+            causal = self.config.lm_kind == "causal"
+            self._lm = load_model(resolve_model(self.config.lm_model, causal=causal),
+                                  causal=causal)
         return self._lm
 
     def _prefit(self, name: str) -> None:
@@ -262,14 +267,14 @@ def _run_attribute(ctx: _Context, m: Mechanism, rng, dataset: str) -> dict[str, 
 
 
 def _run_lm_inference(ctx: _Context, m: Mechanism, rng) -> dict[str, Any]:
-    from dptext.evaluation.lm_inference import lm_token_inference
+    from dptext.evaluation.lm_inference import token_inference
 
     test = ctx.data(ctx.config.dataset, "test", ctx.config.lm_texts)
     sanitized, _ = _privatize(m, test.texts, rng)
     space = m.space if isinstance(m, WordMechanism) else ctx.space
     model, tokenizer = ctx.lm()
-    return lm_token_inference(model, tokenizer, test.texts, sanitized,
-                              lambda w: space.lookup(w) >= 0).summary()
+    return token_inference(model, tokenizer, test.texts, sanitized,
+                           lambda w: space.lookup(w) >= 0, kind=ctx.config.lm_kind).summary()
 
 
 _RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {

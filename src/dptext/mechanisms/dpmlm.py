@@ -122,11 +122,11 @@ class LMMechanism(Mechanism):
 
     def _load(self, progress: bool) -> None:
         from dptext.lm.bounds import find_bounds
-        from dptext.lm.loading import DEFAULT_CAUSAL, load_model, resolve_model
+        from dptext.lm.loading import default_name, load_model, resolve_model
 
         resolved = resolve_model(self.model, causal=self.causal, progress=progress)
         self._lm = load_model(resolved, causal=self.causal)
-        key = self.model or DEFAULT_CAUSAL
+        key = self.model or default_name(causal=self.causal)
         if self._bounds is None:
             self._bounds = find_bounds(key, resolved)
 
