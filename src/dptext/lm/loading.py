@@ -84,7 +84,7 @@ def default_masked_dir(*, progress: bool = False, build: bool = True) -> Path:
     from dptext.lm import mlm_build
     from dptext.resources import cache_dir
 
-    _, meta = mlm_build.read_head(mlm_build.shipped_head_path())
+    meta = mlm_build.head_metadata(mlm_build.shipped_head_path())
     target = cache_dir() / "models" / f"{DEFAULT_MASKED}-{meta['fingerprint'][:12]}"
     if not build or (target / "model.safetensors").is_file():
         return target

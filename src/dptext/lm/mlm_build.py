@@ -338,6 +338,7 @@ def save_head(tensors: dict, path: Path, *, recipe: dict = RECIPE, figures: dict
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         save_file(half, str(tmp), metadata=meta)
+        tmp.chmod(0o644)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -357,6 +358,17 @@ def read_head(path: Path) -> tuple[dict, dict]:
     return tensors, meta
 
 
+def head_metadata(path: Path) -> dict:
+    """The metadata of a head file (recipe, figures, fingerprint) without reading its tensors."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise DPTextError(f"MLM head file not found: {path}")
+    with safe_open(str(path), "pt") as f:
+        return dict(f.metadata() or {})
+
+
 def assemble(target: Path, head: Path | None = None) -> Path:
     """Write a ``BertForMaskedLM`` directory (fp32 weights + tokenizer) from the packaged
     encoder and a head file (default: the shipped one); atomic (temporary dir, then rename)."""
@@ -366,6 +378,7 @@ def assemble(target: Path, head: Path | None = None) -> Path:
     import torch
     from transformers import AutoTokenizer
 
+    from dptext.lm.loading import quiet_loading
     from dptext.resources import minilm_dir
 
     tensors, meta = read_head(head or shipped_head_path())
@@ -388,7 +401,8 @@ def assemble(target: Path, head: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
-        model.save_pretrained(tmp, safe_serialization=True)
+        with quiet_loading():
+            model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         (tmp / "dptext_mlm.json").write_text(json.dumps(
             {"fingerprint": meta["fingerprint"], "recipe": recipe,

@@ -27,7 +27,7 @@ def cmd_build_mlm(args) -> int:
     print(json.dumps({"fingerprint": digest, **figures}))
     shipped = mb.shipped_head_path()
     if shipped.is_file() and shipped.resolve() != out.resolve():
-        _, meta = mb.read_head(shipped)
+        meta = mb.head_metadata(shipped)
         same = meta.get("fingerprint") == digest
         print(f"{'same' if same else 'DIFFERENT'} fingerprint as the shipped head "
               f"({meta.get('fingerprint', '?')[:16]}...)", file=sys.stderr)
