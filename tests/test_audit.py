@@ -15,7 +15,8 @@ from planted_bugs import LM_WORDS, rig_worst_case, tiny_bert, tiny_llama, tiny_s
 import dptext
 import dptext.mechanisms.truncated_gumbel as tg
 from dptext.audit import CONSISTENT, Pair, audit, audit_exact
-from dptext.audit.commands import EXIT_VIOLATION, add_commands
+from dptext.cli.audit import EXIT_VIOLATION
+from dptext.cli.audit import register as add_commands
 from dptext.audit.stats import (
     cp_lower,
     cp_upper,

@@ -13,7 +13,7 @@ import pytest
 from dptext.accounting.events import PrivacyEvent
 from dptext.errors import DPTextError
 from dptext.ledger import Ledger
-from dptext.ledger.commands import add_commands
+from dptext.cli.ledger import register as add_commands
 
 
 def run(argv: list[str]) -> int:

@@ -351,9 +351,11 @@ def test_parameters_are_validated(params, message):
         mechanism("dpmlm", **{"epsilon": 1.0, **params})
 
 
-def test_mlm_needs_a_model_and_a_model_needs_bounds(lms):
-    with pytest.raises(DPTextError, match="masked-LM backend needs model"):
-        mechanism("dpmlm", epsilon=1.0, backend="mlm").fit()
+def test_packaged_names_match_their_backend_and_a_model_needs_bounds(lms):
+    with pytest.raises(DPTextError, match="is a causal LM"):
+        mechanism("dpmlm", epsilon=1.0, backend="mlm", model="smollm2-135m-instruct").fit()
+    with pytest.raises(DPTextError, match="is a masked LM"):
+        mechanism("dpmlm", epsilon=1.0, backend="causal", model="minilm-mlm").fit()
     with pytest.raises(DPTextError, match="no clip bounds"):
         mechanism("dpmlm", epsilon=1.0, backend="causal", model=lms["llama"]).fit()
 

@@ -152,6 +152,16 @@ def list_resources() -> list[Resource]:
     ]:
         d = package_dir(pkg)
         out.append(Resource(pkg, what, str(d) if d else "not installed", d is not None))
+    try:
+        from dptext.lm.loading import DEFAULT_MASKED, default_masked_dir
+
+        mlm = default_masked_dir(build=False)
+        out.append(Resource(DEFAULT_MASKED, "masked LM: MiniLM + shipped MLM head (assembled "
+                            "on first use; `dptext resources build mlm` re-trains the head)",
+                            str(mlm), (mlm / "model.safetensors").is_file()))
+    except DPTextError:  # the head file or the encoder is missing
+        out.append(Resource("minilm-mlm", "masked LM (MiniLM + shipped MLM head)",
+                            "not installed", False))
     path = default_space_path()
     out.append(
         Resource(

@@ -59,12 +59,14 @@ def _size(text: str) -> int | None:
 
 def cmd_evaluate(args) -> int:
     from dptext.datasets import dataset_names
+    from dptext.evaluation.baselines import split_spec
     from dptext.evaluation.grid import GridConfig, run_grid
     from dptext.mechanisms.registry import registered
 
     mechanisms = _names(args.mechanisms)
     available = set(registered()) | {"noiseless", "random"}
-    for name in mechanisms:
+    for spec in mechanisms:
+        name = split_spec(spec)[0]
         if name not in available:
             raise DPTextError(f"unknown mechanism {name!r}; available: "
                               f"{', '.join(sorted(available))}")
@@ -90,6 +92,7 @@ def cmd_evaluate(args) -> int:
         attribute_datasets=_names(args.attribute_datasets),
         attribute_train=_size(args.attribute_train), attribute_test=_size(args.attribute_test),
         encoder=args.encoder, lm_texts=_size(args.lm_texts), lm_model=args.lm_model,
+        lm_kind=args.lm_kind,
         classifier=args.classifier, baselines=not args.no_baselines,
         data_file=data_file, text_field=args.text_field, label_field=args.label_field,
     )
@@ -129,7 +132,8 @@ def register(subparsers) -> None:
         description="Run the evaluation grid; finished cells in --out are never recomputed.",
     )
     p.add_argument("--mechanisms", required=True,
-                   help="comma list of registered mechanisms (noiseless/random run anyway)")
+                   help="comma list of registered mechanisms (noiseless/random run anyway); "
+                   "NAME:key=value+key=value sets parameters, e.g. dpmlm:backend=mlm")
     p.add_argument("--epsilons", action="append", default=[],
                    help="'1,2,4,8' for every mechanism, or 'gumbel=200,300' for one; repeatable")
     p.add_argument("--dataset", default="rotten_tomatoes",
@@ -159,8 +163,11 @@ def register(subparsers) -> None:
                    "or fine-tune the packaged MiniLM + a linear head (1 epoch; slow on CPU)")
     p.add_argument("--lm-texts", default="100",
                    help="test texts attacked by the lm_inference metric, or 'all'")
-    p.add_argument("--lm-model", help="causal LM of the lm_inference attack (name or path); "
-                   "default: the packaged SmolLM2-135M")
+    p.add_argument("--lm-model", help="LM of the lm_inference attack (name or path); "
+                   "default: the packaged one of --lm-kind")
+    p.add_argument("--lm-kind", choices=("causal", "masked"), default="causal",
+                   help="lm_inference attack: masked = the CusText/SanText mask-token attack "
+                   "(packaged minilm-mlm), causal = our SmolLM2 adaptation")
     p.add_argument("--space", help="embedding space (.npz or vectors file); default: the "
                    "packaged default space")
     p.add_argument("--no-baselines", action="store_true")

@@ -39,7 +39,8 @@ class GridConfig:
     attribute_test: int | None = 400
     encoder: str = "minilm"
     lm_texts: int | None = 100
-    lm_model: str | None = None  # None: the packaged SmolLM2-135M
+    lm_model: str | None = None  # None: the packaged LM of lm_kind
+    lm_kind: str = "causal"  # lm_inference attack: "causal" (SmolLM2) or "masked" (minilm-mlm)
     classifier: str = "logreg"
     baselines: bool = True
     # the user's own labelled file instead of a packaged dataset (``dataset`` is then
@@ -55,6 +56,8 @@ class GridConfig:
         if self.classifier not in CLASSIFIERS:
             raise DPTextError(f"unknown classifier {self.classifier!r}; choose from "
                               f"{', '.join(CLASSIFIERS)}")
+        if self.lm_kind not in ("causal", "masked"):
+            raise DPTextError(f"lm_kind must be causal or masked, got {self.lm_kind!r}")
         if not self.mechanisms:
             raise DPTextError("no mechanism to evaluate")
         for name in self.mechanisms:

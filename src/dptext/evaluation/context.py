@@ -69,11 +69,13 @@ class GridContext:
         return minilm_dir()
 
     def lm(self):
-        """(causal LM, tokenizer) of the LM inference attack, loaded once per run."""
+        """(LM, tokenizer) of the LM inference attack (``lm_kind``), loaded once per run."""
         if self._lm is None:
             from dptext.lm.loading import load_model, resolve_model
 
-            self._lm = load_model(resolve_model(self.config.lm_model, causal=True), causal=True)
+            causal = self.config.lm_kind == "causal"
+            self._lm = load_model(resolve_model(self.config.lm_model, causal=causal),
+                                  causal=causal)
         return self._lm
 
     def _prefit(self, name: str) -> None:

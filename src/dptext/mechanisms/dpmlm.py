@@ -153,7 +153,7 @@ class LMMechanism(Mechanism):
 
     def _load(self, progress: bool) -> None:
         from dptext.lm.bounds import find_bounds
-        from dptext.lm.loading import DEFAULT_CAUSAL, load_model, resolve_model
+        from dptext.lm.loading import default_name, load_model, resolve_model
 
         resolved = resolve_model(self.model, causal=self.causal, progress=progress)
         self._lm = load_model(resolved, causal=self.causal)
@@ -161,7 +161,7 @@ class LMMechanism(Mechanism):
             from dptext.lm.quantize import quantize_int8
 
             quantize_int8(self._lm[0])
-        key = self.model or DEFAULT_CAUSAL
+        key = self.model or default_name(causal=self.causal)
         if self._bounds is None:
             self._bounds = find_bounds(key, resolved)
 

@@ -5,5 +5,6 @@ Modules: ``keys`` (API keys stored as salted scrypt hashes in the ledger databas
 ``limits`` (request limits and a per-key rate limit), ``pool`` (fitted mechanisms shared by
 all requests; LM requests grouped into batches), ``spans`` (which characters of an output were
 privatized, kept, or replaced as out-of-vocabulary, and why), ``jobs`` (file jobs that survive
-a restart), ``app`` (the FastAPI application), ``commands`` (``dptext serve``, ``dptext keys``).
+a restart), ``app`` (the FastAPI application). The commands ``dptext serve`` and ``dptext keys``
+are in :mod:`dptext.cli.service`.
 """
