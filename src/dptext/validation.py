@@ -26,7 +26,7 @@ def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
         raise DPTextError(f"{name} must be a number, got {value!r}") from None
     if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise DPTextError(f"{name} must be {bound} and finite, got {value!r}")
+        raise DPTextError(f"{name} must be finite and {bound}, got {value!r}")
     return number
 
 
