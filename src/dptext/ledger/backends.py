@@ -131,6 +131,7 @@ def check_sqlite_file(path: Path) -> None:
 # COMMIT: 16 KiB pages cost fewer pages and frames per batch than SQLite's 4 KiB default
 # (benchmarks/bench_ledger.py). An existing ledger keeps the page size it was created with.
 PAGE_SIZE = 16384
+CACHE_KIB = 65536  # page cache per connection, at most
 
 
 class SQLiteBackend(Backend):
@@ -168,6 +169,9 @@ class SQLiteBackend(Backend):
                 self.conn.execute("PRAGMA journal_mode=WAL")
             # FULL: a committed charge survives power loss before the output it covers
             self.conn.execute("PRAGMA synchronous=FULL")
+            # the indexes a batch touches at random stay in memory (and a transaction's dirty
+            # pages are not spilled to the WAL before COMMIT); allocated as used
+            self.conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             self._durable = True
 
     def begin_write(self, durable: bool = True) -> None:
