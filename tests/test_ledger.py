@@ -402,3 +402,36 @@ def test_units_history_and_pending(ledger_url):
     assert ledger.pending(rid) == [ds[1].charge_id, ds[3].charge_id]
     ev = ledger.unit_events("ann")
     assert [(e.kind, e.epsilon, e.count) for e in ev] == [("pure", 1.0, 2)]
+
+
+# ------------------------------------------------------------------------ SQLite page size
+def test_new_sqlite_ledger_pages_and_an_older_page_size_still_works(tmp_path, monkeypatch):
+    import sqlite3
+
+    from dptext.ledger import backends
+
+    def page_size(path):
+        with sqlite3.connect(path) as c:
+            size = c.execute("PRAGMA page_size").fetchone()[0]
+        c.close()
+        return size
+
+    new = tmp_path / "new.sqlite"
+    Ledger(new).close()
+    assert page_size(new) == backends.PAGE_SIZE == 16384
+
+    old = tmp_path / "old.sqlite"  # a ledger made with SQLite's default pages (as before)
+    monkeypatch.setattr(backends, "PAGE_SIZE", 4096)
+    ledger, rid = opened(old, budget=2.0)
+    ledger.reserve(rid, [("r0", "alice", pure(1.0))])
+    ledger.close()
+    monkeypatch.undo()
+    ledger = Ledger(old)
+    rid = ledger.open_release(owner="clinic", dataset="notes", mechanism="custext", params={})
+    decisions = ledger.reserve(rid, [(f"r{i}", "alice", pure(1.0)) for i in range(2)])
+    assert [d.allowed for d in decisions] == [True, False]
+    ledger.commit(rid, [decisions[0].charge_id])
+    assert ledger.spent("alice").epsilon_basic == 2.0
+    assert ledger.verify().charges == 2
+    ledger.close()
+    assert page_size(old) == 4096

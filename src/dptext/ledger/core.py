@@ -668,7 +668,7 @@ class Ledger:
                 "(?, ?, ?, ?, ?) ON CONFLICT (owner, dataset, unit) DO UPDATE SET "
                 "eps_n = ledger_units.eps_n + excluded.eps_n, "
                 "delta_n = ledger_units.delta_n + excluded.delta_n",
-                [(owner, dataset, u, e, n) for u, (e, n) in acc.items()])
+                [(owner, dataset, u, e, n) for u, (e, n) in sorted(acc.items())])  # key order
         return decisions
 
     def _prepare(self, release_id: str, item) -> tuple[str, str, int, int, str]:
