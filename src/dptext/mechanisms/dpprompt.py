@@ -34,6 +34,10 @@ def control_token_ids(tokenizer) -> set[int]:
     return ids
 
 
+# The number of generated tokens is capped at the input's token count, so the output length
+# depends on the input length: the composition holds between texts of the same length.
+DOCUMENT_SCOPE = ("between texts with the same number of tokens (the paraphrase is cut at the "
+                  "input's token count, so its length depends on the input's)")
 DEFAULT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\n{text}"
 
 
@@ -122,6 +126,6 @@ class DPPrompt(LMMechanism):
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
             report = RewriteReport(self.name, self.guarantee,
                                    [TokenEvent(self.guarantee, len(out), "generated")]
-                                   if out else [])
+                                   if out else [], document_scope=DOCUMENT_SCOPE)
             results.append(Result(new, report))
         return results
