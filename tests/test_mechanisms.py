@@ -289,8 +289,8 @@ def test_santext_plus(san_space):
     # report: non-sensitive tokens kept
     text = " ".join(san_space.words[i] for i in [*public[:3], *secret[:4]]) + "."
     r = m.privatize(text, rng=1)
-    verbatim = sum(w.lower() == san_space.words[i] for w, i in zip(r.text[:-1].split()[:3], public[:3],
-                                                            strict=True))
+    out = r.text[:-1].split()[:3]
+    verbatim = sum(w.lower() == san_space.words[i] for w, i in zip(out, public[:3], strict=True))
     resampled = r.report.resampled_unprotected.get("non_sensitive_resampled", 0)
     assert r.report.kept == {"punctuation": 1, **({"non_sensitive": verbatim} if verbatim else {})}
     assert verbatim + resampled == 3  # what really happened: kept verbatim or redrawn

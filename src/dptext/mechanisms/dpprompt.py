@@ -24,6 +24,7 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.base import Result, RngLike, as_generator, check_int, register
 from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
 
+
 def control_token_ids(tokenizer) -> set[int]:
     """Ids DP-Prompt never draws: every special token and every added token (registered in
     ``added_tokens_decoder``: chat markers, tool/repository tags), as ``lm.candidates`` excludes
