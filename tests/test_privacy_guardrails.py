@@ -158,3 +158,15 @@ def test_santext_plus_rare_name_is_protected_within_the_guarantee(space):
     assert words_a == words_b
     d = float(space.pairwise([space.lookup(a)], [space.lookup(b)])[0, 0])
     assert np.abs(np.log(pa) - np.log(pb)).max() <= m.epsilon * d + 1e-9
+
+
+def test_santext_plus_warns_about_verbatim_words_inside_detected_entities(space):
+    m = _mechanism("santext+", space, p=0.3, sensitive_fraction=0.8, warn_entities=True)
+    results = m.privatize_batch(["we met John in London today"] * 40, rng=6)
+    for r in results:
+        out = _words(r.text)
+        # spaCy finds John (PERSON), London (GPE) and today (DATE)
+        really = sum(o.lower() == w for o, w in zip([out[2], out[4], out[5]],
+                                                    ["john", "london", "today"], strict=True))
+        assert r.report.warnings.get("non_sensitive_entity", 0) == really
+    assert any("detected entity" in line for r in results for line in r.report.warning_lines())

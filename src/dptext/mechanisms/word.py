@@ -101,6 +101,23 @@ def _sentence_initial(parts_of: list[list[str]], n_words: int) -> np.ndarray:
     return out
 
 
+def _in_detected_entities(texts: Sequence[str], parts_of: list[list[str]]) -> np.ndarray:
+    """For every word of a batch (in order), whether it lies inside an entity that the spaCy
+    detector (dptext.detect, its default categories) finds in its text."""
+    from dptext.detect import detector
+
+    found = detector().detect(list(texts))
+    out = []
+    for parts, ents in zip(parts_of, found, strict=True):
+        spans = [(e.start, e.end) for e in ents]
+        pos = 0
+        for j, part in enumerate(parts):
+            if j % 2:
+                out.append(any(a <= pos and pos + len(part) <= b for a, b in spans))
+            pos += len(part)
+    return np.array(out, dtype=bool)
+
+
 class WordMechanism(Mechanism):
     """A mechanism that replaces each word by a draw over an embedding space's vocabulary.
 
@@ -369,6 +386,9 @@ class WordMechanism(Mechanism):
         n_case = per_text(case_copied & ~verbatim)
         # verbatim "non-sensitive" words capitalised inside a sentence: likely names or places
         n_capital = per_text(verbatim & ~lower & ~initial)
+        n_entity = [0] * len(texts)
+        if getattr(self, "warn_entities", False) and verbatim.any():
+            n_entity = per_text(verbatim & _in_detected_entities(texts, parts_of))
         n_stop = per_text(flat == -2)
         n_oov = per_text(flat == -1)
         results = []
@@ -381,13 +401,14 @@ class WordMechanism(Mechanism):
                 n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
                 n_oov=n_oov[t], n_punct=count_punctuation(parts[0::2]),
                 n_resampled=n_resampled[t], n_case=n_case[t], n_capitalized=n_capital[t],
+                n_entity=n_entity[t],
             )
             results.append(Result("".join(parts), report))
         return results
 
     def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
                 n_punct: int, n_resampled: int = 0, n_case: int = 0,
-                n_capitalized: int = 0) -> PrivacyReport:
+                n_capitalized: int = 0, n_entity: int = 0) -> PrivacyReport:
         guarantee = self._token_guarantee
         events = [
             TokenEvent(guarantee, n_priv, "mechanism"),
@@ -403,7 +424,8 @@ class WordMechanism(Mechanism):
         return PrivacyReport(
             self.name, guarantee, [e for e in events if e.count],
             unprotected_attributes={"case_pattern": n_case} if n_case else {},
-            warnings={"non_sensitive_capitalized": n_capitalized} if n_capitalized else {},
+            warnings={k: v for k, v in (("non_sensitive_capitalized", n_capitalized),
+                                        ("non_sensitive_entity", n_entity)) if v},
             document_scope=DOCUMENT_SCOPE)
 
     # ------------------------------------------------------------- display
