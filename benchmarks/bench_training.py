@@ -82,7 +82,6 @@ def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0, model: str = "lstm
     enc, params, loss, trim = _cost_task(model, corpus, 24 if lstm else 32)
     rng = np.random.default_rng(seed)
     sampler = RoundSampler(corpus, q_u=q_u, q_e=0.5, q_s=1.0, mode="uedp")
-    sizes = np.bincount(corpus.sentence_user, minlength=corpus.n_users)
     gen = torch.Generator().manual_seed(seed)
     chunk = 16 if lstm else 4
     lr = 1.0 if lstm else 0.02
@@ -90,7 +89,7 @@ def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0, model: str = "lstm
     def sample():
         batch = None
         while batch is None:
-            batch = pack_round(sampler.sample(rng), enc, sizes, max_sentences, rng)
+            batch = pack_round(sampler.sample(rng), enc, max_sentences, rng)
         return batch if trim is None else RoundBatch(trim(batch.tokens), batch.weights,
                                                      batch.sizes)
 

@@ -114,7 +114,8 @@ def test_mlm_draws_follow_the_clipped_softmax(lms):
     n = 800
     out = [r.text for r in m.privatize_batch([text] * n, rng=7)]
     index = {w: i for i, w in enumerate(m.candidates)}
-    observed = np.bincount([index[w] for w in out], minlength=len(index))
+    # the one word starts the text: capitalised (post-processing of its public position)
+    observed = np.bincount([index[w[:1].lower() + w[1:]] for w in out], minlength=len(index))
     expected = n * probs.numpy()
     chi2 = float(((observed - expected) ** 2 / expected).sum())
     assert expected.min() > 5  # the chi-square approximation holds
@@ -171,11 +172,20 @@ def test_every_word_is_privatized_or_counted(lms, kind):
     cands = {w.lower() for w in m.candidates}
     out_words = split_words(res.text)[1::2]
     assert len(out_words) == 7 and all(w.lower() in cands for w in out_words)
-    assert out_words[0][0].isupper() and out_words[3].isupper()  # Title and UPPER restored
+    # the input's case is not used: the drawn word as is, capitalised at the sentence start
+    assert out_words[0][0].isupper() and out_words[1:] == [w.lower() for w in out_words[1:]]
     assert split_words(res.text)[0::2] == split_words(text)[0::2]  # punctuation/spacing kept
     r = res.report
     assert r.tokens_privatized == 7 and r.kept == {"punctuation": 2}
-    assert r.epsilon == pytest.approx(35.0)
+    assert r.epsilon == pytest.approx(35.0) and not r.unprotected_attributes
+    assert "same number of words" in r.document_guarantee()
+    # keep_case=True: Title and UPPER restored, and reported as released unprotected
+    cased = _dpmlm(lms, kind, epsilon=5.0, keep_stopwords=False, keep_case=True)
+    res = cased.privatize(text, rng=3)
+    out_words = split_words(res.text)[1::2]
+    assert out_words[0][0].isupper() and out_words[3].isupper() and out_words[6][0].isupper()
+    assert res.report.unprotected_attributes == {"case_pattern": 3}
+    assert "case pattern" in res.report.document_guarantee()
 
 
 @pytest.mark.parametrize("kind", ["bert", "llama"])

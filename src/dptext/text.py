@@ -124,10 +124,19 @@ def _spacy_english_stopwords() -> set[str]:
     return set(module.STOP_WORDS)
 
 
+# spaCy stopwords that are also common given names or months, which a stopword list must not
+# release verbatim ("Will", "May"): every spaCy stopword that is a month name, or a first name of
+# the US Census 1990 name lists (the `names` package's dist.male.first / dist.female.first)
+# held by at least 0.01% of people. Below that threshold the census lists also hold "an", "in",
+# "my", "so", "see", "else", "many" (0.001-0.003%), which are kept as stopwords.
+NAME_STOPWORDS = frozenset({"may", "will"})
+
+
 @lru_cache(maxsize=1)
 def default_stopwords() -> frozenset[str]:
-    """spaCy's English stopword list (lower case, ASCII apostrophes)."""
-    return frozenset(normalize_word(w) for w in _spacy_english_stopwords())
+    """spaCy's English stopword list (lower case, ASCII apostrophes) without the words that are
+    common given names or months (:data:`NAME_STOPWORDS`): those are privatized like any word."""
+    return frozenset(normalize_word(w) for w in _spacy_english_stopwords()) - NAME_STOPWORDS
 
 
 def resolve_stopwords(stopwords: Iterable[str] | None) -> frozenset[str]:
@@ -137,3 +146,26 @@ def resolve_stopwords(stopwords: Iterable[str] | None) -> frozenset[str]:
     if isinstance(stopwords, str):
         raise TypeError("stopwords must be an iterable of words, not a single string")
     return frozenset(normalize_word(w) for w in stopwords)
+
+
+# A sentence break inside the glue between two words: ., !, ? or ... followed by whitespace (after
+# closing quotes/brackets), or a blank line.
+_SENTENCE_BREAK = re.compile(r"[.!?\u2026][^\w\s]*\s|\n[^\S\n]*\n")
+_TRAILING_NON_WORD = re.compile(r"[\W_]*\Z")
+
+
+def starts_sentence(glue: str) -> bool:
+    """Whether a word after ``glue`` (the non-word text since the previous word) starts a new
+    sentence. Reads only the glue, which every mechanism releases verbatim, so capitalising by
+    it is post-processing of public output."""
+    return _SENTENCE_BREAK.search(glue) is not None
+
+
+def trailing_glue(text: str) -> str:
+    """The non-word characters at the end of ``text`` (the glue before a word appended to it)."""
+    return _TRAILING_NON_WORD.search(text[-256:]).group()
+
+
+def capitalize_first(word: str) -> str:
+    """``word`` with its first character upper case (sentence-initial rendering)."""
+    return word[:1].upper() + word[1:]

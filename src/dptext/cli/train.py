@@ -145,7 +145,8 @@ def _job(args):
         epsilon=args.epsilon, delta=args.delta, entity_users=args.entity_users, beta=args.beta,
         local_steps=args.local_steps, local_lr=args.local_lr, server_lr=args.server_lr,
         max_sentences=args.max_sentences, users_per_chunk=args.users_per_chunk,
-        vocab_size=args.vocab_size, max_len=args.max_len,
+        vocab_size=args.vocab_size, max_len=args.max_len, normalizer=args.normalizer,
+        checkpoint_every=args.checkpoint_every,
         progress=not args.no_progress and sys.stderr.isatty())
 
 
@@ -159,7 +160,7 @@ def cmd_train(args) -> int:
 
     def on_round(row: dict) -> None:
         if bar is not None:
-            bar.update(1)
+            bar.update(row["round"] - bar.n)
             bar.set_postfix(loss=f"{row['loss']:.3f}", eps=row["epsilon"])
         elif not args.no_progress:
             eps = "" if row["epsilon"] is None else f", epsilon {row['epsilon']:.3f}"
@@ -167,7 +168,7 @@ def cmd_train(args) -> int:
                   file=sys.stderr, flush=True)
 
     try:
-        summary = job.run(args.output, on_round=on_round)
+        summary = job.run(args.output, on_round=on_round, resume=args.resume)
     finally:
         if bar is not None:
             bar.close()
@@ -229,6 +230,16 @@ def register(subparsers) -> None:
     t.add_argument("--max-len", type=int,
                    help="words per sentence (LSTM, default 24) or sub-word tokens (causal LM, "
                         "default 32)")
+    t.add_argument("--normalizer", choices=("usable", "constant"), default="usable",
+                   help="a sampled user's loss is divided by the weight of its usable "
+                        "sentences of the round (usable) or by --max-sentences (constant); "
+                        "docs/uedp.md")
+    t.add_argument("--checkpoint-every", type=int_type(0), default=10, metavar="N",
+                   help="write checkpoint.pt and the private training_state.pt every N rounds "
+                        "(0: only at the end); metrics.json is rewritten every round")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the unfinished run in --output from its last checkpoint "
+                        "(same options; gives the result of an uninterrupted run)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 

@@ -8,7 +8,12 @@ Per privatized word (section 4.1): the LM scores every token of a fixed candidat
 proportional to exp(clip(score) / T), T = 2 (hi - lo) / epsilon - the exponential mechanism
 with sensitivity hi - lo (section 3.2.1): epsilon-DP for any two contexts (Theorem 1, section
 4.3). A text with n privatized words is n*epsilon-DP by sequential composition (section 4.3).
-Punctuation is always kept, stopwords by default (section 4.2); both are counted as kept.
+Punctuation is always kept, stopwords by default (section 4.2); both are counted as kept. The
+document guarantee holds between texts of the same skeleton: the word count, the kept
+stopwords and the punctuation are released (:data:`DOCUMENT_SCOPE`). Case: by default the
+input's case is not used (a drawn word is released in the candidate's own case, capitalised at
+a sentence start that the released punctuation decides); ``keep_case=True`` copies the input
+word's case pattern, reported as an unprotected attribute.
 """
 
 from __future__ import annotations
@@ -35,10 +40,13 @@ from dptext.mechanisms.base import (
 )
 from dptext.text import (
     apply_case,
+    capitalize_first,
     count_punctuation,
     normalize_word,
     resolve_stopwords,
     split_words,
+    starts_sentence,
+    trailing_glue,
 )
 
 BACKENDS = ("causal", "mlm")
@@ -46,6 +54,8 @@ CONTEXTS = ("concat", "none")
 DRAWS = ("sequential", "independent")
 PRECISIONS = ("fp32", "int8")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
+DOCUMENT_SCOPE = ("between texts with the same number of words and the same kept tokens "
+                  "(stopwords, punctuation)")
 _DELETED = TokenGuarantee(
     GuaranteeKind.INDEPENDENT, scope="all words (deleted by a coin that ignores the word)"
 )
@@ -205,7 +215,7 @@ class DPMLM(LMMechanism):
                  clip_high: float | None = None, separator: str | None = None,
                  max_length: int | None = None, batch_size: int = 64,
                  draws: str = "sequential", segment_words: int = 32,
-                 precision: str = "fp32") -> None:
+                 precision: str = "fp32", keep_case: bool = False) -> None:
         super().__init__(epsilon=epsilon, backend=backend, model=model, clip_low=clip_low,
                          clip_high=clip_high, max_length=max_length, precision=precision)
         self.draws = check_choice(draws, "draws", DRAWS)
@@ -213,6 +223,7 @@ class DPMLM(LMMechanism):
             raise DPTextError("draws='independent' is for the causal backend (the masked "
                               "backend's draws are independent already)")
         self.segment_words = check_int(segment_words, "segment_words", minimum=0)
+        self.keep_case = bool(keep_case)
         self.context = check_choice(context, "context", CONTEXTS)
         self.keep_stopwords = bool(keep_stopwords)
         self.stopwords = resolve_stopwords(stopwords)
@@ -303,6 +314,8 @@ class DPMLM(LMMechanism):
             "deleted": int(deleted.sum()), "stopword": int((~deleted & kept).sum()),
             "punctuation": count_punctuation(parts[0::2]),
             "worst": int((~kept).sum()) + (n if self.p_add else 0),
+            "cased": sum(w != w.lower() for w, d, k in zip(words, deleted, kept, strict=True)
+                         if not (d or k)) if self.keep_case else 0,
         }
         return aligned, pieces, slots, counts
 
@@ -425,10 +438,25 @@ class DPMLM(LMMechanism):
         for p, cols in zip(todo, chosen, strict=True):
             self._fill(p[1], p[2], [words[c] for c in cols])
 
-    @staticmethod
-    def _fill(pieces: list, slots: list[_Slot], new: list[str]) -> None:
-        for slot, word in zip(slots, new, strict=True):
-            pieces[slot.piece] = word if slot.original is None else apply_case(word, slot.original)
+    def _fill(self, pieces: list, slots: list[_Slot], new: list[str]) -> None:
+        if self.keep_case:  # the input's case pattern, released unprotected (reported)
+            for slot, word in zip(slots, new, strict=True):
+                pieces[slot.piece] = (word if slot.original is None
+                                      else apply_case(word, slot.original))
+            return
+        # the input's case unused: the drawn word, capitalised where the released glue before it
+        # starts a sentence (or at the start of the text)
+        filled = {slot.piece: word for slot, word in zip(slots, new, strict=True)}
+        tail, seen_word = "", False
+        for i, piece in enumerate(pieces):
+            if i in filled:
+                piece = filled[i]
+                if not seen_word or starts_sentence(trailing_glue(tail)):
+                    piece = capitalize_first(piece)
+                pieces[i] = piece
+            if piece:
+                tail = (tail + piece)[-256:]
+                seen_word = seen_word or any(ch.isalnum() for ch in piece)
 
     def _report(self, c: dict[str, Any]) -> RewriteReport:
         g = self.guarantee
@@ -441,4 +469,6 @@ class DPMLM(LMMechanism):
         ]
         worst = c["worst"] * self.epsilon if (self.p_add or self.p_del) else 0.0
         return RewriteReport(self.name, g, [e for e in events if e.count],
-                             worst_case_epsilon=worst)
+                             worst_case_epsilon=worst, document_scope=DOCUMENT_SCOPE,
+                             unprotected_attributes={"case_pattern": c["cased"]}
+                             if c.get("cased") else {})

@@ -5,7 +5,9 @@ The causal LM is prompted to paraphrase the text and generates at most as many t
 text has (the cap of DP-MLM section 5.1.2); each token is drawn from the logits clipped to
 [lo, hi] at temperature T = 2 (hi - lo) / epsilon - the exponential mechanism, epsilon-DP per
 generated token for any two input texts; the document is (tokens drawn) * epsilon-DP, at most
-(input tokens) * epsilon. Drawn over the whole vocabulary except special tokens; the
+(input tokens) * epsilon. Drawn over the whole vocabulary except every special or added
+control token (:func:`control_token_ids`: the tokenizer's special ids and every id of
+``added_tokens_decoder``, e.g. SmolLM2's ``<repo_name>``, ``<filename>``, ...); the
 end-of-sequence token is a candidate too (drawing it ends the paraphrase, post-processing).
 Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_size`` at a time,
 similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): one forward pass per
@@ -24,6 +26,21 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.base import Result, RngLike, as_generator, check_int, register
 from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
 
+
+def control_token_ids(tokenizer) -> set[int]:
+    """Ids DP-Prompt never draws: every special token and every added token (registered in
+    ``added_tokens_decoder``: chat markers, tool/repository tags), as ``lm.candidates`` excludes
+    them for DP-MLM - except the end-of-sequence token, which ends the paraphrase."""
+    ids = {int(i) for i in tokenizer.all_special_ids}
+    ids.update(int(i) for i in (getattr(tokenizer, "added_tokens_decoder", None) or {}))
+    ids.discard(tokenizer.eos_token_id)
+    return ids
+
+
+# The number of generated tokens is capped at the input's token count, so the output length
+# depends on the input length: the composition holds between texts of the same length.
+DOCUMENT_SCOPE = ("between texts with the same number of tokens (the paraphrase is cut at the "
+                  "input's token count, so its length depends on the input's)")
 DEFAULT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\n{text}"
 
 
@@ -56,9 +73,8 @@ class DPPrompt(LMMechanism):
 
             from dptext.lm.decoding import ScoreHead
 
-            special = set(tokenizer.all_special_ids) - {tokenizer.eos_token_id}
-            self._allowed = torch.as_tensor(
-                np.setdiff1d(np.arange(model.config.vocab_size), sorted(special)))
+            self._allowed = torch.as_tensor(np.setdiff1d(
+                np.arange(model.config.vocab_size), sorted(control_token_ids(tokenizer))))
             self._head = ScoreHead(model, self._allowed, self._prompt_ids("probe"))
         return self
 
@@ -113,6 +129,6 @@ class DPPrompt(LMMechanism):
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
             report = RewriteReport(self.name, self.guarantee,
                                    [TokenEvent(self.guarantee, len(out), "generated")]
-                                   if out else [])
+                                   if out else [], document_scope=DOCUMENT_SCOPE)
             results.append(Result(new, report))
         return results

@@ -28,6 +28,7 @@ from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import WordMechanism, check_probability, register
 from dptext.mechanisms.frequency import frequency_order
+from dptext.validation import check_bool
 
 _BLOCK = 1024
 
@@ -253,5 +254,13 @@ class SanTextPlus(SanText):
     name = "santext+"
     summary = "SanText over the rarest w of words; other words kept w.p. 1-p"
 
-    def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3, **params) -> None:
+    # the entity check reads the texts, not the tables
+    runtime_parameters = frozenset({"warn_entities"})
+
+    def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3,
+                 warn_entities: bool = False, **params) -> None:
+        """``warn_entities``: also run the spaCy entity detector over the texts and warn
+        (report ``warnings["non_sensitive_entity"]``) about every non-sensitive word released
+        verbatim inside a detected entity; the capitalisation warning is always on."""
         super().__init__(sensitive_fraction=sensitive_fraction, p=p, **params)
+        self.warn_entities = check_bool(warn_entities, "warn_entities")

@@ -31,10 +31,12 @@ from dptext.mechanisms.base import Mechanism, Result
 from dptext.rng import RngLike, as_generator
 from dptext.text import (
     apply_case,
+    capitalize_first,
     count_punctuation,
     normalize_word,
     resolve_stopwords,
     split_words,
+    starts_sentence,
 )
 from dptext.validation import check_bool, check_choice, check_epsilon, check_words
 
@@ -44,10 +46,15 @@ _OOV_REPLACED = TokenGuarantee(
     GuaranteeKind.INDEPENDENT,
     scope="out-of-vocabulary words (reveals only that the word was out of vocabulary)",
 )
+# Between which texts a word mechanism's document composition holds: every word is one draw, and
+# the skeleton (word count, punctuation, kept stopwords, the positions of OOV words) is released.
+DOCUMENT_SCOPE = ("between texts with the same number of words and the same kept tokens "
+                  "(punctuation, kept stopwords, out-of-vocabulary positions)")
 # Bump when a mechanism's fitted tables change meaning: cached tables of older code are ignored.
 TABLE_FORMAT = 2
 # Keyword parameters of WordMechanism itself that never change the fitted tables.
-PIPELINE_PARAMETERS = frozenset({"space", "keep_stopwords", "stopwords", "oov", "placeholder"})
+PIPELINE_PARAMETERS = frozenset({"space", "keep_stopwords", "stopwords", "oov", "placeholder",
+                                 "keep_case"})
 
 
 def _version(package: str) -> str:
@@ -74,6 +81,43 @@ def _canonical(value: Any) -> Any:
     raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
 
 
+def _sentence_initial(parts_of: list[list[str]], n_words: int) -> np.ndarray:
+    """For every word of a batch (in order), whether it starts a sentence: the first word of a
+    text, or one whose preceding glue holds a sentence break (text.starts_sentence)."""
+    out = np.zeros(n_words, dtype=bool)
+    seen: dict[str, bool] = {}
+    k = 0
+    for parts in parts_of:
+        glues = parts[0:-1:2]  # the glue before each word
+        for j, glue in enumerate(glues):
+            if j == 0:
+                out[k] = True
+            else:
+                hit = seen.get(glue)
+                if hit is None:
+                    hit = seen[glue] = starts_sentence(glue)
+                out[k + j] = hit
+        k += len(glues)
+    return out
+
+
+def _in_detected_entities(texts: Sequence[str], parts_of: list[list[str]]) -> np.ndarray:
+    """For every word of a batch (in order), whether it lies inside an entity that the spaCy
+    detector (dptext.detect, its default categories) finds in its text."""
+    from dptext.detect import detector
+
+    found = detector().detect(list(texts))
+    out = []
+    for parts, ents in zip(parts_of, found, strict=True):
+        spans = [(e.start, e.end) for e in ents]
+        pos = 0
+        for j, part in enumerate(parts):
+            if j % 2:
+                out.append(any(a <= pos and pos + len(part) <= b for a, b in spans))
+            pos += len(part)
+    return np.array(out, dtype=bool)
+
+
 class WordMechanism(Mechanism):
     """A mechanism that replaces each word by a draw over an embedding space's vocabulary.
 
@@ -86,6 +130,13 @@ class WordMechanism(Mechanism):
     words follow ``oov``: ``"placeholder"`` (default; replaced by ``placeholder``, output
     independent of the word), ``"sample"`` (a uniform draw from the output vocabulary, also
     independent of the word) or ``"keep"`` (released verbatim, reported as unprotected).
+
+    Case: the guarantee is over the lower-cased word, so by default (``keep_case=False``) the
+    input's case is not used at all - a replacement is released as drawn (the vocabulary's lower
+    case) and capitalised only at a sentence start, which the released punctuation decides
+    (post-processing). ``keep_case=True`` copies the input's case pattern (Title, UPPER) onto
+    the replacement: the pattern is then released unprotected, and the report lists it
+    (``unprotected_attributes["case_pattern"]``: the privatized tokens it was copied from).
     """
 
     def __init__(
@@ -97,6 +148,7 @@ class WordMechanism(Mechanism):
         stopwords: Iterable[str] | None = None,
         oov: str = "placeholder",
         placeholder: str = "[UNK]",
+        keep_case: bool = False,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         if space is not None and not isinstance(space, EmbeddingSpace):
@@ -107,6 +159,7 @@ class WordMechanism(Mechanism):
                                            else check_words(stopwords, "stopwords"))
         self.oov = check_choice(oov, "oov", OOV_POLICIES)
         self.placeholder = str(placeholder)
+        self.keep_case = check_bool(keep_case, "keep_case")
         self._tables: dict[str, np.ndarray] | None = None
         self._lookup_cache: dict[str, int] = {}
 
@@ -290,24 +343,36 @@ class WordMechanism(Mechanism):
         flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
         originals = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
         words = np.array(originals, dtype=object)  # output words, filled in below
-        lower = np.fromiter(map(str.islower, originals), dtype=bool, count=len(originals))
+        # words without an upper-case letter (digits, "it", "don't"): no case pattern to release
+        lower = np.fromiter((o.islower() or o == o.lower() for o in originals), dtype=bool,
+                            count=len(originals))
         lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
         text_of = np.repeat(np.arange(len(texts)), lengths)
         vocab = self._vocab_objects()
+        initial = _sentence_initial(parts_of, len(originals))
+        case_copied = np.zeros(len(flat), dtype=bool)
 
         def render(positions: np.ndarray, rows: np.ndarray) -> None:
             words[positions] = vocab[rows]  # lower-case originals need nothing more
-            cased = ~lower[positions]
-            words[positions[cased]] = [
-                apply_case(vocab[i], originals[p])
-                for p, i in zip(positions[cased].tolist(), rows[cased].tolist(), strict=True)
-            ]
+            if self.keep_case:  # the input's case pattern, released unprotected
+                cased = positions[~lower[positions]]
+                case_copied[cased] = True
+                words[cased] = [apply_case(w, originals[p])
+                                for p, w in zip(cased.tolist(), words[cased].tolist(),
+                                                strict=True)]
+            else:  # the input's case unused: capitalised only where a sentence starts
+                first = positions[initial[positions]]
+                words[first] = [capitalize_first(w) for w in words[first].tolist()]
 
         in_vocab = np.flatnonzero(flat >= 0)
         rows = flat[in_vocab]
         protected = self._protected(rows)
+        resampled = np.zeros(len(flat), dtype=bool)
         if len(rows):
-            render(in_vocab, self._sample(rows, gen))
+            drawn = self._sample(rows, gen)
+            render(in_vocab, drawn)
+            if protected is not None:  # unprotected words the mechanism redrew anyway
+                resampled[in_vocab[~protected & (drawn != rows)]] = True
         oov = np.flatnonzero(flat == -1)
         if len(oov) and self.oov == "sample":
             allowed = self._output_rows()
@@ -322,8 +387,16 @@ class WordMechanism(Mechanism):
         unprotected_mask = np.zeros(len(flat), dtype=bool)
         if protected is not None:
             unprotected_mask[in_vocab[~protected]] = True
+        verbatim = unprotected_mask & ~resampled
         n_priv = per_text((flat >= 0) & ~unprotected_mask)
-        n_unprot = per_text(unprotected_mask)
+        n_unprot = per_text(verbatim)
+        n_resampled = per_text(resampled)
+        n_case = per_text(case_copied & ~verbatim)
+        # verbatim "non-sensitive" words capitalised inside a sentence: likely names or places
+        n_capital = per_text(verbatim & ~lower & ~initial)
+        n_entity = [0] * len(texts)
+        if getattr(self, "warn_entities", False) and verbatim.any():
+            n_entity = per_text(verbatim & _in_detected_entities(texts, parts_of))
         n_stop = per_text(flat == -2)
         n_oov = per_text(flat == -1)
         results = []
@@ -335,6 +408,8 @@ class WordMechanism(Mechanism):
             report = self._report(
                 n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
                 n_oov=n_oov[t], n_punct=count_punctuation(parts[0::2]),
+                n_resampled=n_resampled[t], n_case=n_case[t], n_capitalized=n_capital[t],
+                n_entity=n_entity[t],
             )
             results.append(Result("".join(parts), report))
         return results
@@ -361,19 +436,26 @@ class WordMechanism(Mechanism):
         return kinds
 
     def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
-                n_punct: int) -> PrivacyReport:
+                n_punct: int, n_resampled: int = 0, n_case: int = 0,
+                n_capitalized: int = 0, n_entity: int = 0) -> PrivacyReport:
         guarantee = self._token_guarantee
         events = [
             TokenEvent(guarantee, n_priv, "mechanism"),
             TokenEvent(_KEPT, n_punct, "punctuation"),
             TokenEvent(_KEPT, n_stop, "stopword"),
             TokenEvent(_KEPT, n_unprotected, "non_sensitive"),
+            TokenEvent(_KEPT, n_resampled, "non_sensitive_resampled"),
         ]
         if self.oov == "keep":
             events.append(TokenEvent(_KEPT, n_oov, "oov"))
         else:
             events.append(TokenEvent(_OOV_REPLACED, n_oov, f"oov_{self.oov}"))
-        return PrivacyReport(self.name, guarantee, [e for e in events if e.count])
+        return PrivacyReport(
+            self.name, guarantee, [e for e in events if e.count],
+            unprotected_attributes={"case_pattern": n_case} if n_case else {},
+            warnings={k: v for k, v in (("non_sensitive_capitalized", n_capitalized),
+                                        ("non_sensitive_entity", n_entity)) if v},
+            document_scope=DOCUMENT_SCOPE)
 
     # ------------------------------------------------------------- display
     def __repr__(self) -> str:
