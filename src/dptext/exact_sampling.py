@@ -136,10 +136,11 @@ def bernoulli_log(log_q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Exact Bernoulli(exp(log_q)) for any ``log_q <= 0`` (also far below the double range):
     a product of independent Bernoulli factors of at least e^-BLOCK_NATS each."""
     log_q = np.asarray(log_q, dtype=np.float64)
-    pieces = np.maximum(1, np.ceil(-log_q / BLOCK_NATS)).astype(np.int64)
-    pieces[~np.isfinite(log_q)] = 1
+    finite = np.isfinite(log_q)
+    pieces = np.ones(log_q.shape, dtype=np.int64)
+    pieces[finite] = np.maximum(1, np.ceil(-log_q[finite] / BLOCK_NATS)).astype(np.int64)
     out = np.ones(log_q.shape, dtype=bool)
-    step = np.where(np.isfinite(log_q), log_q / pieces, -np.inf)
+    step = np.where(finite, log_q / pieces, -np.inf)
     for i in range(int(pieces.max(initial=1))):
         live = np.flatnonzero(out & (pieces > i))
         if not len(live):
