@@ -140,7 +140,8 @@ def mechanisms():
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_TEXTS, min_size=1, max_size=4))
 @example(["Ⓐⓛⓘⓒⓔ Ⓢⓜⓘⓣⓗ ⓗⓐⓢ ⓒⓐⓝⓒⓔⓡ", "रमेश कुमार", "alpha Ⓑeta"])
 def test_no_letter_leaves_verbatim_through_any_word_mechanism(mechanisms, texts):
