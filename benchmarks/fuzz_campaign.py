@@ -73,7 +73,8 @@ def _check_release(original: str, released: str, space, placeholder: str) -> tup
     return raw, letters
 
 
-def fuzz(root: Path, n_records: int, space, seed: int, *, long_words: bool = True) -> dict:
+def fuzz(root: Path, n_records: int, space, seed: int, *, long_words: bool = True,
+         cache: bool = False) -> dict:
     from dptext.errors import DPTextError
     from dptext.sanitize import sanitize
 
@@ -86,7 +87,7 @@ def fuzz(root: Path, n_records: int, space, seed: int, *, long_words: bool = Tru
               "count_mismatches": 0, "raw_releases": 0, "letters_in_glue": 0,
               "other_fields_changed": 0, "seconds": 0.0, "crash_details": []}
     for name, make in fc.mechanism_factories(space).items():
-        m = make().fit(cache=False)
+        m = make().fit(cache=cache)
         for kind, path in paths.items():
             fmt = "csv" if kind.startswith("csv") else kind
             out = root / "out" / f"{name}-{kind}.{fmt}"
@@ -209,7 +210,8 @@ def main() -> None:
         space = default_space(progress=False)
     space_path = root / "space.npz"
     tiny_space().save(space_path)
-    figures = {"fuzz": fuzz(root, args.records, space, args.seed),
+    figures = {"fuzz": fuzz(root, args.records, space, args.seed,
+                            cache=args.space == "default"),
                "bad_inputs": bad_inputs(root, space_path), "rss": {}}
     for n in [int(x) for x in args.rss.split(",") if x]:
         out = subprocess.run([sys.executable, __file__, "--rss-one", str(n), "--space",

@@ -158,7 +158,8 @@ def sample(tables: dict[str, np.ndarray], rows: np.ndarray, rng: np.random.Gener
         c = cum[rows]
         u = rng.random(len(rows))
         pos = (c <= u[:, None]).sum(1)
-        amb = np.flatnonzero(c[np.arange(len(rows)), pos] < u + GRID)
+        k = c.shape[1]
+        amb = np.flatnonzero(c.ravel()[np.arange(0, len(rows) * k, k) + pos] < u + GRID)
         for i in amb:  # C_pos in [u, u + 2^-53): the grid cannot decide (rare)
             pos[i] = _refine(c[i], int(pos[i]), float(u[i]), rng)
         return pos

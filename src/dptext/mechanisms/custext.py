@@ -170,7 +170,8 @@ class CusText(WordMechanism):
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         t = self._tables
         pos = exact_sampling.sample(t, rows, rng)
-        return t["out"][rows, pos].astype(np.int64)
+        out = t["out"]
+        return out.ravel()[rows * out.shape[1] + pos].astype(np.int64)
 
     def output_set(self, word: str) -> list[str]:
         space = self.fitted_space()
