@@ -148,3 +148,26 @@ def test_custext_eps_100_grid_loss_versus_exact():
     assert worst_plain > 100.0  # inf, or far beyond: the printed eps was not delivered
     assert (exact > 0).all() and worst_exact <= 100.0 * (1 + 1e-9)
     assert ex.hockey_stick_delta(plain[0], plain[1], 100.0) >= 0.0
+
+
+@pytest.mark.parametrize(("epsilon", "lossy"), [(20.0, False), (150.0, True)])
+def test_lm_exponential_mechanism_on_the_grid(epsilon, lossy):
+    """DP-MLM/DP-Prompt's sampler (lm/sampling.py: inverse CDF of float64 cumulative sums in
+    vocabulary order) realizes grid_inverse_cdf_probabilities; once a candidate's probability
+    falls below 2^-53 of the total (eps/2 > ln(2^53 / V)), its privacy loss is unbounded. The
+    exact sampler realizes every candidate."""
+    rng = np.random.default_rng(4)
+    v = 5000
+    u = rng.uniform(0.0, 1.0, size=(2, v))  # clipped scores scaled to [0, 1] (Delta_u = 1)
+    z = epsilon * u / 2.0
+    plain = ex.grid_inverse_cdf_probabilities(np.exp(z - z.max(1, keepdims=True)))
+    assert (ex.pure_dp_epsilon(plain[0], plain[1]) > epsilon) == lossy
+    t = ex.build_tables(z)
+    exact = ex.realized_probabilities(t)
+    back = np.zeros_like(exact)
+    np.put_along_axis(back, t["order"].astype(np.int64), exact, axis=1)
+    assert (back > 0).all()
+    assert ex.pure_dp_epsilon(back[0], back[1]) <= epsilon
+    ref = np.exp(z - z.max(1, keepdims=True))
+    ref /= ref.sum(1, keepdims=True)
+    np.testing.assert_allclose(back, ref, rtol=1e-9)
