@@ -161,8 +161,9 @@ class SanText(WordMechanism):
                 tables["near_count"], near_ok.sum(1)):
             raise DPTextError("the sensitive counts do not match the mask")
         near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+        # tables saved before the shift existed hold unshifted weights (see _use_tables)
         shift = np.asarray(tables.get("shift", np.zeros(n)), dtype=np.float64)
-        has_near = near_ok.any(1)
+        has_near = near_ok.any(1) & ("shift" in tables)
         if shift.shape != (n,) or not np.isfinite(shift).all() or (shift < 0).any() or (
                 has_near.any() and not np.allclose(shift[has_near], near_d[has_near].min(1),
                                                    rtol=1e-6, atol=1e-6)):

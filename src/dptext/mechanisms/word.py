@@ -131,14 +131,14 @@ class WordMechanism(Mechanism):
     def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
         """Check fitted tables before they are used (raise DPTextError naming the defect).
 
-        Every mechanism gets this generic check (numeric arrays, finite floats); mechanisms
-        override it with their own structure and guarantee (CusText's disjoint sets and
-        realized privacy loss, SanText's near table, ...), calling ``super()`` first.
+        Every mechanism gets this generic check (no Python objects, no NaN or +inf);
+        mechanisms override it with their own structure and guarantee (CusText's disjoint sets
+        and realized privacy loss, SanText's near table, ...), calling ``super()`` first.
         """
         for name, value in tables.items():
             arr = np.asarray(value)
-            if arr.dtype.kind not in "biuf":
-                raise DPTextError(f"table {name!r} has dtype {arr.dtype} (numbers expected)")
+            if arr.dtype.hasobject:
+                raise DPTextError(f"table {name!r} holds Python objects")
             if arr.dtype.kind == "f" and not np.isfinite(arr[~np.isneginf(arr)]).all():
                 raise DPTextError(f"table {name!r} holds NaN or infinite values")
 
