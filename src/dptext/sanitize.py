@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-from dptext.io import atomic_write, read_json_objects, read_lines
+from dptext.io import atomic_write, dumps_record, read_csv, read_json_objects, read_lines
 from dptext.mechanisms.base import Mechanism
 from dptext.rng import RngLike, as_generator
 
@@ -84,18 +83,19 @@ def sanitize(
                 for batch in _batches(_jsonl_records(input_path, field)):
                     for (obj, _), new in zip(batch, run([t for _, t in batch]), strict=True):
                         obj[field] = new
-                        out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+                        out.write(dumps_record(obj) + "\n")
         elif fmt == "csv":
-            rows = csv.DictReader(line for _, line in read_lines(input_path, strip_bom=True))
-            if rows.fieldnames is None or field not in rows.fieldnames:
+            header, rows = read_csv(input_path)  # strict: docs/reliability.md, "Input files"
+            if field not in header:
                 raise DPTextError(f"{input_path}: no column {field!r} in the CSV header")
+            column = header.index(field)
             with atomic_write(output_path, encoding="utf-8", newline="") as out:
-                writer = csv.DictWriter(out, fieldnames=rows.fieldnames)
-                writer.writeheader()
-                for batch in _batches(_csv_rows(rows, input_path, field)):
-                    for row, new in zip(batch, run([r[field] for r in batch]), strict=True):
-                        row[field] = new
-                        writer.writerow(row)
+                writer = csv.writer(out)
+                writer.writerow(header)
+                for batch in _batches(fields for _, _, fields in rows):
+                    for fields, new in zip(batch, run([r[column] for r in batch]), strict=True):
+                        fields[column] = new
+                        writer.writerow(fields)
         else:
             with atomic_write(output_path, encoding="utf-8", newline="") as out:
                 for batch in _batches(line for _, line in read_lines(input_path)):
@@ -106,15 +106,3 @@ def sanitize(
     if not reports:
         return PrivacyReport(mechanism.name, mechanism.guarantee, [], records=0)
     return type(reports[0]).combine(reports)  # a subclass (e.g. DP-MLM add/delete) keeps its fields
-
-
-def _csv_rows(rows: csv.DictReader, path, field: str) -> Iterator[dict]:
-    for row in rows:
-        if row.get(field) is None:
-            raise DPTextError(f"{path}: CSV row {rows.line_num} has no value for {field!r}")
-        if None in row:  # DictReader's restkey: more values than header columns
-            raise DPTextError(
-                f"{path}: CSV row {rows.line_num} has more fields than the header "
-                f"({len(rows.fieldnames)} columns)"
-            )
-        yield row

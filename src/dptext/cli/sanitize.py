@@ -10,6 +10,7 @@ from dptext.cli.common import (
     add_mechanism_args,
     build_mechanism,
     progress_wanted,
+    rng_choice,
 )
 from dptext.errors import DPTextError
 
@@ -29,14 +30,15 @@ def cmd_sanitize(args) -> int:
         from dptext.io import open_input
 
         open_input(args.input).close()  # a missing or unreadable input fails before any work
+    rng = rng_choice(args)
     m = build_mechanism(args)
     if args.text is not None:
-        result = m.privatize(args.text, rng=args.seed)
+        result = m.privatize(args.text, rng=rng)
         print(result.text)
         report = result.report
     else:
         report = sanitize(m, args.input, args.output, field=args.field, fmt=args.format,
-                          rng=args.seed, progress=progress_wanted(args))
+                          rng=rng, progress=progress_wanted(args))
         report_path = args.report or f"{args.output}.report.json"
         with atomic_write(report_path, encoding="utf-8") as f:
             json.dump(report.to_dict(), f, indent=2)
@@ -53,8 +55,9 @@ def cmd_demo(args) -> int:
 
     text = files("dptext").joinpath("data/sample.txt").read_text(encoding="utf-8")
     args.epsilon = args.epsilon or 2.0
+    rng = rng_choice(args)
     m = build_mechanism(args)
-    result = m.privatize(text, rng=args.seed)
+    result = m.privatize(text, rng=rng)
     print("Original:\n" + text)
     print(f"Sanitized ({args.mechanism}, epsilon={args.epsilon:g}):\n" + result.text)
     print(result.report)

@@ -36,12 +36,58 @@ def _offline() -> None:
 
 
 def default_causal_dir(*, progress: bool = False) -> Path:
-    """The fp32 copy of the packaged SmolLM2 (built from the GGUF on first use)."""
-    from dptext.resources import cache_dir, package_dir
+    """The fp32 copy of the packaged SmolLM2 (built from the GGUF on first use).
+
+    The copy is used only when every file matches the manifest written with it (a corrupted
+    copy is rebuilt, with a warning); two processes convert it once (a file lock); its files
+    get the modes of a plain mkdir/open so a shared cache serves other users.
+    """
+    from dptext import cache
+    from dptext.resources import cache_dir
 
     target = cache_dir() / "models" / f"{DEFAULT_CAUSAL}-fp32-v{_FORMAT}"
-    if (target / "model.safetensors").is_file():
+    if _cached_model(target):
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with cache.build_lock(target, "the fp32 copy of SmolLM2"):
+        if _cached_model(target):
+            return target
+        _convert_default_causal(target, progress=progress)
+    return target
+
+
+def _cached_model(target: Path) -> bool:
+    """Whether ``target`` holds a verified copy; a corrupted one is moved aside and removed."""
+    from dptext import cache
+
+    if not (target / "model.safetensors").is_file():
+        return False
+    try:
+        if cache.verify_dir(target):
+            return True
+    except cache.CorruptArtefact as err:
+        cache.warn(f"{err}; converting the default causal LM again")
+        doomed = target.with_name(f".{target.name}.corrupt-{os.getpid()}")
+        try:
+            target.rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        except OSError:
+            pass
+        return False
+    # a copy from before manifests: adopt it (recording what it holds) if the cache is writable
+    try:
+        cache.write_manifest(target)
+    except OSError:
+        return True
+    cache.warn(f"{target} had no manifest (written by an older dptext); its hashes are now "
+               "recorded")
+    return True
+
+
+def _convert_default_causal(target: Path, *, progress: bool) -> None:
+    from dptext import cache
+    from dptext.resources import package_dir
+
     pkg = package_dir(_GGUF_PACKAGE)
     if pkg is None or not (pkg / _GGUF_FILE).is_file():
         raise DPTextError(
@@ -64,19 +110,13 @@ def default_causal_dir(*, progress: bool = False) -> Path:
     model.is_quantized = False
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:  # another process finished first: use its copy
-            if not (target / "model.safetensors").is_file():
-                raise
+        cache.publish_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
 
 
 def default_masked_dir(*, progress: bool = False, build: bool = True) -> Path:

@@ -50,6 +50,16 @@ class MultivariateLaplace(WordMechanism):
             raise DPTextError("the multivariate Laplace mechanism needs a euclidean space")
         return {"diameter": np.array(space.delta_max)}
 
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """The only table is the space's diameter (it enters the printed guarantee)."""
+        super().validate_tables(tables)
+        if "diameter" not in tables:
+            raise DPTextError("tables lack diameter")
+        d = float(np.asarray(tables["diameter"]))
+        if not (np.isfinite(d) and d > 0 and np.isclose(d, self.space.delta_max, rtol=1e-6)):
+            raise DPTextError(f"diameter {d:g} is not the space's Delta_max "
+                              f"{self.space.delta_max:g}")
+
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius."""
         dim = self.space.dim

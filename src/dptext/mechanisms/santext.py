@@ -136,6 +136,67 @@ class SanText(WordMechanism):
             })
         return out
 
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """Structure and guarantee of fitted tables (docs/reliability.md, "The cache"): the
+        sensitive set is this mechanism's own, the near table is exactly the space's kNN rows
+        restricted to it, its cumulative weights are exp(-eps d / 2) of those rows (recomputed:
+        O(|V| m)), and the near/far split lies within the bounds the distances allow."""
+        super().validate_tables(tables)
+        need = {"sensitive", "near", "cum", "far_max", "p_near", "n_sensitive", "near_count"}
+        missing = sorted(need - set(tables))
+        if missing:
+            raise DPTextError(f"tables lack {', '.join(missing)}")
+        space = self.space
+        geo = space.geometry()
+        n, m = geo.neighbors.shape
+        sensitive = np.asarray(tables["sensitive"])
+        if sensitive.shape != (n,) or sensitive.dtype != bool:
+            raise DPTextError("the sensitive mask does not match the space")
+        if not np.array_equal(sensitive, self._sensitive_mask(space)):
+            raise DPTextError("the sensitive set is not this mechanism's (public frequencies, "
+                              f"w={self.sensitive_fraction:g})")
+        near_ok = sensitive[geo.neighbors]
+        if not np.array_equal(tables["near"], np.where(near_ok, geo.neighbors, -1)):
+            raise DPTextError("the near table is not the space's kNN rows over V_s")
+        if int(tables["n_sensitive"]) != int(sensitive.sum()) or not np.array_equal(
+                tables["near_count"], near_ok.sum(1)):
+            raise DPTextError("the sensitive counts do not match the mask")
+        near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+        # tables saved before the shift existed hold unshifted weights (see _use_tables)
+        shift = np.asarray(tables.get("shift", np.zeros(n)), dtype=np.float64)
+        has_near = near_ok.any(1) & ("shift" in tables)
+        if shift.shape != (n,) or not np.isfinite(shift).all() or (shift < 0).any() or (
+                has_near.any() and not np.allclose(shift[has_near], near_d[has_near].min(1),
+                                                   rtol=1e-6, atol=1e-6)):
+            raise DPTextError("the weight shift is not each row's nearest sensitive distance")
+        half = self.epsilon / 2.0
+        near_w = np.where(near_ok, np.exp(-half * (near_d - shift[:, None])), 0.0)
+        z_near = near_w.sum(1)
+        ref = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
+        cum = np.asarray(tables["cum"], dtype=np.float64)
+        if cum.shape != (n, m) or not np.allclose(cum, ref, rtol=1e-6, atol=1e-9):
+            raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
+                              "distances")
+        far_ref = np.exp(-half * (geo.distances[:, -1].astype(np.float64) - shift))
+        if not np.allclose(tables["far_max"], far_ref, rtol=1e-6, atol=0.0):
+            raise DPTextError("far_max is not the weight of the last kNN distance")
+        p_near = np.asarray(tables["p_near"], dtype=np.float64)
+        if p_near.shape != (n,) or ((p_near < 0) | (p_near > 1)).any():
+            raise DPTextError("p_near is not a probability per word")
+        n_far = (int(sensitive.sum()) - near_ok.sum(1)).astype(np.float64)
+        if m >= n:
+            n_far[:] = 0.0
+        w_min = np.exp(-half * (space.delta_max - shift))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            lo = z_near / (z_near + n_far * far_ref)
+            hi = z_near / (z_near + n_far * w_min)
+        tol = 1e-6
+        bad = (p_near < lo * (1 - tol) - 1e-12) | (p_near > hi * (1 + tol) + 1e-12)
+        bad &= z_near > 0
+        if bad.any():
+            raise DPTextError(f"p_near of {int(bad.sum())} words lies outside the range their "
+                              "distances allow")
+
     @classmethod
     def fit_many(cls, epsilons, *, progress: bool = False, **params) -> list[SanText]:
         """Fitted mechanisms at each epsilon (same other ``params``), sharing one distance pass

@@ -145,6 +145,20 @@ class TruncatedGumbel(WordMechanism):
             )
         return {"b": np.array(b)}
 
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """The scale b must meet Appendix A's sufficient condition for this epsilon (a smaller
+        b is less noise and a weaker guarantee than the one printed)."""
+        super().validate_tables(tables)
+        if "b" not in tables:
+            raise DPTextError("tables lack b")
+        b = float(np.asarray(tables["b"]))
+        if not (math.isfinite(b) and b > 0):
+            raise DPTextError(f"scale b={b!r} is not a positive number")
+        got = bound(b, **self._geometry(self.space))
+        if not got <= self.epsilon * (1 + 1e-12):
+            raise DPTextError(f"scale b={b:g} guarantees only epsilon={got:.6g} > "
+                              f"{self.epsilon:g}")
+
     @property
     def b(self) -> float:
         self._fitted_space()

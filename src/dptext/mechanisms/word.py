@@ -185,6 +185,24 @@ class WordMechanism(Mechanism):
     @abstractmethod
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]: ...
 
+    #: version of a mechanism's own table layout (part of the cache key: bump it when the
+    #: tables a mechanism fits change meaning)
+    table_layout: ClassVar[int] = 1
+
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """Check fitted tables before they are used (raise DPTextError naming the defect).
+
+        Every mechanism gets this generic check (no Python objects, no NaN or +inf);
+        mechanisms override it with their own structure and guarantee (CusText's disjoint sets
+        and realized privacy loss, SanText's near table, ...), calling ``super()`` first.
+        """
+        for name, value in tables.items():
+            arr = np.asarray(value)
+            if arr.dtype.hasobject:
+                raise DPTextError(f"table {name!r} holds Python objects")
+            if arr.dtype.kind == "f" and not np.isfinite(arr[~np.isneginf(arr)]).all():
+                raise DPTextError(f"table {name!r} holds NaN or infinite values")
+
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
         self._tables = tables
         self._token_guarantee = self.guarantee  # fixed once fitted; every report shares it
@@ -196,6 +214,7 @@ class WordMechanism(Mechanism):
             {
                 "mechanism": self.name, "space": space.fingerprint(),
                 "tables": TABLE_FORMAT, "wordfreq": _version("wordfreq"),
+                **({"layout": self.table_layout} if self.table_layout != 1 else {}),
                 **self._table_params(),
             },
             sort_keys=True,
@@ -220,25 +239,70 @@ class WordMechanism(Mechanism):
         return f"fitting {self.name} tables for eps={self.epsilon:g}{estimate}, cached afterwards"
 
     def fit(self, *, cache: bool = True, progress: bool = False) -> WordMechanism:
-        """Precompute the sampling tables (once; cached on disk under the space fingerprint)."""
+        """Precompute the sampling tables (once; cached on disk under the space fingerprint).
+
+        A cached file is used only after its content hash and :meth:`validate_tables` pass: a
+        corrupted one is rebuilt (with a warning); one that is intact but fails validation is
+        an error naming it. Concurrent processes build an entry once (a file lock); where the
+        cache is read-only the tables are kept in memory (with a warning).
+        """
+        from dptext import cache as cache_files
+
         if self.space is None:
             from dptext.resources import default_space
 
             self.space = default_space(progress=progress)
         path = self._cache_path(self.space) if cache else None
-        if path is not None and path.is_file():
-            with np.load(path, allow_pickle=False) as z:
-                self._use_tables({k: z[k] for k in z.files})
-        else:
+        tables = self._cached_tables(path) if path is not None else None
+        if tables is None and path is not None:
+            with cache_files.build_lock(path, f"{self.name} tables"):
+                tables = self._cached_tables(path)  # another process may have built it
+                if tables is None:
+                    tables = self._fit_tables(self.space)
+                    self._validate(tables, "freshly fitted tables")
+                    cache_files.save_npz(path, tables)
+        elif tables is None:
             tables = self._fit_tables(self.space)
-            if path is not None:
-                self.save(path, tables)
-            self._use_tables(tables)
+            self._validate(tables, "freshly fitted tables")
+        self._use_tables(tables)
         self._lookup_cache = {}
         return self
 
+    def _validate(self, tables: dict[str, np.ndarray], what: str) -> None:
+        try:
+            self.validate_tables(tables)
+        except DPTextError as err:
+            raise DPTextError(f"{self.name}: {what} failed validation: {err}") from None
+
+    def _cached_tables(self, path: Path) -> dict[str, np.ndarray] | None:
+        """The verified tables at ``path``; None if absent or corrupted (then rebuilt)."""
+        from dptext import cache as cache_files
+
+        if not path.is_file():
+            return None
+        try:
+            legacy = not cache_files.verify(path)
+            tables = cache_files.load_npz(path)
+        except cache_files.CorruptArtefact as err:
+            cache_files.warn(f"{err}; rebuilding {self.name} tables")
+            return None
+        try:
+            self.validate_tables(tables)
+        except DPTextError as err:
+            raise DPTextError(
+                f"{path}: cached {self.name} tables failed validation ({err}); "
+                f"{cache_files.rebuild_hint('fitted')}"
+            ) from None
+        if legacy:
+            cache_files.warn(f"{path} had no content hash (written by an older dptext); "
+                             "its tables passed validation and their hash is now recorded")
+            cache_files.record_digest(path)
+        return tables
+
     def save(self, path: str | os.PathLike, tables: dict[str, np.ndarray] | None = None) -> Path:
-        """Write the fitted tables to ``path`` (atomically)."""
+        """Write the fitted tables to ``path`` (atomically, with a content-hash file beside it)."""
+        from dptext import cache as cache_files
+
         tables = tables if tables is not None else self._tables
         if tables is None:
             raise DPTextError(f"{self.name}: fit() before save()")
@@ -246,16 +310,29 @@ class WordMechanism(Mechanism):
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path, "wb") as f:
             np.savez(f, **tables)
+        cache_files.record_digest(path)
         return path
 
     def load(self, path: str | os.PathLike) -> WordMechanism:
-        """Use tables written by :meth:`save` (for the same space and parameters)."""
+        """Use tables written by :meth:`save` (for the same space and parameters): checked
+        against their content hash (when one was saved) and :meth:`validate_tables`."""
+        from dptext import cache as cache_files
+
         if self.space is None:
             from dptext.resources import default_space
 
             self.space = default_space()
-        with np.load(path, allow_pickle=False) as z:
-            self._use_tables({k: z[k] for k in z.files})
+        path = Path(path)
+        if not path.is_file():
+            raise DPTextError(f"no such tables file: {path}")
+        cache_files.verify(path)
+        tables = cache_files.load_npz(path)
+        try:
+            self.validate_tables(tables)
+        except DPTextError as err:
+            raise DPTextError(f"{path}: {self.name} tables failed validation ({err})") from None
+        self._use_tables(tables)
+        self._lookup_cache = {}
         return self
 
     @property
