@@ -112,6 +112,11 @@ class SanText(WordMechanism):
                 "near": np.where(near_ok, geo.neighbors, -1),
                 "last_d": geo.distances[:, -1].astype(np.float64)}
 
+    def _table_params(self) -> dict:
+        # The envelope sampler's p_near is not the earlier sampler's: its tables get their own
+        # cache paths, so that neither version loads the other's (a wrong distribution).
+        return {**super()._table_params(), "sampler": "envelope"}
+
     def _free_cache_path(self, space: EmbeddingSpace):
         """Where the epsilon-free part (V_s and the shifts) of this space and w is cached."""
         import hashlib
