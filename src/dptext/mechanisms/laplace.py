@@ -7,7 +7,8 @@ nearest (Euclidean) to phi(w) + r*u, possibly w itself. Guarantee: epsilon*d met
 d = Euclidean distance between word vectors. The nearest-word search
 (:mod:`dptext.mechanisms.nearest`) is exact by default (blocked float32 GEMM with a fused
 top-two, near ties re-checked in float64: the exact nearest word to the float64 noisy point);
-``search="ivf"`` / ``"hnsw"`` use a faiss index built from the public word vectors instead
+``device="cuda"`` (or ``"auto"`` with a GPU) runs the exact search in torch on the GPU, same
+result; ``search="ivf"`` / ``"hnsw"`` use a faiss index built from the public word vectors instead
 (approximate, faster). Either way the word is a function of the noisy vector alone -
 post-processing - so it cannot weaken the guarantee.
 """
@@ -28,13 +29,20 @@ class MultivariateLaplace(WordMechanism):
     summary = "nearest word to the vector plus multivariate Laplace noise (metric DP)"
     guarantee_summary = "epsilon*d metric DP, d = Euclidean distance between word vectors"
 
-    runtime_parameters = frozenset({"search"})  # post-processing of the noisy vector
+    # post-processing of the noisy vector, and where that search runs
+    runtime_parameters = frozenset({"search", "device"})
 
-    def __init__(self, *, epsilon: float = 10.0, search: str = "exact", **common) -> None:
+    def __init__(self, *, epsilon: float = 10.0, search: str = "exact", device: str = "cpu",
+                 **common) -> None:
+        from dptext.devices import check_device
         from dptext.mechanisms.nearest import SEARCHES
 
         super().__init__(epsilon=epsilon, **common)
         self.search = check_choice(search, "search", SEARCHES)
+        self.device = check_device(device)
+        if self.search != "exact" and self.device == "cuda":
+            raise DPTextError(f"search={self.search!r} runs on the CPU (faiss-cpu); "
+                              "device='cuda' is for search='exact'")
         self._search = None
 
     @property
@@ -73,7 +81,8 @@ class MultivariateLaplace(WordMechanism):
         if self._search is None:
             from dptext.mechanisms.nearest import make_search
 
-            self._search = make_search(self._fitted_space().vectors, self.search)
+            self._search = make_search(self._fitted_space().vectors, self.search,
+                                       device="cpu" if self.search != "exact" else self.device)
         return self._search(points)
 
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -14,6 +14,11 @@ second-best float32 scores are within ``2B``, the order may be wrong: those poin
 re-scored in float64 over every word whose float32 score is within ``2B`` of the best. The
 result equals a brute-force float64 search (the point itself taken in float64).
 
+On a GPU (``device="cuda"``, :class:`TorchExactSearch`) the same search runs with torch: the
+word matrix stays on the device, each block of points is one float32 GEMM (full float32: TF32
+is switched off for the call, so the bound above holds) with a top-two, and the near ties are
+re-checked in float64 on the CPU exactly as above.
+
 Indexed search (``search="ivf"`` or ``"hnsw"``, faiss-cpu, optional extra ``faiss``): an
 approximate nearest neighbour over an index built from the public word vectors alone. The word
 returned is still a function of the noisy point alone - post-processing of the Laplace
@@ -96,6 +101,53 @@ class ExactSearch:
         return int(cand[np.argmax(exact)])  # the lowest index among exact ties
 
 
+class TorchExactSearch(ExactSearch):
+    """:class:`ExactSearch` with the float32 GEMM and top-two in torch on ``device``."""
+
+    def __init__(self, vectors: np.ndarray, *, device: str = "cuda", block: int = 4096) -> None:
+        import torch
+
+        super().__init__(vectors, block=block)
+        self.device = torch.device(device)
+        self._words = torch.from_numpy(self.words).to(self.device)
+        self._half_sq32 = torch.from_numpy(self.half_sq32).to(self.device)
+
+    def __call__(self, points: np.ndarray) -> np.ndarray:
+        import torch
+
+        points64 = np.asarray(points, dtype=np.float64)
+        n, m = len(points64), len(self.words)
+        out = np.empty(n, dtype=np.int64)
+        if n == 0:
+            return out
+        if m == 0:
+            raise DPTextError("cannot search an empty vocabulary")
+        bound2 = 2.0 * self.error_bound(np.linalg.norm(points64, axis=1))
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False  # the error bound is for float32
+        try:
+            for s in range(0, n, self.block):
+                p = points64[s: s + self.block].astype(np.float32)
+                sc = torch.from_numpy(p).to(self.device) @ self._words.T
+                sc -= self._half_sq32
+                if m >= 2:
+                    top, arg = sc.topk(2, dim=1)
+                    best, second = top[:, 0].cpu().numpy(), top[:, 1].cpu().numpy()
+                else:
+                    top, arg = sc.max(1, keepdim=True)
+                    best = top[:, 0].cpu().numpy()
+                    second = np.full(len(p), -np.inf, dtype=np.float32)
+                out[s: s + len(p)] = arg[:, 0].cpu().numpy()
+                close = np.flatnonzero(best.astype(np.float64) - second < bound2[s: s + len(p)])
+                for k in close:
+                    out[s + k] = self._recheck(points64[s + k], p[k], float(best[k]),
+                                               float(bound2[s + k]))
+                self.rechecked += len(close)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+        return out
+
+
 class FaissSearch:
     """Approximate nearest word with a faiss index over the word vectors (public data only)."""
 
@@ -130,8 +182,16 @@ class FaissSearch:
         return idx[:, 0].astype(np.int64)
 
 
-def make_search(vectors: np.ndarray, search: str = "exact", **options):
-    """The nearest-word search ``search`` over ``vectors`` (one of :data:`SEARCHES`)."""
+def make_search(vectors: np.ndarray, search: str = "exact", device: str = "cpu", **options):
+    """The nearest-word search ``search`` over ``vectors`` (one of :data:`SEARCHES`) on
+    ``device`` ("cpu", "cuda", "auto"; the faiss searches run on the CPU)."""
+    from dptext.devices import resolve_device
+
+    if resolve_device(device) == "cuda":
+        if search != "exact":
+            raise DPTextError(f"search={search!r} runs on the CPU (faiss-cpu); device='cuda' "
+                              "is for search='exact'")
+        return TorchExactSearch(vectors, device="cuda", **options)
     if search == "exact":
         return ExactSearch(vectors, **options)
     if search in ("ivf", "hnsw"):
