@@ -4,6 +4,7 @@ round against a noiseless FedAvg round on the same sampled data, and canary expo
     .venv/bin/python benchmarks/bench_training.py fig4
     .venv/bin/python benchmarks/bench_training.py cost [--model smollm2 --texts 30 --q-u 0.2
         --max-sentences 8 --repeats 3 --threads 1]
+        (cost: the median of per-round UeDP/noiseless ratios on identical batches)
     .venv/bin/python benchmarks/bench_training.py canary [--texts 60 --rounds 15 --copies 20]
 """
 
@@ -174,9 +175,12 @@ def main() -> None:
                     help="cost: the LSTM or SmolLM2's last 2 blocks")
     ap.add_argument("--repeats", type=int, default=6)
     ap.add_argument("--max-sentences", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int,
+                    help="torch threads (default: cost 1 - with 2 threads on a shared 2-core "
+                    "machine a round's time is mostly OpenMP waiting and per-round ratios "
+                    "swing 0.49-2.6; others 2)")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or (1 if args.what == "cost" else 2))
     if args.what == "fig4":
         fig4()
     elif args.what == "cost":
