@@ -129,7 +129,8 @@ class SanText(WordMechanism):
         key = json.dumps({"santext-free": 1, "space": space.fingerprint(),
                           "w": self.sensitive_fraction, "wordfreq": _version("wordfreq")},
                          sort_keys=True)
-        return cache_dir() / "fitted" / f"santext-free-{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz"
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return cache_dir() / "fitted" / f"santext-free-{digest}.npz"
 
     def _fit_tables_many(self, space: EmbeddingSpace, epsilons: list[float]
                          ) -> list[dict[str, np.ndarray]]:
@@ -205,25 +206,29 @@ class SanText(WordMechanism):
         if cum.shape != (n, m) or not np.allclose(cum, ref, rtol=1e-6, atol=1e-9):
             raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
                               "distances")
-        far_ref = np.exp(-half * (geo.distances[:, -1].astype(np.float64) - shift))
+        last_d = geo.distances[:, -1].astype(np.float64)
+        far_ref = np.exp(-half * ((np.maximum(last_d, shift) if "envelope" in tables
+                                   else last_d) - shift))
         if not np.allclose(tables["far_max"], far_ref, rtol=1e-6, atol=0.0):
             raise DPTextError("far_max is not the weight of the last kNN distance")
         p_near = np.asarray(tables["p_near"], dtype=np.float64)
         if p_near.shape != (n,) or ((p_near < 0) | (p_near > 1)).any():
             raise DPTextError("p_near is not a probability per word")
-        n_far = (int(sensitive.sum()) - near_ok.sum(1)).astype(np.float64)
+        if "envelope" not in tables:
+            # the older exact-far-mass format: its p_near is never used - _use_tables refits
+            # these tables for the envelope sampler (the other tables were checked above)
+            return
+        # the envelope sampler: the near mass against n_s * far_max (module docstring)
+        n_s = int(sensitive.sum())
+        envelope = np.where(near_ok.sum(1) < n_s, n_s * far_ref, 0.0)
         if m >= n:
-            n_far[:] = 0.0
-        w_min = np.exp(-half * (space.delta_max - shift))
+            envelope[:] = 0.0
         with np.errstate(invalid="ignore", divide="ignore"):
-            lo = z_near / (z_near + n_far * far_ref)
-            hi = z_near / (z_near + n_far * w_min)
-        tol = 1e-6
-        bad = (p_near < lo * (1 - tol) - 1e-12) | (p_near > hi * (1 + tol) + 1e-12)
-        bad &= z_near > 0
-        if bad.any():
-            raise DPTextError(f"p_near of {int(bad.sum())} words lies outside the range their "
-                              "distances allow")
+            want = z_near / (z_near + envelope)
+        ok = np.isclose(p_near, want, rtol=1e-6, atol=1e-12) | (z_near == 0)
+        if not ok.all():
+            raise DPTextError(f"p_near of {int((~ok).sum())} words is not the envelope "
+                              "sampler's near mass")
 
     @classmethod
     def fit_many(cls, epsilons, *, progress: bool = False, **params) -> list[SanText]:
