@@ -365,7 +365,7 @@ class _Runner:
                     r.error = err
             if r.error is not None:
                 if not self.skip:
-                    raise DPTextError(f"{source.name}: {r.error}")
+                    raise DPTextError(f"{source.shown}: {r.error}")
                 continue
             good.append(i)
             keys.append(key)
@@ -413,7 +413,7 @@ class _Runner:
                     reason = f"line {record.line}: output {err}"
             if reason is not None:
                 if not self.skip:
-                    raise DPTextError(f"{source.name}: {reason}")
+                    raise DPTextError(f"{source.shown}: {reason}")
                 shard.rejects.append(_reject_line(source, record, reason))
                 continue
             candidates.append((i, n, encoded))
@@ -437,16 +437,24 @@ class _Runner:
                         source, ctx.records[i], f"withheld by the ledger: {d.reason}"))
         # the report counts exactly the released records
         if len(released) == len(ctx.good) and not out.errors:
-            for f, r in zip(self.fields, out.field_reports, strict=True):
-                if r is not None:
-                    self.agg.add(f, r)
-        elif released:
-            for f, col in zip(self.fields, out.reports, strict=True):
-                self.agg.add(f, combine([col[n] for _, n, _ in released]))
-        for _, n, _ in released:
-            self.agg.note_record_epsilon(out.record_epsilon[n])
+            parts = out.field_reports
+        else:
+            parts = [combine([col[n] for _, n, _ in released]) if released else None
+                     for col in out.reports]
+        for f, r in zip(self.fields, parts, strict=True):
+            if r is not None:
+                self.agg.add(f, r)
+        if out.record_epsilon is None:  # one field
+            if parts[0] is not None:
+                r = parts[0]
+                self.agg.note_record_epsilon(r.epsilon if r.records == 1
+                                             else r.max_record_epsilon)
+        else:
+            for _, n, _ in released:
+                self.agg.note_record_epsilon(out.record_epsilon[n])
+        for _, n, _ in released if self.units_tracked else ():
             unit = ctx.units[n]
-            if unit is not None and self.units_tracked:
+            if unit is not None:
                 rec = combine([col[n] for col in out.reports])
                 eps, delta = budget_mod.event_totals(budget_mod.privacy_events(rec))
                 t = shard.units.setdefault(unit, [0.0, 0.0, 0])
@@ -602,9 +610,8 @@ class _Runner:
                 lines = self._process(ctx, out, shard)
                 if self.out_fmt == "parquet":
                     shard.rows.extend(enc for _, enc in lines)
-                else:
-                    for _, enc in lines:
-                        shard.write(enc)
+                elif lines:
+                    shard.write(b"".join(enc for _, enc in lines))
                 shard.batches += 1
                 self._batch_done(len(ctx.records))
                 if bar is not None:
@@ -665,7 +672,7 @@ class _Runner:
         if shard.charges:
             entry["charges"] = f"charges-{shard.index:05d}.json"
             write_durably(wd.path / entry["charges"], json.dumps(shard.charges).encode())
-        fsync_dir(wd.path)
+        # the manifest's write below fsyncs this directory, persisting the renames above too
         if shard.units:
             self.units.add(shard.index, shard.units)
         counts = self.agg.counts

@@ -16,6 +16,7 @@ records themselves) never leaves the driver process.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import signal
@@ -141,10 +142,14 @@ def ray_init(workers: int):
         env = {k: os.environ[k] for k in ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE",
                                           "TRANSFORMERS_OFFLINE") if k in os.environ}
         kwargs: dict = {"runtime_env": {"env_vars": env}, "log_to_driver": False,
-                        "include_dashboard": False}
+                        "include_dashboard": False, "logging_level": logging.ERROR}
         if not address:
             kwargs["num_cpus"] = workers
         ray.init(address=address or None, **kwargs)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    ctx.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     return ray
 
 

@@ -21,12 +21,18 @@ STDIN = "-"
 
 @dataclass(frozen=True)
 class Source:
-    """One input: ``path`` (None for stdin), the ``name`` used in record keys and messages
-    (relative to the directory or glob it came from), and its format."""
+    """One input: ``path`` (None for stdin), the ``name`` used in record keys (the file name,
+    or the path relative to the directory or the glob's directory), and its format. Record
+    keys, hence a seeded run's randomness, do not depend on how the path was spelled."""
 
     path: Path | None
     name: str
     fmt: str
+
+    @property
+    def shown(self) -> str:
+        """How messages name the source (the path as given, or stdin)."""
+        return "stdin" if self.path is None else str(self.path)
 
     @property
     def is_stdin(self) -> bool:
@@ -93,9 +99,15 @@ def expand(spec: str, fmt: str | None = None) -> list[Source]:
         files = sorted(Path(p) for p in glob.glob(spec) if Path(p).is_file())
         if not files:
             raise DPTextError(f"no file matches the input pattern {spec!r}")
-        names = [str(p) for p in files]
+        literal = []  # the directory part of the pattern before its first wildcard
+        for part in Path(spec).parts[:-1]:
+            if any(c in part for c in "*?["):
+                break
+            literal.append(part)
+        base = Path(*literal) if literal else Path(".")
+        names = [os.path.relpath(p, base) for p in files]
     else:
-        files, names = [path], [str(path)]
+        files, names = [path], [path.name]
     for p in files:
         _readable_file(p)
     sources = [Source(p, n, fmt or suffix_format(p) or "txt") for p, n in zip(files, names,

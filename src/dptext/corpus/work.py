@@ -33,7 +33,7 @@ class BatchOutput:
     texts: list[list[str | None]]  # per field, per record (None: the record failed)
     reports: list[list[PrivacyReport | None]]  # per field, per record
     field_reports: list[PrivacyReport | None]  # per field, combined over the batch
-    record_epsilon: list[float]  # per record, composed over its fields (0 if it failed)
+    record_epsilon: list[float] | None  # per record, over its fields (None: one field)
     errors: dict[int, str] = field(default_factory=dict)  # record index -> reason
 
 
@@ -71,6 +71,8 @@ def run_batch(m: Mechanism, task: BatchTask, seed: int | None, *, skip: bool) ->
     for col in reports:
         done = [r for r in col if r is not None]
         field_reports.append(combine(done) if done else None)
-    epsilon = [0.0 if i in errors else sum(col[i].epsilon for col in reports)
-               for i in range(n)]
+    epsilon = None  # one field: the field report's largest record is the record's epsilon
+    if len(reports) > 1:
+        epsilon = [0.0 if i in errors else sum(col[i].epsilon for col in reports)
+                   for i in range(n)]
     return BatchOutput(task.batch_id, texts, reports, field_reports, epsilon, errors)
