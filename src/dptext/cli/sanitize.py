@@ -244,8 +244,8 @@ def register(subparsers) -> None:
     run.add_argument("--torch-threads", action=Once, type=int_type(1), default=1,
                      help="torch threads per worker (language-model mechanisms)")
     run.add_argument("--batch-size", action=Once, type=int_type(1),
-                     help="records per batch (default 512; 1 for language-model mechanisms); "
-                          "part of a seeded run's identity")
+                     help="records per batch (default 512; 16 for language-model mechanisms, "
+                          "decoded side by side); part of a seeded run's identity")
     run.add_argument("--shard-size", action=Once, type=int_type(1),
                      help="records per committed shard (default 10000; 64 for language-model "
                           "mechanisms)")

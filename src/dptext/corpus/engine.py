@@ -32,7 +32,7 @@ from typing import Any
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
-from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor
+from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor, _set_threads
 from dptext.corpus.paths import (
     OutputPlan,
     file_mode,
@@ -53,7 +53,7 @@ from dptext.mechanisms.word import WordMechanism
 
 ON_ERROR = ("fail", "skip")
 ENGINES = ("local", "ray")
-WORD_BATCH, LM_BATCH = 512, 1
+WORD_BATCH, LM_BATCH = 512, 16
 WORD_SHARD, LM_SHARD = 10_000, 64
 PART_SUFFIX = {"jsonl": ".jsonl", "csv": ".csv", "txt": ".txt", "parquet": ".parquet"}
 
@@ -85,7 +85,7 @@ class CorpusJob:
     shard_seconds: float = 60.0
     workers: int = 1
     engine: str = "local"
-    torch_threads: int = 1
+    torch_threads: int | None = None  # None: this process's setting; workers get 1
     on_error: str = "fail"
     max_record_bytes: int = MAX_RECORD_BYTES
     resume: bool | None = None
@@ -378,16 +378,18 @@ class _Runner:
     def _executor(self, shared_dir: Path | None):
         j = self.job
         if j.engine == "local" and j.workers == 1:
+            if j.torch_threads is not None:
+                _set_threads(j.torch_threads)
             return InlineExecutor(self.m, self.seed, skip=self.skip)
+        threads = j.torch_threads or 1
         from dptext.corpus.shared import export
 
         shared = export(self.m, shared_dir, j.spec)
         if j.engine == "ray":
             return RayExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
-                               stage_dir=self.plan.workdir / "stage",
-                               torch_threads=j.torch_threads)
+                               stage_dir=self.plan.workdir / "stage", torch_threads=threads)
         return ProcessExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
-                               torch_threads=j.torch_threads)
+                               torch_threads=threads)
 
     # ------------------------------------------------------------------ one batch
     def _process(self, ctx: _Ctx, out: BatchOutput, shard: _Shard) -> list[tuple[int, bytes]]:

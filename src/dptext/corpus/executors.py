@@ -51,7 +51,6 @@ _WORKER: dict = {}
 
 
 def _set_threads(torch_threads: int) -> None:
-    os.environ.setdefault("OMP_NUM_THREADS", str(torch_threads))
     try:
         import torch
 
@@ -62,6 +61,7 @@ def _set_threads(torch_threads: int) -> None:
 
 def _init_worker(shared: dict, seed: int | None, skip: bool, torch_threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles ^C and stops the pool
+    os.environ.setdefault("OMP_NUM_THREADS", str(torch_threads))
     _set_threads(torch_threads)
     from dptext.corpus.shared import attach
 

@@ -10,8 +10,8 @@ was committed (it is not read again).
 Why per batch and not per record: the word mechanisms draw all tokens of a batch in one
 vectorized call from one generator. A generator per record costs 7x the throughput (measured:
 custext 3.5k vs 24k records/s on short records). ``--batch-size 1`` gives every record its own
-stream derived from (seed, record key); the language-model mechanisms run one text per batch by
-default, so their records always have their own stream.
+stream derived from (seed, record key). The batch size is part of a seeded job's identity: a
+resumed job must use the one it started with (it is checked).
 """
 
 from __future__ import annotations
