@@ -1,49 +1,42 @@
-"""Stream a file (JSONL, CSV or plain text lines) through a mechanism, atomically."""
+"""``dptext.sanitize``: privatize a file (JSONL, CSV, plain text, Parquet) through a mechanism.
+
+A thin wrapper over the corpus engine (:mod:`dptext.corpus`), which streams the input in
+batches, commits the output in shards (an interrupted call continues where it stopped when
+called again), and renames the output, its report (``OUTPUT.report.json``) and its provenance
+manifest (``OUTPUT.provenance.json``) into place together.
+"""
 
 from __future__ import annotations
 
-import csv
 import os
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Sequence
+
+import numpy as np
 
 from dptext.accounting.report import PrivacyReport
-from dptext.errors import DPTextError
-from dptext.io import atomic_write, dumps_record, read_csv, read_json_objects, read_lines
+from dptext.corpus.sources import FORMATS, check_format, suffix_format
 from dptext.mechanisms.base import Mechanism
-from dptext.rng import RngLike, as_generator
+from dptext.rng import RngLike
 
-FORMATS = ("jsonl", "csv", "txt")
-BATCH = 512
+__all__ = ["FORMATS", "detect_format", "sanitize"]
 
 
 def detect_format(path: str | os.PathLike, fmt: str | None) -> str:
-    if fmt is not None:
-        if fmt not in FORMATS:
-            raise DPTextError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    """``fmt`` if given (checked), else the format the suffix names (plain text otherwise)."""
+    if check_format(fmt) is not None:
         return fmt
-    suffix = Path(path).suffix.lower().lstrip(".")
-    return {"jsonl": "jsonl", "ndjson": "jsonl", "csv": "csv"}.get(suffix, "txt")
+    return suffix_format(path) or "txt"
 
 
-def _jsonl_records(path, field: str) -> Iterator[tuple[dict, str]]:
-    for number, obj in read_json_objects(path):
-        if field not in obj:
-            raise DPTextError(f"{path}: line {number} has no field {field!r}")
-        if not isinstance(obj[field], str):
-            raise DPTextError(f"{path}: line {number}: field {field!r} is not a string")
-        yield obj, obj[field]
+def _seed(rng: RngLike) -> int | None:
+    if isinstance(rng, np.random.Generator):  # reproducible from the generator's state
+        return int(rng.integers(0, 2**63))
+    if rng is None:
+        return None
+    from dptext.rng import as_generator
 
-
-def _batches(items: Iterator, size: int = BATCH) -> Iterator[list]:
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+    as_generator(rng)  # the same checks (and messages) as everywhere else
+    return int(rng)
 
 
 def sanitize(
@@ -51,58 +44,25 @@ def sanitize(
     input_path: str | os.PathLike,
     output_path: str | os.PathLike,
     *,
-    field: str = "text",
+    field: str | Sequence[str] = "text",
     fmt: str | None = None,
     rng: RngLike = None,
     progress: bool = False,
+    **options,
 ) -> PrivacyReport:
-    """Privatize every record of ``input_path`` into ``output_path``; returns the combined report.
+    """Privatize every record of ``input_path`` into ``output_path``; returns the report.
 
-    JSONL: ``field`` of each object is replaced. CSV: column ``field`` is replaced. Anything
-    else: each line is a text (line endings kept). The output appears only when complete.
+    JSONL: ``field`` of each object is replaced; CSV: column ``field``; Parquet: column
+    ``field``; anything else: each line is a text (line endings kept). ``field`` may name
+    several fields (a list, or ``"a,b"``); each is privatized. ``rng``: an int seed (for
+    experiments only) or a Generator (a seed is drawn from it) or None (OS entropy).
+    Other keyword arguments are fields of :class:`dptext.corpus.CorpusJob` (``workers``,
+    ``on_error``, ``report``, ...).
     """
-    fmt = detect_format(input_path, fmt)
-    gen = as_generator(rng)
-    reports: list[PrivacyReport] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from dptext.corpus import CorpusJob, run
 
-        bar = tqdm(unit=" records", desc=f"sanitize ({mechanism.name})")
-
-    def run(texts: list[str]) -> list[str]:
-        results = mechanism.privatize_batch(texts, rng=gen)
-        reports.extend(r.report for r in results)
-        if bar is not None:
-            bar.update(len(texts))
-        return [r.text for r in results]
-
-    try:
-        if fmt == "jsonl":
-            with atomic_write(output_path, encoding="utf-8", newline="\n") as out:
-                for batch in _batches(_jsonl_records(input_path, field)):
-                    for (obj, _), new in zip(batch, run([t for _, t in batch]), strict=True):
-                        obj[field] = new
-                        out.write(dumps_record(obj) + "\n")
-        elif fmt == "csv":
-            header, rows = read_csv(input_path)  # strict: docs/reliability.md, "Input files"
-            if field not in header:
-                raise DPTextError(f"{input_path}: no column {field!r} in the CSV header")
-            column = header.index(field)
-            with atomic_write(output_path, encoding="utf-8", newline="") as out:
-                writer = csv.writer(out)
-                writer.writerow(header)
-                for batch in _batches(fields for _, _, fields in rows):
-                    for fields, new in zip(batch, run([r[column] for r in batch]), strict=True):
-                        fields[column] = new
-                        writer.writerow(fields)
-        else:
-            with atomic_write(output_path, encoding="utf-8", newline="") as out:
-                for batch in _batches(line for _, line in read_lines(input_path)):
-                    out.writelines(run(batch))
-    finally:
-        if bar is not None:
-            bar.close()
-    if not reports:
-        return PrivacyReport(mechanism.name, mechanism.guarantee, [], records=0)
-    return type(reports[0]).combine(reports)  # a subclass (e.g. DP-MLM add/delete) keeps its fields
+    fields = [f.strip() for f in field.split(",")] if isinstance(field, str) else list(field)
+    job = CorpusJob(mechanism, os.fspath(input_path), os.fspath(output_path), fields=fields,
+                    input_format=check_format(fmt), seed=_seed(rng), progress=progress,
+                    **options)
+    return run(job).report

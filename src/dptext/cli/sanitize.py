@@ -1,14 +1,25 @@
-"""``dptext sanitize`` and ``dptext demo``: privatize a text, a file, or the bundled sample."""
+"""``dptext sanitize`` and ``dptext demo``: privatize a text, a corpus, or the bundled sample.
+
+File and stdin input run through the corpus engine (:mod:`dptext.corpus`): several fields,
+``--on-error skip`` with a rejects file, ``--workers N`` or ``--engine ray``, resumable shards
+(an interrupted run continues when the same command is run again), privacy units and a ledger.
+"""
 
 from __future__ import annotations
 
-import json
+import argparse
+import signal
 import sys
+from pathlib import Path
 
 from dptext.cli.common import (
+    ExtendList,
     add_command,
     add_mechanism_args,
     build_mechanism,
+    int_type,
+    mechanism_params,
+    positive_type,
     progress_wanted,
     rng_choice,
 )
@@ -18,36 +29,162 @@ from dptext.errors import DPTextError
 TAKES_MECHANISM_OPTIONS = ("sanitize", "demo")
 
 
+class Once(argparse.Action):
+    """A single-valued option: giving it twice is an error, never a silent override."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_seen_{self.dest}", False):
+            raise argparse.ArgumentError(self, "given twice; give it once")
+        setattr(namespace, f"_seen_{self.dest}", True)
+        setattr(namespace, self.dest, values)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (kill, timeout, docker stop, systemd, Slurm), handled like ^C."""
+
+
+def _on_term(signum, frame):
+    raise _Terminated()
+
+
+def _is_word_mechanism(name: str) -> bool:
+    from dptext.mechanisms.registry import registered
+    from dptext.mechanisms.word import WordMechanism
+
+    cls = registered().get(name)
+    return cls is not None and issubclass(cls, WordMechanism)
+
+
+def _interrupted_message(output: str | None, err: KeyboardInterrupt) -> str:
+    what = "terminated" if isinstance(err, _Terminated) else "interrupted"
+    if output not in (None, "-") and (Path(f"{output}.partial") / "manifest.json").is_file():
+        import json
+
+        m = json.loads((Path(f"{output}.partial") / "manifest.json").read_text("utf-8"))
+        done = m.get("aggregate", {}).get("counts", {}).get("records_in", 0) \
+            if m.get("aggregate") else 0
+        return (f"dptext: {what}; {done} records are committed in {output}.partial: run the "
+                f"same command again to continue")
+    return f"dptext: {what}; no output was written"
+
+
+def _job(args, m):
+    from dptext.corpus import CorpusJob
+
+    output = args.output if args.output is not None else args.output_dir
+    budget_ledger = None
+    if args.ledger is not None:
+        from dptext.corpus.budget import open_ledger
+
+        budget_ledger = open_ledger(args.ledger)
+    params = mechanism_params_for_record(args)
+    return CorpusJob(
+        m, args.input, output, fields=args.field, input_format=args.input_format,
+        output_format=args.output_format, output_dir=args.output_dir is not None,
+        report=args.report, rejects=args.rejects, seed=rng_choice(args),
+        batch_size=args.batch_size,
+        shard_records=args.shard_size, workers=args.workers, engine=args.engine,
+        torch_threads=args.torch_threads, on_error=args.on_error,
+        max_record_bytes=args.max_record_bytes,
+        resume=True if args.resume else (False if args.restart else None),
+        user_field=args.user_field, ledger=budget_ledger, owner=args.owner,
+        dataset=args.dataset, budget=args.budget, budget_delta=args.budget_delta,
+        parameters=params, spec=(args.mechanism, args._params),
+        progress=progress_wanted(args), log=lambda line: print(line, file=sys.stderr),
+    )
+
+
+def _unfitted(args, params: dict):
+    """The mechanism the options describe, not yet fitted (noting a defaulted epsilon)."""
+    from dptext.mechanisms.registry import mechanism, parameters, registered
+
+    m = mechanism(args.mechanism, **params)
+    if "epsilon" not in params:
+        default = parameters(registered()[args.mechanism]).get("epsilon")
+        if isinstance(default, int | float):
+            args.epsilon_note = (f"dptext: no --epsilon given: {args.mechanism} ran at its "
+                                 f"default epsilon {default:g}")
+    return m
+
+
+def mechanism_params_for_record(args) -> dict:
+    """The parameters as given (epsilon included), for the job's identity and provenance."""
+    return dict(args._params)
+
+
 def cmd_sanitize(args) -> int:
-    from dptext.io import atomic_write
-    from dptext.sanitize import sanitize
-
+    if args.output is not None and args.output_dir is not None:
+        raise DPTextError("give --output or --output-dir, not both")
     if (args.input is None) == (args.text is None):
-        raise DPTextError("give exactly one of --input FILE or --text TEXT")
-    if args.input is not None and args.output is None:
-        raise DPTextError("--input needs --output")
-    if args.input is not None:
-        from dptext.io import open_input
-
-        open_input(args.input).close()  # a missing or unreadable input fails before any work
-    rng = rng_choice(args)
-    m = build_mechanism(args)
+        raise DPTextError("give exactly one of --input FILE (or - for stdin) or --text TEXT")
+    output = args.output if args.output is not None else args.output_dir
+    if args.input is not None and output is None:
+        raise DPTextError("--input needs --output (or - for stdout, or --output-dir DIR)")
+    if args.format is not None:
+        if args.input_format is not None:
+            raise DPTextError("--format and --input-format name the same thing; give one")
+        args.input_format = args.format
     if args.text is not None:
-        result = m.privatize(args.text, rng=rng)
+        m = build_mechanism(args)
+        result = m.privatize(args.text, rng=rng_choice(args))
         print(result.text)
-        report = result.report
+        print(result.report, file=sys.stderr)
+        if getattr(args, "epsilon_note", None):
+            print(args.epsilon_note, file=sys.stderr)
+        return 0
+
+    from dptext.corpus import prepare
+
+    old_term = signal.signal(signal.SIGTERM, _on_term)
+    try:
+        args._params = mechanism_params(args)
+        # language-model mechanisms load their model in each worker, not in this process
+        lm_in_workers = not _is_word_mechanism(args.mechanism) and (
+            args.workers > 1 or args.engine == "ray")
+        m = _unfitted(args, args._params)
+        runner = prepare(_job(args, m))  # every path and option checked before any work
+        if not lm_in_workers:
+            build_fit(args, m)
+        result = runner.run()
+    except KeyboardInterrupt as err:
+        print(_interrupted_message(output, err), file=sys.stderr)
+        return 143 if isinstance(err, _Terminated) else 130
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    if result.output is not None:
+        print(f"wrote {output} and {result.report_path}", file=sys.stderr)
+        if result.resumed_records:
+            print(f"dptext: continued an interrupted run ({result.resumed_records} records "
+                  f"were already done)", file=sys.stderr)
+    elif result.report_path is not None:
+        print(f"wrote {result.report_path}", file=sys.stderr)
     else:
-        report = sanitize(m, args.input, args.output, field=args.field, fmt=args.format,
-                          rng=rng, progress=progress_wanted(args))
-        report_path = args.report or f"{args.output}.report.json"
-        with atomic_write(report_path, encoding="utf-8") as f:
-            json.dump(report.to_dict(), f, indent=2)
-            f.write("\n")
-        print(f"wrote {args.output} and {report_path}", file=sys.stderr)
-    print(report, file=sys.stderr)
+        import json
+
+        print(json.dumps(result.summary, indent=2), file=sys.stderr)
+    print(result.report, file=sys.stderr)
+    counts = result.counts
+    if counts["records_rejected"] or counts["records_withheld"]:
+        print(f"dptext: {counts['records_rejected']} records rejected, "
+              f"{counts['records_withheld']} withheld by the ledger (see the rejects file)",
+              file=sys.stderr)
     if getattr(args, "epsilon_note", None):
         print(args.epsilon_note, file=sys.stderr)
     return 0
+
+
+def build_fit(args, m) -> None:
+    """Fit with a progress bar, or one stage line on stderr when no terminal shows one."""
+    from dptext.cli.common import Stage
+
+    bar = progress_wanted(args)
+    note = m.preparation_note() if hasattr(m, "preparation_note") else None
+    with Stage(note or "", quiet=note is None or bar or getattr(args, "no_progress", False)):
+        if hasattr(m, "fit"):
+            try:
+                m.fit(progress=bar)
+            except TypeError:  # a mechanism whose fit() takes no progress flag
+                m.fit()
 
 
 def cmd_demo(args) -> int:
@@ -55,9 +192,8 @@ def cmd_demo(args) -> int:
 
     text = files("dptext").joinpath("data/sample.txt").read_text(encoding="utf-8")
     args.epsilon = args.epsilon or 2.0
-    rng = rng_choice(args)
     m = build_mechanism(args)
-    result = m.privatize(text, rng=rng)
+    result = m.privatize(text, rng=rng_choice(args))
     print("Original:\n" + text)
     print(f"Sanitized ({args.mechanism}, epsilon={args.epsilon:g}):\n" + result.text)
     print(result.report)
@@ -65,15 +201,73 @@ def cmd_demo(args) -> int:
 
 
 def register(subparsers) -> None:
+    from dptext.corpus.records import MAX_RECORD_BYTES
+    from dptext.corpus.sources import FORMATS
+
     s = add_command(subparsers, "sanitize", help="privatize a text or a file")
     add_mechanism_args(s)
-    s.add_argument("--input", "-i", help="JSONL, CSV, or text (one record per line)")
-    s.add_argument("--output", "-o", help="output file (written atomically)")
-    s.add_argument("--text", "-t", help="privatize this text and print it (visible in `ps` and "
-                                        "shell history: prefer --input -)")
-    s.add_argument("--field", "-f", default="text", help="JSONL field / CSV column")
-    s.add_argument("--format", choices=("jsonl", "csv", "txt"), help="default: from the suffix")
-    s.add_argument("--report", help="privacy report path (default OUTPUT.report.json)")
+    io = s.add_argument_group("input and output")
+    io.add_argument("--input", "-i", action=Once,
+                    help="JSONL, CSV, Parquet or text (one record per line): a file, a "
+                         "directory, a glob, or - for stdin")
+    io.add_argument("--output", "-o", action=Once,
+                    help="output file (written when complete), or - for stdout")
+    io.add_argument("--output-dir", action=Once, metavar="DIR",
+                    help="write the output as a directory of parts instead of one file")
+    io.add_argument("--text", "-t", action=Once,
+                    help="privatize this text and print it (visible in `ps` and shell "
+                         "history: prefer --input -)")
+    io.add_argument("--field", "-f", action=ExtendList, default=["text"],
+                    help="JSONL field / CSV or Parquet column; repeat or comma-separate for "
+                         "several (each is privatized and reported)")
+    io.add_argument("--format", action=Once, choices=FORMATS,
+                    help="input format (same as --input-format; default: from the suffix)")
+    io.add_argument("--input-format", action=Once, choices=FORMATS,
+                    help="input format (default: from the suffix)")
+    io.add_argument("--output-format", action=Once, choices=FORMATS,
+                    help="output format (default: from the output's suffix, which must "
+                         "match the input's unless this asks for the conversion)")
+    io.add_argument("--report", action=Once,
+                    help="privacy report path (default OUTPUT.report.json; with --output -, "
+                         "stderr)")
+    io.add_argument("--rejects", action=Once,
+                    help="rejected records (default OUTPUT.rejects.jsonl)")
+    io.add_argument("--on-error", action=Once, choices=("fail", "skip"), default="fail",
+                    help="a record that cannot be privatized (null or missing field, too "
+                         "large): fail, or skip it into the rejects file")
+    io.add_argument("--max-record-bytes", action=Once, type=int_type(1),
+                    default=MAX_RECORD_BYTES,
+                    help="largest text (UTF-8 bytes over the privatized fields) of one record")
+    run = s.add_argument_group("execution and resume")
+    run.add_argument("--workers", action=Once, type=int_type(1), default=1,
+                     help="processes on this machine")
+    run.add_argument("--engine", action=Once, choices=("local", "ray"), default="local",
+                     help="ray: Ray Data (joins $RAY_ADDRESS, else a local Ray)")
+    run.add_argument("--torch-threads", action=Once, type=int_type(1), default=1,
+                     help="torch threads per worker (language-model mechanisms)")
+    run.add_argument("--batch-size", action=Once, type=int_type(1),
+                     help="records per batch (default 512; 16 for language-model mechanisms, "
+                          "decoded side by side); part of a seeded run's identity")
+    run.add_argument("--shard-size", action=Once, type=int_type(1),
+                     help="records per committed shard (default 10000; 64 for language-model "
+                          "mechanisms)")
+    again = run.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run (the same command does so too); "
+                            "an error if there is none")
+    again.add_argument("--restart", action="store_true",
+                       help="discard an interrupted run of this output and start again")
+    units = s.add_argument_group("privacy units and the ledger")
+    units.add_argument("--user-field", action=Once,
+                       help="field naming the privacy unit (person) of each record")
+    units.add_argument("--ledger", action=Once, metavar="URL",
+                       help="privacy ledger (a path, sqlite:///path or postgresql://...)")
+    units.add_argument("--budget", action=Once, type=positive_type,
+                       help="per-unit epsilon budget to set in the ledger")
+    units.add_argument("--budget-delta", action=Once, type=float, default=0.0,
+                       help="per-unit delta budget")
+    units.add_argument("--owner", action=Once, help="data owner (ledger)")
+    units.add_argument("--dataset", action=Once, help="dataset name (ledger)")
     s.set_defaults(func=cmd_sanitize)
 
     d = add_command(subparsers, "demo", help="sanitize the bundled sample text")

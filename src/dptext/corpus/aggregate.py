@@ -1,0 +1,159 @@
+"""The running report of a job: constant memory in the number of records.
+
+Per field, the reports of each batch are folded into one :class:`PrivacyReport` (events grouped
+by guarantee and reason, record count, largest record); the whole job's report adds the largest
+record over all fields. Its state is saved in the manifest with every shard, so a resumed job
+continues the same sums. Per-unit totals (``--user-field``) live in a small SQLite table in the
+job's work directory, not in memory: one row per unit and shard.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.report import PrivacyReport
+
+_BASE_FIELDS = {f.name for f in dataclasses.fields(PrivacyReport)}
+
+
+# ------------------------------------------------------------------ serialization
+def _guarantee_state(g: TokenGuarantee) -> list:
+    return [g.kind.value, g.epsilon, g.scope, g.metric, g.diameter]
+
+
+def _guarantee(state: list) -> TokenGuarantee:
+    kind, eps, scope, metric, diameter = state
+    return TokenGuarantee(GuaranteeKind(kind), eps, scope, metric, diameter)
+
+
+def report_state(r: PrivacyReport) -> dict:
+    """A JSON-able state of a report (its class kept: DP-MLM's report has an extra field)."""
+    return {
+        "class": f"{type(r).__module__}:{type(r).__qualname__}",
+        "mechanism": r.mechanism,
+        "per_token": _guarantee_state(r.per_token),
+        "events": [[_guarantee_state(e.guarantee), e.reason, e.count] for e in r.events],
+        "records": r.records,
+        "max_record_epsilon": r.max_record_epsilon,
+        "extra": {f.name: getattr(r, f.name) for f in dataclasses.fields(r)
+                  if f.name not in _BASE_FIELDS},
+    }
+
+
+def report_from_state(state: dict) -> PrivacyReport:
+    module, _, name = state["class"].partition(":")
+    cls = PrivacyReport
+    if module.startswith("dptext."):  # only the package's own report classes
+        candidate = getattr(importlib.import_module(module), name, None)
+        if isinstance(candidate, type) and issubclass(candidate, PrivacyReport):
+            cls = candidate
+    return cls(
+        mechanism=state["mechanism"], per_token=_guarantee(state["per_token"]),
+        events=[TokenEvent(_guarantee(g), c, reason) for g, reason, c in state["events"]],
+        records=state["records"], max_record_epsilon=state["max_record_epsilon"],
+        **state.get("extra", {}),
+    )
+
+
+def combine(reports: Sequence[PrivacyReport]) -> PrivacyReport:
+    """Combine with the class's own rule (a subclass keeps its fields)."""
+    return type(reports[0]).combine(reports)
+
+
+# ------------------------------------------------------------------ aggregates
+class JobAggregate:
+    """Per-field running reports plus the record counts of the job."""
+
+    def __init__(self, fields: Sequence[str]) -> None:
+        self.fields = list(fields)
+        self.per_field: dict[str, PrivacyReport | None] = {f: None for f in self.fields}
+        self.counts = {"records_in": 0, "records_out": 0, "rejected": 0, "withheld": 0}
+        self.max_record_epsilon = 0.0
+
+    def add(self, field: str, report: PrivacyReport) -> None:
+        current = self.per_field[field]
+        self.per_field[field] = report if current is None else combine([current, report])
+
+    def note_record_epsilon(self, eps: float) -> None:
+        if eps > self.max_record_epsilon:
+            self.max_record_epsilon = eps
+
+    def state(self) -> dict:
+        return {"per_field": {f: None if r is None else report_state(r)
+                              for f, r in self.per_field.items()},
+                "counts": dict(self.counts), "max_record_epsilon": self.max_record_epsilon}
+
+    @classmethod
+    def from_state(cls, fields: Sequence[str], state: dict) -> JobAggregate:
+        agg = cls(fields)
+        for f, s in state["per_field"].items():
+            agg.per_field[f] = None if s is None else report_from_state(s)
+        agg.counts.update(state["counts"])
+        agg.max_record_epsilon = state["max_record_epsilon"]
+        return agg
+
+    def report(self, mechanism: str, per_token: TokenGuarantee) -> PrivacyReport:
+        """The job's report over every field: the fields' events together, the number of
+        records written, and the largest record over all its fields."""
+        parts = [r for r in self.per_field.values() if r is not None]
+        if not parts:
+            return PrivacyReport(mechanism, per_token, [], records=0)
+        total = combine(parts) if len(parts) > 1 else parts[0]
+        return dataclasses.replace(total, records=self.counts["records_out"],
+                                   max_record_epsilon=self.max_record_epsilon)
+
+
+class UnitTotals:
+    """What each privacy unit (``--user-field``) was charged by this job, on disk.
+
+    Rows are (shard, unit, epsilon, delta, records); a resumed job drops the rows of shards
+    that were not committed. Composition within a unit is basic (sums), which is what the
+    ledger's ``epsilon_basic`` reports too.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.db = sqlite3.connect(":memory:" if path is None else str(path))
+        self.db.execute("CREATE TABLE IF NOT EXISTS charges (shard INTEGER, unit TEXT, "
+                        "epsilon REAL, delta REAL, records INTEGER)")
+        self.db.commit()
+
+    def keep_shards_below(self, shard: int) -> None:
+        self.db.execute("DELETE FROM charges WHERE shard >= ?", (shard,))
+        self.db.commit()
+
+    def add(self, shard: int, totals: dict[str, list[float]]) -> None:
+        self.db.executemany("INSERT INTO charges VALUES (?, ?, ?, ?, ?)",
+                            [(shard, u, e, d, n) for u, (e, d, n) in totals.items()])
+        self.db.commit()
+
+    def summary(self) -> dict:
+        """Unit count, the worst unit and the max / median / p95 of the units' epsilon."""
+        q = ("SELECT unit, SUM(epsilon) AS e, SUM(delta) AS d, SUM(records) AS n "
+             "FROM charges GROUP BY unit")
+        n = self.db.execute(f"SELECT COUNT(*) FROM ({q})").fetchone()[0]
+        if n == 0:
+            return {"units": 0}
+
+        def at(rank: int) -> float:
+            return self.db.execute(f"SELECT e FROM ({q}) ORDER BY e LIMIT 1 OFFSET ?",
+                                   (rank,)).fetchone()[0]
+
+        unit, eps, delta, records = self.db.execute(
+            f"SELECT unit, e, d, n FROM ({q}) ORDER BY e DESC, unit LIMIT 1").fetchone()
+        median = at((n - 1) // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+        return {
+            "units": n,
+            "worst_unit": {"unit": unit, "epsilon": eps, "delta": delta, "records": records},
+            "epsilon_max": eps, "epsilon_median": median,
+            "epsilon_p95": at(min(n - 1, math.ceil(0.95 * n) - 1)),
+            "composition": "basic (sum over the unit's records)",
+        }
+
+    def close(self) -> None:
+        self.db.close()

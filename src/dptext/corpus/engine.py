@@ -1,0 +1,985 @@
+"""The corpus engine: read records, privatize their fields in batches, commit shards, resume.
+
+:class:`CorpusJob` describes a job; :func:`run` runs it. The CLI (``dptext sanitize``), the
+Python API (:func:`dptext.sanitize`) and other jobs all come here.
+
+The order of one batch (docs/scale.md): records are cut into batches by the reader
+(``batch_size`` consecutive records of one source); an executor privatizes a batch's texts with
+the batch's own generator; in the driver, each record's output line is encoded (a record that
+cannot be written strictly is rejected), the ledger reserves the records' charges (withheld
+records are rejected with its reason) and the allowed lines go into the open shard. A shard is
+committed (fsync, rename, manifest) every ``shard_records`` records or ``shard_seconds``
+seconds; then the ledger commits its charges. The final output is assembled from the shards and
+renamed into place together with the report, the provenance manifest and the rejects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dptext.accounting.report import PrivacyReport
+from dptext.corpus import budget as budget_mod
+from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
+from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor, _set_threads
+from dptext.corpus.paths import (
+    OutputPlan,
+    file_mode,
+    fsync_dir,
+    remove_stale_temps,
+    temp_beside,
+    write_durably,
+)
+from dptext.corpus.randomness import check_seed, seed_description
+from dptext.corpus.records import MAX_RECORD_BYTES, TEXT_FIELD, Record, RecordReader
+from dptext.corpus.sources import Source, expand
+from dptext.corpus.work import BatchOutput, BatchTask
+from dptext.corpus.workdir import WorkDir, changed_input, changed_settings
+from dptext.corpus.writers import RecordWriter, dumps_strict, output_format
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import Mechanism
+from dptext.mechanisms.word import WordMechanism
+
+ON_ERROR = ("fail", "skip")
+ENGINES = ("local", "ray")
+WORD_BATCH, LM_BATCH = 512, 16
+WORD_SHARD, LM_SHARD = 10_000, 64
+PART_SUFFIX = {"jsonl": ".jsonl", "csv": ".csv", "txt": ".txt", "parquet": ".parquet"}
+
+
+class ResumableError(DPTextError):
+    """A failure that leaves the committed shards in place (disk full, a worker killed)."""
+
+
+@dataclass
+class CorpusJob:
+    """One sanitization job. ``output`` is a file path, a directory (``output_dir``) or ``-``
+    (stdout); ``resume``: None continues a matching interrupted run if there is one, True
+    requires one, False discards it. ``parameters``: the mechanism's parameters as given (for
+    the job's identity and the provenance); ``spec``: (name, parameters) to rebuild a
+    non-word mechanism in worker processes."""
+
+    mechanism: Mechanism
+    input: str
+    output: str
+    fields: Sequence[str] = (TEXT_FIELD,)
+    input_format: str | None = None
+    output_format: str | None = None
+    output_dir: bool = False
+    report: str | None = None
+    rejects: str | None = None
+    seed: int | None = None
+    batch_size: int | None = None
+    shard_records: int | None = None
+    shard_seconds: float = 60.0
+    workers: int = 1
+    engine: str = "local"
+    torch_threads: int | None = None  # None: this process's setting; workers get 1
+    on_error: str = "fail"
+    max_record_bytes: int = MAX_RECORD_BYTES
+    resume: bool | None = None
+    user_field: str | None = None
+    ledger: Any = None
+    owner: str | None = None
+    dataset: str | None = None
+    budget: float | None = None
+    budget_delta: float = 0.0
+    parameters: dict | None = None
+    spec: tuple[str, dict] | None = None
+    progress: bool = False
+    log: Any = None  # a callable taking one line (progress without a terminal), or None
+
+
+@dataclass
+class JobResult:
+    report: PrivacyReport
+    summary: dict  # what the report file holds
+    output: Path | None
+    report_path: Path | None
+    resumed_records: int = 0  # records committed by earlier runs of this job
+    counts: dict = field(default_factory=dict)
+
+
+def prepare(job: CorpusJob) -> _Runner:
+    """Check everything about ``job`` that can be checked before any work (options, every
+    input readable and of one format, every output path); ``.run()`` then runs it."""
+    return _Runner(job)
+
+
+def run(job: CorpusJob) -> JobResult:
+    """Run (or continue) ``job``; see the module docstring."""
+    return _Runner(job).run()
+
+
+# ====================================================================== helpers
+def _canonical(value: Any) -> Any:
+    from dptext.embeddings import EmbeddingSpace
+
+    if isinstance(value, EmbeddingSpace):
+        return f"space:{value.name}:{value.fingerprint()}"
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items())}
+    if isinstance(value, set | frozenset):
+        return sorted(_canonical(v) for v in value)
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
+
+
+def mechanism_parameters(m: Mechanism, given: dict | None) -> dict:
+    """The parameters to record: those given, else every declared parameter's value."""
+    if given is not None:
+        return _canonical(given)
+    from dptext.mechanisms.registry import parameters
+
+    out = {}
+    for name in parameters(type(m)):
+        if hasattr(m, name) and name != "space":
+            out[name] = _canonical(getattr(m, name))
+    return out
+
+
+def tables_fingerprint(m: Mechanism) -> str | None:
+    """A hash of what the fitted mechanism samples from (space and tables), or None."""
+    if not isinstance(m, WordMechanism) or not m.is_fitted:
+        return None
+    import numpy as np
+
+    h = hashlib.sha256(m.space.fingerprint().encode())
+    for name, array in sorted(m._tables.items()):
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(array))
+    return "sha256:" + h.hexdigest()[:32]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dptext")
+    except PackageNotFoundError:
+        from dptext import __version__
+
+        return __version__
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _reject_line(source: Source, record: Record, reason: str) -> bytes:
+    """A rejects entry names the record and the reason; it never holds the record's text
+    (the rejects sit beside an output that may be shared)."""
+    return (dumps_strict({"source": source.name, "record": record.ordinal,
+                          "line": record.line, "reason": reason}) + "\n").encode()
+
+
+@dataclass
+class _Ctx:
+    batch_id: int
+    source: int
+    records: list[Record]
+    good: list[int]  # indices into records of the privatizable ones
+    units: list[str | None]  # per good record
+
+
+class _Shard:
+    """The shard being written: its part file (open), rejects, charges and unit totals."""
+
+    def __init__(self, index: int, first_batch: int, directory: Path | None, fmt: str,
+                 schema=None) -> None:
+        self.index, self.first_batch, self.fmt = index, first_batch, fmt
+        self.records = self.rejected = self.withheld = self.batches = 0
+        self.rejects: list[bytes] = []
+        self.charges: list[int] = []
+        self.units: dict[str, list[float]] = {}
+        self.rows: list[dict] = []  # Parquet only
+        self.schema = schema
+        self.started = time.monotonic()
+        self.hash = hashlib.sha256()
+        self.path = None if directory is None else directory / f"part-{index:05d}.tmp"
+        self.f = None if self.path is None or fmt == "parquet" else open(self.path, "wb")
+
+    def write(self, data: bytes) -> None:
+        self.f.write(data)
+        self.hash.update(data)
+
+    def discard(self) -> None:
+        if self.f is not None:
+            self.f.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+
+# ====================================================================== runner
+class _Runner:
+    def __init__(self, job: CorpusJob) -> None:
+        self.job = job
+        j = job
+        if isinstance(j.fields, str):
+            j.fields = [f.strip() for f in j.fields.split(",")]
+        self.fields = list(j.fields)
+        if not self.fields or not all(isinstance(f, str) and f for f in self.fields):
+            raise DPTextError("give at least one field name (--field)")
+        dup = {f for f in self.fields if self.fields.count(f) > 1}
+        if dup:
+            raise DPTextError(f"field {sorted(dup)[0]!r} given twice: it can be privatized "
+                              f"only once")
+        if j.on_error not in ON_ERROR:
+            raise DPTextError(f"--on-error must be one of {', '.join(ON_ERROR)}, "
+                              f"got {j.on_error!r}")
+        if j.engine not in ENGINES:
+            raise DPTextError(f"--engine must be one of {', '.join(ENGINES)}, got {j.engine!r}")
+        for name, value in (("workers", j.workers), ("batch_size", j.batch_size),
+                            ("shard_records", j.shard_records),
+                            ("max_record_bytes", j.max_record_bytes),
+                            ("torch_threads", j.torch_threads)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise DPTextError(f"{name} must be an integer >= 1, got {value!r}")
+        self.seed = check_seed(j.seed)
+        self.skip = j.on_error == "skip"
+        self.m = j.mechanism
+        self.word = isinstance(self.m, WordMechanism)
+        self.batch_size = j.batch_size or (WORD_BATCH if self.word else LM_BATCH)
+        self.shard_records = j.shard_records or (WORD_SHARD if self.word else LM_SHARD)
+
+        self.sources = expand(j.input, j.input_format)
+        self.in_fmt = self.sources[0].fmt
+        if self.in_fmt == "txt":
+            if self.fields != [TEXT_FIELD]:
+                raise DPTextError(f"plain-text input has no fields (one record per line): "
+                                  f"--field {','.join(self.fields)} cannot be honoured")
+            if j.user_field:
+                raise DPTextError("plain-text input has no fields: --user-field cannot be "
+                                  "honoured")
+        if j.user_field and j.user_field in self.fields:
+            raise DPTextError(f"--user-field {j.user_field!r} is also a privatized field")
+        self.out_fmt = output_format(j.output, self.in_fmt, j.output_format)
+        self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields)
+        if j.output == "-" and self.skip and not j.rejects:
+            raise DPTextError("--on-error skip with --output - needs --rejects FILE")
+        if j.engine == "ray" and j.output == "-":
+            raise DPTextError("--engine ray stages its batches beside the output: give "
+                              "--output FILE")
+        inputs = [s.path for s in self.sources if s.path is not None]
+        if j.input != "-" and Path(j.input).is_dir():
+            inputs.append(Path(j.input))
+        self.plan = OutputPlan.make(j.output, report=j.report, rejects=j.rejects,
+                                    inputs=inputs, output_dir=j.output_dir)
+        if j.output_dir and self.plan.output.is_dir() and any(self.plan.output.iterdir()) \
+                and not (self.plan.output / "_provenance.json").is_file():
+            raise DPTextError(f"--output-dir {self.plan.output} exists and is not empty (and "
+                              f"is not a dptext output); give a new directory")
+        if j.budget is not None and j.ledger is None:
+            raise DPTextError("--budget needs --ledger")
+        if j.ledger is not None and not (j.owner and j.dataset):
+            raise DPTextError("--ledger needs --owner and --dataset")
+        self.units_tracked = j.user_field is not None or j.ledger is not None
+        self.agg = JobAggregate(self.fields)
+        self.started = _now()
+        self.schema = None
+        self._pending_in = 0
+
+    # ------------------------------------------------------------------ identity
+    def settings(self) -> dict:
+        j = self.job
+        return {
+            "mechanism": self.m.name,
+            "parameters": mechanism_parameters(self.m, j.parameters),
+            "tables": tables_fingerprint(self.m),
+            "fields": self.fields, "input_format": self.in_fmt, "output_format": self.out_fmt,
+            "output_dir": j.output_dir, "batch_size": self.batch_size,
+            "seed": seed_description(self.seed), "on_error": j.on_error,
+            "max_record_bytes": j.max_record_bytes, "user_field": j.user_field,
+            "ledger": None if j.ledger is None else [j.owner, j.dataset],
+        }
+
+    # ------------------------------------------------------------------ reading
+    def _batches(self, start: int) -> Iterator[tuple[Any, BatchTask]]:
+        """(context, task) for every batch from ``start`` on (earlier ones are read only)."""
+        batch_id = 0
+        j = self.job
+        for s_index, source in enumerate(self.sources):
+            reader = RecordReader(source, self.fields, max_record_bytes=j.max_record_bytes)
+            records: list[Record] = []
+            header_done = False
+            for record in reader:
+                if not header_done:
+                    self._note_header(reader, source)
+                    header_done = True
+                records.append(record)
+                if len(records) == self.batch_size:
+                    if batch_id >= start:
+                        yield self._task(batch_id, s_index, records)
+                    batch_id += 1
+                    records = []
+            if not header_done:
+                self._note_header(reader, source)
+            if records:
+                if batch_id >= start:
+                    yield self._task(batch_id, s_index, records)
+                batch_id += 1
+
+    def _note_header(self, reader: RecordReader, source: Source) -> None:
+        self.writer.set_header(reader.header, source.name)
+        if reader.schema is not None and self.schema is None:
+            self.schema = reader.schema
+
+    def _unit(self, record: Record, key: str) -> tuple[str | None, str | None]:
+        uf = self.job.user_field
+        if uf is None:
+            return (key if self.job.ledger is not None else None), None
+        if self.in_fmt == "csv":
+            header = self.writer.header
+            if uf not in header:
+                raise DPTextError(f"--user-field {uf!r}: no such column in the CSV header")
+            value = record.payload[header.index(uf)]
+        else:
+            value = record.payload.get(uf) if isinstance(record.payload, dict) else None
+        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            return None, f"line {record.line}: no privacy unit (--user-field {uf!r})"
+        return str(value), None
+
+    def _task(self, batch_id: int, s_index: int, records: list[Record]):
+        source = self.sources[s_index]
+        good, keys, units = [], [], []
+        for i, r in enumerate(records):
+            key = f"{source.name}#{r.ordinal}"
+            if r.error is None:
+                unit, err = self._unit(r, key)
+                if err is not None:
+                    r.error = err
+            if r.error is not None:
+                if not self.skip:
+                    raise DPTextError(f"{source.shown}: {r.error}")
+                continue
+            good.append(i)
+            keys.append(key)
+            units.append(unit)
+        texts = [[records[i].texts[f] for i in good] for f in range(len(self.fields))]
+        task = BatchTask(batch_id, f"{source.name}#{records[0].ordinal}", keys, texts)
+        return _Ctx(batch_id, s_index, records, good, units), task
+
+    # ------------------------------------------------------------------ executors
+    def _executor(self, shared_dir: Path | None):
+        j = self.job
+        if j.engine == "local" and j.workers == 1:
+            if j.torch_threads is not None:
+                _set_threads(j.torch_threads)
+            return InlineExecutor(self.m, self.seed, skip=self.skip)
+        threads = j.torch_threads or 1
+        from dptext.corpus.shared import export
+
+        shared = export(self.m, shared_dir, j.spec)
+        if j.engine == "ray":
+            return RayExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
+                               stage_dir=self.plan.workdir / "stage", torch_threads=threads)
+        return ProcessExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
+                               torch_threads=threads)
+
+    # ------------------------------------------------------------------ one batch
+    def _process(self, ctx: _Ctx, out: BatchOutput, shard: _Shard) -> list[tuple[int, bytes]]:
+        """Encode, reserve and return the lines to write for one batch; rejects into shard."""
+        source = self.sources[ctx.source]
+        j = self.job
+        good_pos = {i: n for n, i in enumerate(ctx.good)}
+        candidates: list[tuple[int, int, bytes | dict]] = []  # (record index, good index, out)
+        for i, record in enumerate(ctx.records):
+            n = good_pos.get(i)
+            if n is None:
+                shard.rejects.append(_reject_line(source, record, record.error))
+                continue
+            reason = out.errors.get(n)
+            if reason is None:
+                new = [col[n] for col in out.texts]
+                try:
+                    if self.out_fmt == "parquet":
+                        encoded: bytes | dict = self.writer.row(record, new)
+                    else:
+                        encoded = self.writer.encode(record, new).encode("utf-8")
+                except (DPTextError, UnicodeEncodeError) as err:
+                    reason = f"line {record.line}: output {err}"
+            if reason is not None:
+                if not self.skip:
+                    raise DPTextError(f"{source.shown}: {reason}")
+                shard.rejects.append(_reject_line(source, record, reason))
+                continue
+            candidates.append((i, n, encoded))
+        released = candidates
+        if self.ledger is not None and candidates:
+            items = []
+            for i, n, _ in candidates:
+                rec_report = combine([col[n] for col in out.reports])
+                items.append((f"{source.name}#{ctx.records[i].ordinal}", ctx.units[n],
+                              budget_mod.privacy_events(rec_report)))
+            decisions = self.ledger.reserve(items)
+            released = []
+            for (i, n, enc), d in zip(candidates, decisions, strict=True):
+                if d.allowed:
+                    released.append((i, n, enc))
+                    if d.charge_id is not None:
+                        shard.charges.append(d.charge_id)
+                else:
+                    shard.withheld += 1
+                    shard.rejects.append(_reject_line(
+                        source, ctx.records[i], f"withheld by the ledger: {d.reason}"))
+        # the report counts exactly the released records
+        if len(released) == len(ctx.good) and not out.errors:
+            parts = out.field_reports
+        else:
+            parts = [combine([col[n] for _, n, _ in released]) if released else None
+                     for col in out.reports]
+        for f, r in zip(self.fields, parts, strict=True):
+            if r is not None:
+                self.agg.add(f, r)
+        if out.record_epsilon is None:  # one field
+            if parts[0] is not None:
+                r = parts[0]
+                self.agg.note_record_epsilon(r.epsilon if r.records == 1
+                                             else r.max_record_epsilon)
+        else:
+            for _, n, _ in released:
+                self.agg.note_record_epsilon(out.record_epsilon[n])
+        for _, n, _ in released if self.units_tracked else ():
+            unit = ctx.units[n]
+            if unit is not None:
+                rec = combine([col[n] for col in out.reports])
+                eps, delta = budget_mod.event_totals(budget_mod.privacy_events(rec))
+                t = shard.units.setdefault(unit, [0.0, 0.0, 0])
+                t[0] += eps
+                t[1] += delta
+                t[2] += 1
+        shard.rejected += len(ctx.records) - len(candidates)
+        shard.records += len(released)
+        return [(i, enc) for i, _, enc in released]
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> JobResult:
+        if self.plan.workdir is None:
+            return self._run_stream()
+        return self._run_sharded()
+
+    def _ledger_session(self, release_key: str):
+        j = self.job
+        if j.ledger is None:
+            return None
+        return budget_mod.LedgerSession(
+            j.ledger, owner=j.owner, dataset=j.dataset, mechanism=self.m.name,
+            params=mechanism_parameters(self.m, j.parameters), release_key=release_key,
+            budget=j.budget, budget_delta=j.budget_delta)
+
+    def _progress(self, initial: int):
+        if not self.job.progress:
+            return None
+        from tqdm import tqdm
+
+        return tqdm(unit=" records", desc=f"sanitize ({self.m.name})", initial=initial,
+                    dynamic_ncols=True)
+
+    def _fit(self) -> None:
+        j = self.job
+        if self.word and not self.m.is_fitted:
+            self.m.fit()
+        elif not self.word and j.workers == 1 and j.engine == "local":
+            fitted = getattr(self.m, "is_fitted", None)
+            if fitted is False:
+                self.m.fit()
+
+    def _per_token(self):
+        try:
+            return self.m.guarantee
+        except Exception:  # an LM mechanism built only in the workers
+            from dptext.accounting.events import GuaranteeKind, TokenGuarantee
+
+            return TokenGuarantee(GuaranteeKind.NONE)
+
+    # ---------------------------------------------------------- sharded (file output)
+    def _run_sharded(self) -> JobResult:
+        j, plan = self.job, self.plan
+        wd = WorkDir(plan.workdir)
+        wd.open()
+        try:
+            manifest = wd.read()
+            if manifest is not None and manifest.get("state") == "committing":
+                self._apply_commit(manifest["commit"])
+                wd.remove()
+                return self._result_from(manifest)
+            for _, target in plan.targets():
+                if target != plan.workdir:
+                    remove_stale_temps(target)
+            self._fit()
+            settings = self.settings()
+            fingerprints = [s.fingerprint() for s in self.sources]
+            if manifest is not None and j.resume is False:
+                manifest = None
+                wd.clean(None)
+            if manifest is not None:
+                change = changed_input(manifest["inputs"], fingerprints)
+                if change is not None:
+                    raise DPTextError(
+                        f"cannot resume {plan.workdir}: {change} since the interrupted run; "
+                        f"restore it, or start again with --restart")
+                key = changed_settings(manifest["settings"], settings)
+                if key is not None:
+                    raise DPTextError(
+                        f"cannot resume {plan.workdir}: it was started with another {key}; "
+                        f"rerun the same command to continue, or start again with --restart")
+            elif j.resume:
+                raise DPTextError(f"--resume: there is no interrupted run of this job "
+                                  f"({plan.workdir} has no manifest)")
+            else:
+                manifest = {"settings": settings, "inputs": fingerprints, "shards": [],
+                            "next_batch": 0, "aggregate": None, "started": self.started,
+                            "ledger_committed": 0, "header": None}
+            wd.clean(manifest)
+            self.manifest = manifest
+            if manifest["aggregate"] is not None:
+                self.agg = JobAggregate.from_state(self.fields, manifest["aggregate"])
+            if manifest.get("header") and self.in_fmt == "csv":
+                self.writer.set_header(manifest["header"], self.sources[0].name)
+            self.started = manifest["started"]
+            self.units = UnitTotals(plan.workdir / "units.sqlite")
+            self.units.keep_shards_below(len(manifest["shards"]))
+            release_key = hashlib.sha256(json.dumps(
+                [settings, fingerprints, str(plan.output.resolve())],
+                sort_keys=True).encode()).hexdigest()
+            self.ledger = self._ledger_session(release_key)
+            self._commit_pending_charges(wd)
+            resumed = self.agg.counts["records_in"]
+            try:
+                self._loop(wd)
+                self._finish(wd)
+            except DPTextError as err:
+                if isinstance(err, ResumableError):
+                    raise
+                wd.remove()  # bad data: fixing it changes the input, so nothing to resume
+                raise
+            except OSError as err:
+                raise self._resumable(err) from None
+            return self._result_from(self.manifest, resumed)
+        finally:
+            if wd.path.is_dir() and not (wd.path / "manifest.json").is_file():
+                wd.remove()  # nothing was committed: nothing to resume
+            wd.close()
+
+    def _resumable(self, err: OSError) -> ResumableError:
+        done = len(self.manifest["shards"])
+        records = self.agg.counts["records_in"]
+        what = err.strerror or str(err)
+        where = f" writing {err.filename}" if err.filename else ""
+        return ResumableError(
+            f"{what}{where}; {done} shards ({records} records) are saved in "
+            f"{self.plan.workdir}: free space (or fix the cause) and rerun the same command "
+            f"to continue")
+
+    def _commit_pending_charges(self, wd: WorkDir) -> None:
+        m = self.manifest
+        if self.ledger is None:
+            return
+        for shard in m["shards"][m["ledger_committed"]:]:
+            if shard.get("charges"):
+                ids = json.loads((wd.path / shard["charges"]).read_text(encoding="utf-8"))
+                self.ledger.commit(ids)
+        if m["ledger_committed"] != len(m["shards"]):
+            m["ledger_committed"] = len(m["shards"])
+            wd.write(m)
+
+    def _loop(self, wd: WorkDir) -> None:
+        m = self.manifest
+        shared_dir = wd.path / "shared"
+        executor = None
+        shard = None
+        bar = self._progress(self.agg.counts["records_in"])
+        last_log = time.monotonic()
+        try:
+            executor = self._executor(shared_dir)
+            shard = self._new_shard(wd)
+            for ctx, out in executor.map(self._batches(m["next_batch"])):
+                lines = self._process(ctx, out, shard)
+                if self.out_fmt == "parquet":
+                    shard.rows.extend(enc for _, enc in lines)
+                elif lines:
+                    shard.write(b"".join(enc for _, enc in lines))
+                shard.batches += 1
+                self._batch_done(len(ctx.records))
+                if bar is not None:
+                    bar.update(len(ctx.records))
+                if (shard.records + shard.rejected >= self.shard_records
+                        or time.monotonic() - shard.started >= self.job.shard_seconds):
+                    self._commit_shard(wd, shard)
+                    shard = self._new_shard(wd)
+                    if self.job.log and time.monotonic() - last_log > 30:
+                        last_log = time.monotonic()
+                        self.job.log(f"dptext: {self.agg.counts['records_in']} records done, "
+                                     f"committed in {len(m['shards'])} shards")
+            if shard.batches:
+                self._commit_shard(wd, shard)
+            else:
+                shard.discard()
+            shard = None
+        except BaseException:
+            if shard is not None:
+                shard.discard()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            if executor is not None:
+                executor.close()
+
+    def _batch_done(self, n: int) -> None:
+        self._pending_in += n
+
+    def _new_shard(self, wd: WorkDir) -> _Shard:
+        index = len(self.manifest["shards"])
+        return _Shard(index, self.manifest["next_batch"], wd.path, self.out_fmt, self.schema)
+
+    def _commit_shard(self, wd: WorkDir, shard: _Shard) -> None:
+        m = self.manifest
+        name = f"part-{shard.index:05d}{PART_SUFFIX[self.out_fmt]}"
+        if self.out_fmt == "parquet":
+            data = self._parquet_bytes(shard.rows, shard.schema)
+            with open(shard.path, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            shard.hash.update(data)
+        else:
+            shard.f.flush()
+            os.fsync(shard.f.fileno())
+            shard.f.close()
+        os.replace(shard.path, wd.path / name)
+        entry = {"index": shard.index, "first_batch": shard.first_batch,
+                 "batches": shard.batches, "part": name, "sha256": shard.hash.hexdigest(),
+                 "records_out": shard.records, "rejected": shard.rejected,
+                 "withheld": shard.withheld, "rejects": None, "charges": None,
+                 "release": None if self.ledger is None else self.ledger.release_id}
+        if shard.rejects:
+            entry["rejects"] = f"rejects-{shard.index:05d}.jsonl"
+            write_durably(wd.path / entry["rejects"], b"".join(shard.rejects))
+        if shard.charges:
+            entry["charges"] = f"charges-{shard.index:05d}.json"
+            write_durably(wd.path / entry["charges"], json.dumps(shard.charges).encode())
+        # the manifest's write below fsyncs this directory, persisting the renames above too
+        if shard.units:
+            self.units.add(shard.index, shard.units)
+        counts = self.agg.counts
+        counts["records_in"] += self._pending_in
+        counts["records_out"] += shard.records
+        counts["rejected"] += shard.rejected
+        counts["withheld"] += shard.withheld
+        self._pending_in = 0
+        m["shards"].append(entry)
+        m["next_batch"] = shard.first_batch + shard.batches
+        m["aggregate"] = self.agg.state()
+        m["header"] = self.writer.header
+        wd.write(m)  # the shard is committed
+        if self.ledger is not None and shard.charges:
+            self.ledger.commit(shard.charges)
+            m["ledger_committed"] = len(m["shards"])
+            wd.write(m)
+        else:
+            m["ledger_committed"] = len(m["shards"])
+
+    @staticmethod
+    def _parquet_bytes(rows: list[dict], schema) -> bytes:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        buf = io.BytesIO()
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf)
+        return buf.getvalue()
+
+    # ---------------------------------------------------------------- the commit
+    def _summary(self) -> tuple[PrivacyReport, dict]:
+        report = self.agg.report(self.m.name, self._per_token())
+        summary = report.to_dict()
+        counts = self.agg.counts
+        summary.update({
+            "records_in": counts["records_in"], "records_rejected": counts["rejected"],
+            "records_withheld": counts["withheld"],
+            "fields": {f: (r.to_dict() if r is not None else None)
+                       for f, r in self.agg.per_field.items()},
+        })
+        if self.units_tracked:
+            summary["units"] = self.units.summary()
+        if getattr(self, "ledger", None) is not None:
+            summary["ledger_release"] = self.ledger.release_id
+        return report, summary
+
+    def _provenance(self, summary: dict, output_sha: str | None) -> dict:
+        j = self.job
+        settings = self.manifest["settings"] if hasattr(self, "manifest") else self.settings()
+        return {
+            "dptext_version": _version(), "mechanism": self.m.name,
+            "parameters": settings["parameters"], "fitted_tables": settings["tables"],
+            "seed": settings["seed"], "fields": self.fields,
+            "input": self.manifest["inputs"] if hasattr(self, "manifest") else [],
+            "input_format": self.in_fmt, "output_format": self.out_fmt,
+            "output_sha256": output_sha, "batch_size": self.batch_size,
+            "executor": {"engine": j.engine, "workers": j.workers},
+            "ledger_release": summary.get("ledger_release"),
+            "records": {k: summary[k] for k in ("records_in", "records", "records_rejected",
+                                                 "records_withheld")},
+            "tokens": {"total": summary["tokens_total"],
+                       "privatized": summary["tokens_privatized"]},
+            "started": self.started, "finished": _now(),
+        }
+
+    def _assemble(self, wd: WorkDir, target: Path) -> str:
+        """Concatenate the committed parts into ``target`` (checked against their SHA-256)."""
+        m = self.manifest
+        h = hashlib.sha256()
+        if self.out_fmt == "parquet":
+            self._assemble_parquet(wd, target, h)
+            return h.hexdigest()
+        with open(target, "wb") as out:
+            head = self.writer.header_text().encode()
+            out.write(head)
+            h.update(head)
+            for shard in m["shards"]:
+                ph = hashlib.sha256()
+                with open(wd.path / shard["part"], "rb") as f:
+                    while chunk := f.read(1 << 20):
+                        ph.update(chunk)
+                        h.update(chunk)
+                        out.write(chunk)
+                if ph.hexdigest() != shard["sha256"]:
+                    raise ResumableError(f"{wd.path / shard['part']} does not match its "
+                                         f"checksum in the manifest; remove {wd.path} and "
+                                         f"start again")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(target, file_mode())
+        return h.hexdigest()
+
+    def _assemble_parquet(self, wd: WorkDir, target: Path, h) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = self.schema
+        writer = None
+        pending: list = []
+        size = 0
+        group = 65536  # fixed row groups: the bytes do not depend on the shard boundaries
+        for shard in self.manifest["shards"]:
+            t = pq.read_table(wd.path / shard["part"])
+            if writer is None:
+                writer = pq.ParquetWriter(str(target), schema or t.schema)
+            pending.append(t)
+            size += t.num_rows
+            while size >= group:
+                table = pa.concat_tables(pending)
+                writer.write_table(table.slice(0, group), row_group_size=group)
+                rest = table.slice(group)
+                pending, size = [rest], rest.num_rows
+        if writer is None:
+            writer = pq.ParquetWriter(str(target), schema)
+        if size:
+            writer.write_table(pa.concat_tables(pending), row_group_size=group)
+        writer.close()
+        with open(target, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+            os.fsync(f.fileno())
+        os.chmod(target, file_mode())
+
+    def _finish(self, wd: WorkDir) -> None:
+        plan = self.plan
+        steps: list[list[str]] = []
+        made: list[Path] = []
+        try:
+            if plan.output_dir:
+                tmp_dir = temp_beside(plan.output)
+                shutil.rmtree(tmp_dir, ignore_errors=True)
+                tmp_dir.mkdir()
+                made.append(tmp_dir)
+                head = self.writer.header_text().encode()
+                for shard in self.manifest["shards"]:
+                    if head:  # every CSV part stands alone, with the header
+                        write_tmp(tmp_dir / shard["part"],
+                                  head + (wd.path / shard["part"]).read_bytes())
+                    else:
+                        os.link(wd.path / shard["part"], tmp_dir / shard["part"])
+                output_sha = None
+            else:
+                tmp_out = temp_beside(plan.output)
+                made.append(tmp_out)
+                output_sha = self._assemble(wd, tmp_out)
+            rejects = [wd.path / s["rejects"] for s in self.manifest["shards"] if s["rejects"]]
+            if rejects:
+                tmp_rej = temp_beside(plan.rejects)
+                made.append(tmp_rej)
+                with open(tmp_rej, "wb") as out:
+                    for p in rejects:
+                        out.write(p.read_bytes())
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.chmod(tmp_rej, file_mode())
+                steps.append(["rename", str(tmp_rej), str(plan.rejects)])
+            elif plan.rejects.is_file():
+                steps.append(["delete", str(plan.rejects)])  # of an earlier run: now stale
+            report, summary = self._summary()
+            self.report, self.summary_dict = report, summary
+            tmp_rep = temp_beside(plan.report)
+            made.append(tmp_rep)
+            write_tmp(tmp_rep, (json.dumps(summary, indent=2) + "\n").encode())
+            steps.append(["rename", str(tmp_rep), str(plan.report)])
+            prov = (json.dumps(self._provenance(summary, output_sha), indent=2) + "\n").encode()
+            if plan.output_dir:
+                write_tmp(tmp_dir / "_provenance.json", prov)
+                steps.append(["swapdir", str(tmp_dir), str(plan.output)])
+            else:
+                tmp_prov = temp_beside(plan.provenance)
+                made.append(tmp_prov)
+                write_tmp(tmp_prov, prov)
+                steps.append(["rename", str(tmp_prov), str(plan.provenance)])
+                steps.append(["rename", str(tmp_out), str(plan.output)])
+            for d in {str(Path(s[-1]).parent) for s in steps}:
+                fsync_dir(Path(d))
+        except BaseException:
+            for p in made:
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
+            raise
+        self.manifest["state"] = "committing"
+        self.manifest["commit"] = steps
+        self.manifest["summary"] = summary
+        wd.write(self.manifest)
+        self._apply_commit(steps)
+        wd.remove()
+
+    @staticmethod
+    def _apply_commit(steps: list[list[str]]) -> None:
+        """Rename every file into place (idempotent: a rerun after a crash finishes it)."""
+        for step in steps:
+            kind, *paths = step
+            if kind == "rename":
+                src, dst = map(Path, paths)
+                if src.exists():
+                    os.replace(src, dst)
+            elif kind == "delete":
+                Path(paths[0]).unlink(missing_ok=True)
+            elif kind == "swapdir":
+                src, dst = map(Path, paths)
+                if src.exists():
+                    old = dst.parent / f".{dst.name}.dptext-{os.getpid()}.old"
+                    if dst.exists():
+                        os.replace(dst, old)
+                    os.replace(src, dst)
+                    shutil.rmtree(old, ignore_errors=True)
+        for d in {str(Path(s[-1]).parent) for s in steps}:
+            fsync_dir(Path(d))
+
+    def _result_from(self, manifest: dict, resumed: int = 0) -> JobResult:
+        summary = manifest.get("summary") or getattr(self, "summary_dict", None)
+        report = getattr(self, "report", None)
+        if report is None:
+            agg = JobAggregate.from_state(self.fields, manifest["aggregate"]) \
+                if manifest.get("aggregate") else JobAggregate(self.fields)
+            report = agg.report(self.m.name, self._per_token())
+        return JobResult(report, summary, self.plan.output, self.plan.report, resumed,
+                         {k: summary[k] for k in ("records_in", "records", "records_rejected",
+                                                  "records_withheld")})
+
+    # ---------------------------------------------------------- streaming (stdout)
+    def _run_stream(self) -> JobResult:
+        j, plan = self.job, self.plan
+        for _, target in plan.targets():
+            remove_stale_temps(target)
+        self._fit()
+        self.units = UnitTotals(None)
+        settings = self.settings()
+        self.manifest = {"settings": settings, "inputs": [], "shards": []}
+        self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
+            [settings, _now()], sort_keys=True).encode()).hexdigest())
+        out = sys.stdout.buffer
+        rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
+        rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
+        bar = self._progress(0)
+        executor = self._executor(None if j.workers == 1 else _stream_shared_dir())
+        header_written = False
+        try:
+            for ctx, batch_out in executor.map(self._batches(0)):
+                shard = _Shard(0, 0, None, self.out_fmt)
+                lines = self._process(ctx, batch_out, shard)
+                if not header_written:
+                    out.write(self.writer.header_text().encode())
+                    header_written = True
+                for _, enc in lines:
+                    out.write(enc)
+                out.flush()
+                if rejects_f is not None and shard.rejects:
+                    rejects_f.write(b"".join(shard.rejects))
+                if self.ledger is not None:
+                    self.ledger.commit(shard.charges)
+                c = self.agg.counts
+                c["records_in"] += len(ctx.records)
+                c["records_out"] += shard.records
+                c["rejected"] += shard.rejected
+                c["withheld"] += shard.withheld
+                if shard.units:
+                    self.units.add(0, shard.units)
+                if bar is not None:
+                    bar.update(len(ctx.records))
+            if not header_written:
+                out.write(self.writer.header_text().encode())
+            out.flush()
+            report, summary = self._summary()
+            if rejects_f is not None:
+                rejects_f.flush()
+                os.fsync(rejects_f.fileno())
+                rejects_f.close()
+                rejects_f = None
+                os.chmod(rejects_tmp, file_mode())
+                os.replace(rejects_tmp, plan.rejects)
+            if plan.report is not None:
+                write_durably(plan.report, (json.dumps(summary, indent=2) + "\n").encode())
+        except BaseException:
+            if rejects_f is not None:
+                rejects_f.close()
+            if rejects_tmp is not None:
+                rejects_tmp.unlink(missing_ok=True)
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            executor.close()
+        return JobResult(report, summary, None, plan.report, 0,
+                         {k: summary[k] for k in ("records_in", "records", "records_rejected",
+                                                  "records_withheld")})
+
+
+def write_tmp(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(path, file_mode())
+
+
+def _stream_shared_dir() -> Path:
+    import atexit
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="dptext-shared-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
+
+
+__all__ = ["CorpusJob", "JobResult", "ResumableError", "prepare", "run"]

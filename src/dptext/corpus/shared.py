@@ -1,0 +1,94 @@
+"""Give worker processes (and Ray actors) a fitted mechanism without pickling its tables.
+
+A fitted word mechanism pickles to over 100 MB (the space's vectors and the sampling tables).
+:func:`export` writes those arrays once as ``.npy`` files; each worker memory-maps them
+read-only (:func:`attach`), so the operating system shares one copy in the page cache between
+every process of the machine. What is pickled is the mechanism without its arrays (a few kB).
+
+This module reaches into two private attributes of the word pipeline (``_use_tables``, which
+also derives a mechanism's small per-process arrays, and the space's ``_geometry``); they are
+named here only. Mechanisms that are not word mechanisms (the language-model ones) are rebuilt
+in each worker from their name and parameters, and load their model there.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from dptext.embeddings import EmbeddingSpace, Geometry
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import Mechanism
+from dptext.mechanisms.word import WordMechanism
+
+_GEOMETRY = ("neighbors", "distances", "far_neighbors", "far_distances")
+# a process that memory-maps its tables read-only hands them to torch as read-only tensors
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    np.save(path, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def export(m: Mechanism, directory: Path, spec: tuple[str, dict] | None = None) -> dict:
+    """A small, picklable description from which :func:`attach` rebuilds ``m`` in another
+    process. Word mechanisms must be fitted; their arrays are written under ``directory``."""
+    if isinstance(m, WordMechanism):
+        if not m.is_fitted:
+            raise DPTextError(f"{m.name}: fit() before sharing the mechanism with workers")
+        directory.mkdir(parents=True, exist_ok=True)
+        space = m.space
+        _save(directory / "vectors.npy", space.vectors)
+        meta = {"words": space.words, "metric": space.metric, "name": space.name,
+                "aliases": space.aliases, "geometry": space._geometry is not None,
+                "tables": sorted(m._tables)}
+        if space._geometry is not None:
+            for name in _GEOMETRY:
+                _save(directory / f"geometry-{name}.npy", getattr(space._geometry, name))
+        for name, array in m._tables.items():
+            _save(directory / f"table-{name}.npy", array)
+        (directory / "space.json").write_text(json.dumps(meta), encoding="utf-8")
+        bare = copy.copy(m)
+        for key, value in list(vars(bare).items()):
+            if isinstance(value, np.ndarray | EmbeddingSpace):
+                setattr(bare, key, None)
+        bare._tables, bare._lookup_cache = None, {}
+        return {"kind": "word", "dir": str(directory), "state": pickle.dumps(bare)}
+    if spec is not None:
+        return {"kind": "spec", "name": spec[0], "params": spec[1]}
+    return {"kind": "pickle", "state": pickle.dumps(m)}
+
+
+def attach(shared: dict) -> Mechanism:
+    """The mechanism :func:`export` described, ready to privatize (fitted)."""
+    if shared["kind"] == "spec":
+        from dptext.mechanisms.registry import mechanism
+
+        m = mechanism(shared["name"], **shared["params"])
+        m.fit()
+        return m
+    m = pickle.loads(shared["state"])
+    if shared["kind"] != "word":
+        if hasattr(m, "fit") and not getattr(m, "is_fitted", True):
+            m.fit()
+        return m
+    directory = Path(shared["dir"])
+    meta = json.loads((directory / "space.json").read_text(encoding="utf-8"))
+
+    def load(name: str) -> np.ndarray:
+        return np.load(directory / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+
+    space = EmbeddingSpace(meta["words"], load("vectors"), metric=meta["metric"],
+                           name=meta["name"], aliases=meta["aliases"])
+    if meta["geometry"]:
+        space._geometry = Geometry(*(load(f"geometry-{n}") for n in _GEOMETRY))
+        space._geometry_k = space._geometry.neighbors.shape[1]
+    m.space = space
+    m._use_tables({name: load(f"table-{name}") for name in meta["tables"]})
+    m._lookup_cache = {}
+    return m

@@ -1,0 +1,114 @@
+"""The work directory of a job (``OUTPUT.partial/``): committed shards and their manifest.
+
+``manifest.json`` is the only source of truth. It names the job (settings and the fingerprint
+of every input file) and lists the committed shards: the batches each holds, its part file and
+SHA-256, counts, the ledger charges it carries, and the running report after it. A shard is
+committed by fsyncing its files, renaming them into place and then replacing the manifest
+(fsync, rename, fsync of the directory); anything in the directory that the manifest does not
+list is debris of an interrupted shard and is deleted when the job continues.
+
+A lock (``flock`` on ``lock``) keeps two runs from writing one job at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from pathlib import Path
+
+from dptext.corpus.paths import write_durably
+from dptext.errors import DPTextError
+
+MANIFEST = "manifest.json"
+FORMAT = 1
+
+
+class WorkDir:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = None
+
+    # ------------------------------------------------------------------ lock
+    def open(self) -> None:
+        self.path.mkdir(exist_ok=True)
+        fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            other = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise DPTextError(f"another dptext run (pid {other}) is writing this job "
+                              f"({self.path}); wait for it or stop it") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock = fd
+
+    def close(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+    def remove(self) -> None:
+        self.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    # ------------------------------------------------------------------ manifest
+    def read(self) -> dict | None:
+        path = self.path / MANIFEST
+        if not path.is_file():
+            return None
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise DPTextError(f"{path} is unreadable ({err}); remove {self.path} to start "
+                              f"again") from None
+        if manifest.get("format") != FORMAT:
+            raise DPTextError(f"{path} was written by another dptext version; remove "
+                              f"{self.path} to start again")
+        return manifest
+
+    def write(self, manifest: dict) -> None:
+        manifest["format"] = FORMAT
+        write_durably(self.path / MANIFEST, json.dumps(manifest, indent=1).encode())
+
+    def clean(self, manifest: dict | None) -> None:
+        """Delete what the manifest does not list (an interrupted shard's files; everything
+        when ``manifest`` is None)."""
+        keep = {"lock"} if manifest is None else {"lock", MANIFEST, "units.sqlite"}
+        if manifest is not None:
+            for shard in manifest["shards"]:
+                keep.update(n for n in (shard["part"], shard.get("rejects"),
+                                        shard.get("charges")) if n)
+        for entry in os.scandir(self.path):
+            if entry.name not in keep:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path)
+                    else:
+                        os.unlink(entry.path)
+
+
+def changed_input(old: list[dict], new: list[dict]) -> str | None:
+    """A one-line description of how the input differs from the interrupted run's, or None."""
+    old_by = {f["name"]: f for f in old}
+    new_by = {f["name"]: f for f in new}
+    for name in old_by:
+        if name not in new_by:
+            return f"input file {name} is gone"
+    for name in new_by:
+        if name not in old_by:
+            return f"input file {name} was added"
+    for name, f in new_by.items():
+        if f["sha256"] != old_by[name]["sha256"] or f["size"] != old_by[name]["size"]:
+            return f"input file {name} changed"
+    return None
+
+
+def changed_settings(old: dict, new: dict) -> str | None:
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            return key
+    return None

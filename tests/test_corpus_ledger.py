@@ -1,0 +1,206 @@
+"""The engine with a privacy ledger: an in-memory fake that implements LEDGER_API.md (until the
+real dptext.ledger is merged). Budgets withhold records, charges are reserved before a batch is
+written and committed only once its shard is in the manifest, and a resumed job never charges
+a record twice."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dptext.corpus import CorpusJob, run
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.mechanisms.registry import mechanism
+from dptext.text import split_words
+
+WORDS = ["alice", "bob", "met", "in", "paris", "the", "and", "city", "river", "dog"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    charge_id: int | None
+    reason: str | None
+    already: bool
+
+
+class FakeLedger:
+    """The contract of LEDGER_API.md, in memory; ``workdir`` lets commit() check that the
+    charges it releases are in a committed shard."""
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.budgets: dict = {}
+        self.releases: dict = {}
+        self.charges: dict[int, dict] = {}
+        self.decided: dict = {}
+        self.workdir = workdir
+        self.fail_commit_at: int | None = None
+        self.commits = 0
+
+    def set_budget(self, owner, dataset, epsilon, delta=0.0):
+        self.budgets[(owner, dataset)] = (epsilon, delta)
+
+    def open_release(self, *, owner, dataset, mechanism, params, release_key=None):
+        key = release_key or f"r{len(self.releases)}"
+        return self.releases.setdefault(key, {"id": f"rel-{len(self.releases)}",
+                                              "owner": owner, "dataset": dataset})["id"]
+
+    def _release(self, rid):
+        return next(r for r in self.releases.values() if r["id"] == rid)
+
+    def spent(self, unit, owner, dataset):
+        return sum(c["epsilon"] for c in self.charges.values() if c["unit"] == unit
+                   and c["owner"] == owner and c["dataset"] == dataset)
+
+    def reserve(self, release_id, items):
+        rel = self._release(release_id)
+        budget = self.budgets.get((rel["owner"], rel["dataset"]), (float("inf"), 0))[0]
+        out = []
+        for record_key, unit, events in items:
+            if (release_id, record_key) in self.decided:
+                d = self.decided[(release_id, record_key)]
+                out.append(Decision(d.allowed, d.charge_id, d.reason, True))
+                continue
+            eps = sum(e.epsilon * e.count for e in events)
+            if self.spent(unit, rel["owner"], rel["dataset"]) + eps > budget + 1e-9:
+                d = Decision(False, None, f"unit {unit} would exceed its budget {budget:g}",
+                             False)
+            else:
+                cid = len(self.charges) + 1
+                self.charges[cid] = {"unit": unit, "epsilon": eps, "state": "pending",
+                                     "record": record_key, "owner": rel["owner"],
+                                     "dataset": rel["dataset"]}
+                d = Decision(True, cid, None, False)
+            self.decided[(release_id, record_key)] = d
+            out.append(d)
+        return out
+
+    def commit(self, release_id, charge_ids):
+        self.commits += 1
+        if self.fail_commit_at == self.commits:
+            raise KeyboardInterrupt  # killed between the manifest and the ledger commit
+        if self.workdir is not None:
+            manifest = json.loads((self.workdir / "manifest.json").read_text())
+            durable = set()
+            for shard in manifest["shards"]:
+                if shard["charges"]:
+                    durable.update(json.loads((self.workdir / shard["charges"]).read_text()))
+            assert set(charge_ids) <= durable, "committed before its shard was durable"
+        for cid in charge_ids:
+            self.charges[cid]["state"] = "released"
+
+
+@pytest.fixture(scope="module")
+def mech(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ledger-cache")
+    old = os.environ.get("DPTEXT_CACHE")
+    os.environ["DPTEXT_CACHE"] = str(root)
+    rng = np.random.default_rng(7)
+    words = WORDS + [f"w{i}" for i in range(190)]
+    space = EmbeddingSpace(words, rng.standard_normal((200, 8)), name="tiny")
+    space.geometry(16)
+    yield mechanism("custext", epsilon=1.0, k=5, space=space).fit()
+    if old is None:
+        os.environ.pop("DPTEXT_CACHE", None)
+    else:
+        os.environ["DPTEXT_CACHE"] = old
+
+
+def write(path: Path, n: int, users: int = 5) -> Path:
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"text": " ".join(WORDS[j % 10] for j in range(i % 4 + 1)),
+                                "user": f"u{i % users}"}) + "\n")
+    return path
+
+
+def job(m, src, out, ledger, **kw):
+    kw.setdefault("seed", 1)
+    return CorpusJob(m, str(src), str(out), user_field="user", ledger=ledger, owner="clinic",
+                     dataset="notes", **kw)
+
+
+def test_budget_withholds_records_into_rejects(mech, tmp_path):
+    src = write(tmp_path / "in.jsonl", 100)
+    out = tmp_path / "o.jsonl"
+    ledger = FakeLedger(tmp_path / "o.jsonl.partial")
+    result = run(job(mech, src, out, ledger, budget=12.0, batch_size=8, shard_records=16))
+    # record i costs (i % 4 + 1) epsilon 1 tokens; each unit (i % 5) may spend 12
+    expected, spent = [], {}
+    for i in range(100):
+        u, cost = i % 5, i % 4 + 1
+        if spent.get(u, 0) + cost <= 12:
+            spent[u] = spent.get(u, 0) + cost
+            expected.append(i)
+    lines = out.read_text().splitlines()
+    assert len(lines) == len(expected) < 100
+    s = result.summary
+    assert s["records"] == len(expected) and s["records_withheld"] == 100 - len(expected)
+    rejects = [json.loads(x) for x in (tmp_path / "o.jsonl.rejects.jsonl").read_text()
+               .splitlines()]
+    assert [r["record"] - 1 for r in rejects] == [i for i in range(100) if i not in expected]
+    assert all("withheld by the ledger" in r["reason"] for r in rejects)
+    assert all(c["state"] == "released" for c in ledger.charges.values())
+    assert len(ledger.charges) == len(expected)
+    assert s["units"]["units"] == 5 and s["units"]["epsilon_max"] == max(spent.values())
+    assert s["ledger_release"] == "rel-0"
+
+
+def test_resume_never_charges_twice(mech, tmp_path):
+    src = write(tmp_path / "in.jsonl", 200)
+    ref_ledger = FakeLedger()
+    run(job(mech, src, tmp_path / "ref.jsonl", ref_ledger, batch_size=10, shard_records=40))
+    out = tmp_path / "o.jsonl"
+    ledger = FakeLedger(tmp_path / "o.jsonl.partial")
+    ledger.fail_commit_at = 2  # dies after shard 1 is durable, before its charges commit
+    with pytest.raises(KeyboardInterrupt):
+        run(job(mech, src, out, ledger, batch_size=10, shard_records=40))
+    pending = [c for c in ledger.charges.values() if c["state"] == "pending"]
+    assert len(pending) == 40  # shard 1's records: charged, never released
+
+    from dptext.corpus import engine  # second interruption: mid-shard, after reserve
+
+    original = engine._Runner._commit_shard
+    engine._Runner._commit_shard = lambda self, wd, shard: (_ for _ in ()).throw(
+        KeyboardInterrupt())
+    ledger.fail_commit_at = None
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run(job(mech, src, out, ledger, batch_size=10, shard_records=40))
+    finally:
+        engine._Runner._commit_shard = original
+    assert sum(c["state"] == "released" for c in ledger.charges.values()) == 80
+    result = run(job(mech, src, out, ledger, batch_size=10, shard_records=40))
+    assert out.read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
+    keys = [c["record"] for c in ledger.charges.values()]
+    assert len(keys) == len(set(keys)) == 200  # one charge per record, ever
+    assert all(c["state"] == "released" for c in ledger.charges.values())
+    assert [c["epsilon"] for c in ledger.charges.values()] == \
+        [c["epsilon"] for c in ref_ledger.charges.values()]
+    assert result.summary["records"] == 200 and len(ledger.releases) == 1
+
+
+def test_ledger_needs_owner_and_dataset(mech, tmp_path):
+    src = write(tmp_path / "in.jsonl", 3)
+    with pytest.raises(DPTextError, match="--owner and --dataset"):
+        run(CorpusJob(mech, str(src), str(tmp_path / "o.jsonl"), ledger=FakeLedger()))
+    with pytest.raises(DPTextError, match="--budget needs --ledger"):
+        run(CorpusJob(mech, str(src), str(tmp_path / "o.jsonl"), budget=1.0))
+
+
+def test_without_user_field_each_record_is_its_own_unit(mech, tmp_path):
+    src = write(tmp_path / "in.jsonl", 20)
+    ledger = FakeLedger()
+    result = run(CorpusJob(mech, str(src), str(tmp_path / "o.jsonl"), ledger=ledger,
+                           owner="o", dataset="d", budget=2.0, seed=1))
+    # records with 3 or 4 tokens cost more than 2: withheld
+    assert result.summary["records"] == 10 and result.summary["records_withheld"] == 10
+    assert result.summary["units"]["units"] == 10
+    assert {len(split_words(json.loads(x)["text"])[1::2]) for x in
+            (tmp_path / "o.jsonl").read_text().splitlines()} == {1, 2}
