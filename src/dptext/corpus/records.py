@@ -19,7 +19,7 @@ from typing import Any
 
 from dptext.corpus.sources import Source
 from dptext.errors import DPTextError
-from dptext.io import read_json_objects, read_lines
+from dptext.io import read_json_objects, read_lines, read_physical_lines
 
 #: default of ``--max-record-bytes``: the UTF-8 size of the privatized fields of one record.
 #: Word mechanisms need about 60 bytes of memory per input character while a record is
@@ -99,42 +99,56 @@ class RecordReader:
                          ending=line[len(body):])
 
     def _csv(self) -> Iterator[Record]:
-        lines = (line for _, line in read_lines(self._where, strip_bom=True))
-        # the csv module's own limit (131072 characters) would crash on a long field; the
-        # size of the privatized fields is checked against --max-record-bytes below instead
+        # any line ending (\r\n, \n, a lone \r) through dptext.io; the csv module's own field
+        # limit (131072 characters) would crash on a long field: the privatized fields are
+        # checked against --max-record-bytes below instead
+        lines = (line for _, line in read_physical_lines(self._where, strip_bom=True))
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
         rows = csv.reader(lines, strict=True)
         where = self._where
+        ordinal, start = 0, 1
         try:
             header = next(rows, None)
             if header is None:
                 return
             self.header = header
-            seen: set[str] = set()
-            for col in header:
+            seen: dict[str, int] = {}
+            for i, col in enumerate(header, start=1):
                 if col in seen:
-                    raise DPTextError(f"{where}: the CSV header names column {col!r} twice")
-                seen.add(col)
+                    raise DPTextError(f"{where}: the CSV header repeats the column {col!r} "
+                                      f"(columns {seen[col]} and {i}); each column needs its "
+                                      f"own name")
+                seen[col] = i
             missing = [f for f in self.fields if f not in seen]
             if missing:
                 raise DPTextError(f"{where}: no column {missing[0]!r} in the CSV header")
             index = {c: i for i, c in enumerate(header)}
             cols = [index[f] for f in self.fields]
             start = rows.line_num + 1
-            for ordinal, row in enumerate(rows, start=1):
-                number = rows.line_num  # the line the row ends on
+            for row in rows:
+                ordinal += 1
+                end = rows.line_num  # the line the row ends on
+                if not row:  # a blank line is not a record
+                    ordinal -= 1
+                    start = end + 1
+                    continue
+                at = f"CSV row {ordinal} (line {start})"
                 if len(row) != len(header):
                     more = "more" if len(row) > len(header) else "fewer"
-                    error = (f"CSV row {number} has {more} fields than the header "
-                             f"({len(row)} vs {len(header)} columns)")
+                    error = (f"{at} has {len(row)} fields, {more} fields than the header "
+                             f"({len(header)} columns)")
                     yield Record(ordinal, start, row, None, error)
                 else:
                     texts = [row[c] for c in cols]
                     e = _too_large(texts, self.limit)
-                    yield Record(ordinal, start, row, texts, e and f"CSV row {number}: {e}")
-                start = number + 1
+                    yield Record(ordinal, start, row, texts, e and f"{at}: {e}")
+                start = end + 1
         except csv.Error as err:
-            raise DPTextError(f"{where}: CSV line {rows.line_num}: {err}") from None
+            message = str(err)
+            if "unexpected end of data" in message:
+                message = "a quote is never closed (the field would run to the end of file)"
+            raise DPTextError(f"{where}: CSV row {ordinal + 1} (line {start}): {message}"
+                              ) from None
 
     def _parquet(self) -> Iterator[Record]:
         try:
