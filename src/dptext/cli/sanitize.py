@@ -126,6 +126,7 @@ def cmd_sanitize(args) -> int:
         args.input_format = args.format
     if args.text is not None:
         m = build_mechanism(args)
+        m = _targeted(args, m)
         result = m.privatize(args.text, rng=rng_choice(args))
         print(result.text)
         print(result.report, file=sys.stderr)
@@ -141,7 +142,7 @@ def cmd_sanitize(args) -> int:
         # language-model mechanisms load their model in each worker, not in this process
         lm_in_workers = not _is_word_mechanism(args.mechanism) and (
             args.workers > 1 or args.engine == "ray")
-        m = _unfitted(args, args._params)
+        m = _targeted(args, _unfitted(args, args._params))
         runner = prepare(_job(args, m))  # every path and option checked before any work
         if not lm_in_workers:
             build_fit(args, m)
@@ -171,6 +172,24 @@ def cmd_sanitize(args) -> int:
     if getattr(args, "epsilon_note", None):
         print(args.epsilon_note, file=sys.stderr)
     return 0
+
+
+def _targeted(args, m):
+    """``--entities``: the mechanism applied to the detected spans only
+    (:func:`dptext.targeted.build_targeted`)."""
+    if args.entities is None:
+        for flag in ("pattern_policy", "consistent"):
+            if getattr(args, flag) != {"pattern_policy": "placeholder",
+                                       "consistent": "none"}[flag]:
+                raise DPTextError(f"--{flag.replace('_', '-')} needs --entities")
+        return m
+    if getattr(args, "workers", 1) > 1 or getattr(args, "engine", "local") != "local":
+        raise DPTextError("--entities runs in one process: drop --workers/--engine")
+    from dptext.targeted import build_targeted
+
+    return build_targeted(m, entities=args.entities, detector=args.detector,
+                          pattern_policy=args.pattern_policy,
+                          surrogate_epsilon=args.surrogate_epsilon, consistent=args.consistent)
 
 
 def build_fit(args, m) -> None:
@@ -257,6 +276,22 @@ def register(subparsers) -> None:
                             "an error if there is none")
     again.add_argument("--restart", action="store_true",
                        help="discard an interrupted run of this output and start again")
+    ent = s.add_argument_group("entity-targeted sanitization (only detected spans are "
+                               "privatized; the rest is released verbatim and reported so)")
+    ent.add_argument("--entities", action=Once, metavar="TYPES",
+                     help="privatize only these detected entity types, e.g. "
+                          "PERSON,GPE,EMAIL,PHONE (groups: PII, CONTACT, ALL)")
+    ent.add_argument("--detector", action=Once, choices=("spacy", "presidio", "both"),
+                     default="spacy", help="entity detector (contact details need presidio)")
+    ent.add_argument("--pattern-policy", action=Once, choices=("placeholder", "surrogate"),
+                     default="placeholder",
+                     help="e-mails, phones, IDs: a type placeholder (0-DP) or a surrogate drawn "
+                          "by the exponential mechanism (--surrogate-epsilon per span)")
+    ent.add_argument("--surrogate-epsilon", action=Once, type=positive_type, default=1.0,
+                     help="epsilon of one surrogate draw")
+    ent.add_argument("--consistent", action=Once, choices=("none", "document", "unit"),
+                     default="none",
+                     help="the same entity gets the same replacement within a document")
     units = s.add_argument_group("privacy units and the ledger")
     units.add_argument("--user-field", action=Once,
                        help="field naming the privacy unit (person) of each record")

@@ -32,6 +32,24 @@ def _guarantee(state: list) -> TokenGuarantee:
     return TokenGuarantee(GuaranteeKind(kind), eps, scope, metric, diameter)
 
 
+def _extra_state(value):
+    """A report's extra field as JSON (lists of token events, as the targeted report has)."""
+    if isinstance(value, list) and value and all(isinstance(e, TokenEvent) for e in value):
+        return {"__token_events__": [[_guarantee_state(e.guarantee), e.reason, e.count]
+                                     for e in value]}
+    if isinstance(value, tuple):
+        return {"__tuple__": list(value)}
+    return value
+
+
+def _extra_from_state(value):
+    if isinstance(value, dict) and "__token_events__" in value:
+        return [TokenEvent(_guarantee(g), c, reason) for g, reason, c in value["__token_events__"]]
+    if isinstance(value, dict) and "__tuple__" in value:
+        return tuple(value["__tuple__"])
+    return value
+
+
 def report_state(r: PrivacyReport) -> dict:
     """A JSON-able state of a report (its class kept: DP-MLM's report has an extra field)."""
     return {
@@ -41,7 +59,7 @@ def report_state(r: PrivacyReport) -> dict:
         "events": [[_guarantee_state(e.guarantee), e.reason, e.count] for e in r.events],
         "records": r.records,
         "max_record_epsilon": r.max_record_epsilon,
-        "extra": {f.name: getattr(r, f.name) for f in dataclasses.fields(r)
+        "extra": {f.name: _extra_state(getattr(r, f.name)) for f in dataclasses.fields(r)
                   if f.name not in _BASE_FIELDS},
     }
 
@@ -57,7 +75,7 @@ def report_from_state(state: dict) -> PrivacyReport:
         mechanism=state["mechanism"], per_token=_guarantee(state["per_token"]),
         events=[TokenEvent(_guarantee(g), c, reason) for g, reason, c in state["events"]],
         records=state["records"], max_record_epsilon=state["max_record_epsilon"],
-        **state.get("extra", {}),
+        **{k: _extra_from_state(v) for k, v in state.get("extra", {}).items()},
     )
 
 
