@@ -21,8 +21,13 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 bench: setup
+	uptime
 	$(BIN)/python benchmarks/bench_mechanisms.py
-	$(BIN)/python benchmarks/bench_lm.py
+	$(BIN)/python benchmarks/bench_laplace.py --indexed
+	$(BIN)/python benchmarks/bench_lm.py --backends causal,dpprompt
+	$(BIN)/python benchmarks/bench_lm.py --long 500 --busy
+	$(BIN)/python benchmarks/bench_lm.py --hostile
+	uptime
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks

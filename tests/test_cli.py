@@ -288,7 +288,7 @@ ERROR_CASES = [
     ("parameter_without_value", ("NAME=VALUE",)),
     ("missing_field", ("nofield.jsonl", "line 2", "'text'")),
     ("missing_column", ("no column 'text'",)),
-    ("extra_csv_fields", ("row 3", "more fields")),
+    ("extra_csv_fields", ("row 2", "line 3", "more fields")),
     ("gumbel_below_bound", ("below the truncated Gumbel bound",)),
     ("bad_line_3", ("line 3", "not valid JSON")),
     ("keeps_previous", ("prev.txt", "line 2")),

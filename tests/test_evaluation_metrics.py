@@ -38,6 +38,7 @@ class MatrixMechanism(WordMechanism):
 
     name = "matrix"
     summary = guarantee_summary = "test"
+    capabilities = frozenset({"sample_rows", "distribution"})
 
     def __init__(self, *, space, matrix, guarantee: TokenGuarantee) -> None:
         super().__init__(epsilon=1.0, space=space)

@@ -83,6 +83,10 @@ def test_batched_map_guesses_equal_the_per_word_path(space):
     class PerWord:  # the same distribution, without the batched likelihoods
         distribution = m.distribution
 
+        @staticmethod
+        def supports(capability: str) -> bool:
+            return capability == "distribution"
+
     prior = word_prior(space)
     observed = np.arange(0, len(space), 2)
     fast = map_guesses(m, space, prior, observed, top=40, knn=5)

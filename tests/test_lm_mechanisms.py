@@ -114,7 +114,8 @@ def test_mlm_draws_follow_the_clipped_softmax(lms):
     n = 800
     out = [r.text for r in m.privatize_batch([text] * n, rng=7)]
     index = {w: i for i, w in enumerate(m.candidates)}
-    observed = np.bincount([index[w] for w in out], minlength=len(index))
+    # the one word starts the text: capitalised (post-processing of its public position)
+    observed = np.bincount([index[w[:1].lower() + w[1:]] for w in out], minlength=len(index))
     expected = n * probs.numpy()
     chi2 = float(((observed - expected) ** 2 / expected).sum())
     assert expected.min() > 5  # the chi-square approximation holds
@@ -131,11 +132,36 @@ def test_batched_and_unbatched_scores_agree(lms):
     assert torch.allclose(batched, single, atol=1e-4)
 
 
-def test_two_contexts_have_probability_ratio_at_most_e_epsilon(lms):
-    m = _dpmlm(lms, "roberta", epsilon=2.0, keep_stopwords=False)
-    a = clipped_log_probs(_slot_scores(m, "john saw the river"), epsilon=2.0, lo=-2, hi=2)
-    b = clipped_log_probs(_slot_scores(m, "anna went to a house"), epsilon=2.0, lo=-2, hi=2)
-    assert float((a[0] - b[0]).abs().max()) <= 2.0 + 1e-5
+def test_sampler_draws_keep_the_ratio_of_two_contexts_within_e_epsilon():
+    """The sampling path itself (not a formula): two adversarial score rows, far outside the
+    clip range and opposite to each other, drawn 40,000 times each. A sampler that skipped the
+    clip or used the wrong temperature would put almost all mass on different candidates; the
+    real one gives every candidate a ratio <= e^eps. Each empirical log-ratio is tested against
+    the bound with a 99.99% Clopper-Pearson interval on each side (so a correct sampler fails
+    this test with probability < 1e-3 over the 5 candidates)."""
+    from scipy.stats import beta
+
+    from dptext.lm.sampling import sample, torch_generator
+
+    eps, lo, hi, n = 2.0, -2.0, 2.0, 40_000
+    a = torch.tensor([[100.0, -100.0, 0.0, 50.0, -50.0]]).repeat(n, 1)
+    b = torch.tensor([[-100.0, 100.0, 0.0, -50.0, 50.0]]).repeat(n, 1)
+    gen = torch_generator(np.random.default_rng(5))
+    ca = np.bincount(sample(a, epsilon=eps, lo=lo, hi=hi, generator=gen), minlength=5)
+    cb = np.bincount(sample(b, epsilon=eps, lo=lo, hi=hi, generator=gen), minlength=5)
+    alpha = 1e-4
+    for i in range(5):
+        # lower bound of P_a(i) over upper bound of P_b(i), both ways
+        for x, y in ((ca[i], cb[i]), (cb[i], ca[i])):
+            low = beta.ppf(alpha, x, n - x + 1) if x > 0 else 0.0
+            high = beta.ppf(1 - alpha, y + 1, n - y) if y < n else 1.0
+            assert low <= np.exp(eps) * high, (i, ca, cb)
+    # and the draws follow the clipped softmax (not merely bounded): exact law, chi-square
+    probs = clipped_log_probs(a[:1], epsilon=eps, lo=lo, hi=hi).exp()[0].numpy()
+    chi2 = float(((ca - n * probs) ** 2 / (n * probs)).sum())
+    from scipy.stats import chi2 as chi2_dist
+
+    assert chi2 < chi2_dist.ppf(0.999, 4)
 
 
 @pytest.mark.parametrize("kind", ["bert", "roberta", "llama"])
@@ -146,11 +172,20 @@ def test_every_word_is_privatized_or_counted(lms, kind):
     cands = {w.lower() for w in m.candidates}
     out_words = split_words(res.text)[1::2]
     assert len(out_words) == 7 and all(w.lower() in cands for w in out_words)
-    assert out_words[0][0].isupper() and out_words[3].isupper()  # Title and UPPER restored
+    # the input's case is not used: the drawn word as is, capitalised at the sentence start
+    assert out_words[0][0].isupper() and out_words[1:] == [w.lower() for w in out_words[1:]]
     assert split_words(res.text)[0::2] == split_words(text)[0::2]  # punctuation/spacing kept
     r = res.report
     assert r.tokens_privatized == 7 and r.kept == {"punctuation": 2}
-    assert r.epsilon == pytest.approx(35.0)
+    assert r.epsilon == pytest.approx(35.0) and not r.unprotected_attributes
+    assert "same number of words" in r.document_guarantee()
+    # keep_case=True: Title and UPPER restored, and reported as released unprotected
+    cased = _dpmlm(lms, kind, epsilon=5.0, keep_stopwords=False, keep_case=True)
+    res = cased.privatize(text, rng=3)
+    out_words = split_words(res.text)[1::2]
+    assert out_words[0][0].isupper() and out_words[3].isupper() and out_words[6][0].isupper()
+    assert res.report.unprotected_attributes == {"case_pattern": 3}
+    assert "case pattern" in res.report.document_guarantee()
 
 
 @pytest.mark.parametrize("kind", ["bert", "llama"])
@@ -326,9 +361,11 @@ def test_parameters_are_validated(params, message):
         mechanism("dpmlm", **{"epsilon": 1.0, **params})
 
 
-def test_mlm_needs_a_model_and_a_model_needs_bounds(lms):
-    with pytest.raises(DPTextError, match="masked-LM backend needs model"):
-        mechanism("dpmlm", epsilon=1.0, backend="mlm").fit()
+def test_packaged_names_match_their_backend_and_a_model_needs_bounds(lms):
+    with pytest.raises(DPTextError, match="is a causal LM"):
+        mechanism("dpmlm", epsilon=1.0, backend="mlm", model="smollm2-135m-instruct").fit()
+    with pytest.raises(DPTextError, match="is a masked LM"):
+        mechanism("dpmlm", epsilon=1.0, backend="causal", model="minilm-mlm").fit()
     with pytest.raises(DPTextError, match="no clip bounds"):
         mechanism("dpmlm", epsilon=1.0, backend="causal", model=lms["llama"]).fit()
 

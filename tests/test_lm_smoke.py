@@ -23,7 +23,7 @@ def test_default_causal_model_rewrites_one_sentence():
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # shared CPU: avoid OpenMP spin-waiting
     try:
-        m = mechanism("dpmlm", epsilon=50).fit()
+        m = mechanism("dpmlm", epsilon=50, keep_case=True).fit()
         assert m.bounds == pytest.approx((shipped_bounds()[DEFAULT_CAUSAL]["lo"],
                                           shipped_bounds()[DEFAULT_CAUSAL]["hi"]))
         text = "My sister Anna lives in Berlin."
@@ -34,7 +34,8 @@ def test_default_causal_model_rewrites_one_sentence():
     cands = set(m.candidates)
     assert len(words) == 6 and words[0] == "My" and words[4] == "in"  # stopwords kept
     assert all(w in cands or w.lower() in cands for w in (words[1], words[2], words[3], words[5]))
-    assert words[2][0].isupper() and words[5][0].isupper()  # Title case of Anna, Berlin
+    assert words[2][0].isupper() and words[5][0].isupper()  # Title case of Anna, Berlin copied
+    assert res.report.unprotected_attributes == {"case_pattern": 2}  # ... and reported
     assert res.text.endswith(".")
     r = res.report
     assert r.tokens_privatized == 4 and r.kept == {"stopword": 2, "punctuation": 1}

@@ -84,21 +84,20 @@ def _linear_loss(p, x):
 
 @pytest.mark.parametrize("mode,unbiased", [("uedp", True), ("uedp-naive", False)])
 def test_weighted_estimator_is_unbiased_on_a_linear_model(mode, unbiased):
+    # with the public normaliser c_u = max_sentences the update is linear in the sentence
+    # weights: f_E+ is unbiased for the full-data gradient of sum_x nll(x) / (|U| C)
     corpus = _corpus(n_users=30, per_user=5, seed=4)
-    dim = 3
+    dim, cap = 3, 100
     rng = np.random.default_rng(5)
     features = torch.as_tensor(rng.normal(1.0, 1.0, (len(corpus.sentences), dim)),
                                dtype=torch.float32)
     q_u = 0.5
     sampler = RoundSampler(corpus, q_u=q_u, q_e=0.5, q_s=0.5, mode=mode)
-    sizes = np.bincount(corpus.sentence_user, minlength=corpus.n_users)
     params = {"w": torch.zeros(dim)}
-    # the full-data FedAvg update: mean over users of minus their mean feature
-    truth = -np.mean([features[corpus.sentence_user == u].mean(0).numpy()
-                      for u in range(corpus.n_users)], axis=0)
+    truth = -features.numpy().sum(0) / (corpus.n_users * cap)
     estimates = []
     for _ in range(800):
-        batch = pack_round(sampler.sample(rng), features, sizes, 100, rng)
+        batch = pack_round(sampler.sample(rng), features, cap, rng, "constant")
         if batch is None:
             estimates.append(np.zeros(dim))
             continue
@@ -109,3 +108,18 @@ def test_weighted_estimator_is_unbiased_on_a_linear_model(mode, unbiased):
     err = np.abs(est.mean(0) - truth)
     tol = 5 * est.std(0) / math.sqrt(len(est))
     assert (err < tol).all() == unbiased
+
+
+def test_usable_normaliser_is_the_weighted_mean_over_the_round_s_usable_sentences():
+    corpus = _corpus(n_users=10, per_user=5, seed=6)
+    features = torch.ones(len(corpus.sentences), 2)
+    sampler = RoundSampler(corpus, q_u=1.0, q_e=0.5, q_s=0.5, mode="uedp")
+    rng = np.random.default_rng(0)
+    sample = sampler.sample(rng)
+    batch = pack_round(sample, features, 100, rng, "usable")
+    expected = [w.sum() for w in sample.weights if len(w)]
+    assert batch.sizes.tolist() == pytest.approx(expected)
+    # one step on the linear loss: every user moves by -lr * (its weighted mean feature) = -1
+    upd = local_updates(_linear_loss, {"w": torch.zeros(2)}, batch.tokens, batch.weights,
+                        batch.sizes, steps=1, lr=1.0)
+    assert torch.allclose(upd["w"], torch.full_like(upd["w"], -1.0))

@@ -227,7 +227,7 @@ def test_cli_trains_a_local_causal_lm_and_saves_only_the_trainable_tensors(
     (["--model", "smollm2", "--task", "cls"], "--task nwp only"),
     (["--model", "TINY", "--max-len", "0"], "--max-len must be >= 1"),
     (["--model", "TINY", "--max-len", "64"], "max_len must be in 1..63 tokens"),
-    (["--model", "TINY", "--local-lr", "0"], "--local-lr must be > 0"),
+    (["--model", "TINY", "--local-lr", "0"], "--local-lr must be finite and > 0"),
 ])
 def test_cli_rejects_bad_model_settings(corpus_file, tiny_dir, tmp_path, capsys, extra,
                                         message):

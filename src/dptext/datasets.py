@@ -317,3 +317,31 @@ def read_conll(path: str | os.PathLike) -> list[TaggedSentence]:
     if current:
         sentences.append(current)
     return sentences
+
+
+def load_file_dataset(path: str | os.PathLike, *, text_field: str = "text",
+                      label_field: str = "label", split: str = "train", seed: int = 0
+                      ) -> Dataset:
+    """A user's own labelled file (CSV with a header, or JSONL by its suffix) as a
+    :class:`Dataset`, split like the packaged ones (stratified 80/20, seeded)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DPTextError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        full = read_jsonl(path, text_field, label_field)
+    elif suffix == ".csv":
+        full = read_csv(path, text_field, label_field)
+    elif suffix == ".tsv":
+        full = read_tsv_glue(path, text_field, label_field)
+    else:
+        raise DPTextError(f"{path}: expected a .csv, .tsv or .jsonl file with a text and a "
+                          f"label field")
+    rows = [(t, y) for t, y in zip(full.texts, full.labels, strict=True)
+            if t.strip() and y.strip()]
+    if len(rows) < 2:
+        raise DPTextError(f"{path}: fewer than 2 labelled texts")
+    labels = [y for _, y in rows]
+    idx = split_indices(labels, split, seed)
+    return Dataset(name=f"file:{path.name}", texts=[rows[i][0] for i in idx],
+                   labels=[labels[i] for i in idx])

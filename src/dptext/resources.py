@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,13 +55,21 @@ def minilm_dir() -> Path:
     return d / "model"
 
 
+# The words the default space was built from: letters/digits (with Latin combining accents) and
+# single apostrophes - the tokenizer's word definition before it grew to every script and
+# letter-like symbol (docs/reliability.md). Fixed here so that the default space, and every
+# fitted table keyed by its fingerprint, stays the same.
+_VOCAB_WORD = re.compile(r"(?:[^\W_][\u0300-\u036f]*)+(?:['\u2019](?:[^\W_][\u0300-\u036f]*)+)*")
+
+
 def default_vocabulary(size: int = DEFAULT_VOCAB_SIZE) -> list[str]:
-    """The ``size`` most frequent English words (wordfreq) that tokenize as one word."""
+    """The ``size`` most frequent English words (wordfreq) made of letters and digits that
+    tokenize as one word."""
     import wordfreq
 
     words = []
     for w in wordfreq.top_n_list("en", int(size * 1.2)):
-        if split_words(w) == ["", w, ""]:
+        if _VOCAB_WORD.fullmatch(w) and split_words(w) == ["", w, ""]:
             words.append(w)
             if len(words) == size:
                 break
@@ -104,14 +113,24 @@ def encode_words(words: list[str], *, batch_size: int = 1024, progress: bool = T
 
 
 def build_default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True) -> EmbeddingSpace:
-    """Distil, deduplicate, index and cache the default space; returns it."""
+    """Distil, deduplicate, index and cache the default space; returns it (kept in memory
+    only, with a warning, where the cache cannot be written)."""
+    from dptext import cache
+
     words = default_vocabulary(size)
     vectors = encode_words(words, progress=progress)
     space = EmbeddingSpace(words, vectors, metric="euclidean", name=DEFAULT_SPACE_NAME)
     space.geometry(80, progress=progress)
     space = space.merge_near_duplicates(tolerance=DEFAULT_MERGE_TOLERANCE)
     space.geometry(64, progress=progress)  # derived from the scan above unless merging was heavy
-    space.save(default_space_path(size))
+    path = default_space_path(size)
+    try:
+        space.save(path)
+    except (OSError, DPTextError) as err:
+        cache.warn(f"the cache is not writable ({cache._reason(err)}): the default space is "
+                   "used in memory only and rebuilt next time")
+    else:
+        cache.record_digest(path)
     return space
 
 
@@ -119,17 +138,78 @@ _loaded: dict[int, EmbeddingSpace] = {}
 
 
 def default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True) -> EmbeddingSpace:
-    """The default space, built on first use (a few minutes at most) and cached on disk."""
+    """The default space, built on first use (a few minutes at most) and cached on disk.
+
+    The cached file is used only after its content hash and :func:`validate_space` pass; a
+    corrupted one is rebuilt (with a warning), two processes build it once (a file lock).
+    """
+    from dptext import cache
+
     if size not in _loaded:
         path = default_space_path(size)
-        if path.is_file():
-            _loaded[size] = EmbeddingSpace.load(path)
-        else:
-            if progress:
-                print(f"Building the default word space once ({size} words) -> {path}",
-                      file=sys.stderr)
-            _loaded[size] = build_default_space(size, progress=progress)
+        space = _cached_space(path)
+        if space is None:
+            with cache.build_lock(path, "the default space"):
+                space = _cached_space(path)  # another process may have built it meanwhile
+                if space is None:
+                    if progress:
+                        print(f"Building the default word space once ({size} words) -> {path}",
+                              file=sys.stderr)
+                    space = build_default_space(size, progress=progress)
+        _loaded[size] = space
     return _loaded[size]
+
+
+def _cached_space(path: Path) -> EmbeddingSpace | None:
+    from dptext import cache
+
+    if not path.is_file():
+        return None
+    try:
+        legacy = not cache.verify(path)
+        space = EmbeddingSpace.load(path)
+    except DPTextError as err:  # CorruptArtefact, or not a saved space (truncated, zeroed)
+        cache.warn(f"{err}; rebuilding the default space")
+        return None
+    try:
+        validate_space(space)
+    except DPTextError as err:
+        raise DPTextError(f"{path}: the cached default space failed validation ({err}); "
+                          f"{cache.rebuild_hint('space')}") from None
+    if legacy:
+        cache.warn(f"{path} had no content hash (written by an older dptext); it passed "
+                   "validation and its hash is now recorded")
+        cache.record_digest(path)
+    return space
+
+
+def validate_space(space: EmbeddingSpace, *, spot_checks: int = 64) -> None:
+    """Structural checks of a loaded space before any table is fitted on it: finite vectors,
+    one row per word, and a kNN table that is a valid, sorted neighbour list (the word itself
+    first) whose distances match the vectors on ``spot_checks`` rows."""
+    n = len(space.words)
+    v = space.vectors
+    if v.ndim != 2 or v.shape[0] != n or n == 0:
+        raise DPTextError(f"vectors of shape {v.shape} for {n} words")
+    if not np.isfinite(v).all():
+        raise DPTextError("vectors hold NaN or infinite values")
+    if any(not w for w in space.words) or len(set(space.words)) != n:
+        raise DPTextError("words are empty or repeated")
+    geo = space._geometry
+    if geo is None:
+        return
+    nb, d = np.asarray(geo.neighbors), np.asarray(geo.distances)
+    if nb.shape != d.shape or nb.shape[0] != n or ((nb < 0) | (nb >= n)).any():
+        raise DPTextError("the kNN table does not match the vocabulary")
+    if not (nb[:, 0] == np.arange(n)).all() or not np.isfinite(d).all() or (d < 0).any():
+        raise DPTextError("the kNN table is not a list of each word's neighbours, itself first")
+    if (np.diff(d, axis=1) < -1e-5).any():
+        raise DPTextError("kNN distances are not sorted")
+    rows = np.random.default_rng(0).choice(n, size=min(n, spot_checks), replace=False)
+    x = space._prepared()
+    ref = np.linalg.norm(x[rows, None, :].astype(np.float64) - x[nb[rows]], axis=2)
+    if not np.allclose(ref, d[rows], rtol=1e-3, atol=1e-4):
+        raise DPTextError("kNN distances do not match the vectors")
 
 
 @dataclass(frozen=True)
@@ -152,6 +232,16 @@ def list_resources() -> list[Resource]:
     ]:
         d = package_dir(pkg)
         out.append(Resource(pkg, what, str(d) if d else "not installed", d is not None))
+    try:
+        from dptext.lm.loading import DEFAULT_MASKED, default_masked_dir
+
+        mlm = default_masked_dir(build=False)
+        out.append(Resource(DEFAULT_MASKED, "masked LM: MiniLM + shipped MLM head (assembled "
+                            "on first use; `dptext resources build mlm` re-trains the head)",
+                            str(mlm), (mlm / "model.safetensors").is_file()))
+    except DPTextError:  # the head file or the encoder is missing
+        out.append(Resource("minilm-mlm", "masked LM (MiniLM + shipped MLM head)",
+                            "not installed", False))
     path = default_space_path()
     out.append(
         Resource(
@@ -190,16 +280,22 @@ def cache_entries() -> list[CacheEntry]:
     root = cache_dir()
     if not root.is_dir():
         return []
+    from dptext.cache import DIGEST_SUFFIX, LOCK_DIR
+
+    def size(item: Path) -> int:  # an entry's bytes include its digest file
+        digest = item.with_name(item.name + DIGEST_SUFFIX)
+        return _tree_size(item) + (digest.stat().st_size if digest.is_file() else 0)
+
     out = []
     for child in sorted(root.iterdir()):
-        if child.is_symlink():
+        if child.is_symlink() or child.name == LOCK_DIR or child.name.endswith(DIGEST_SUFFIX):
             continue
         if child.is_dir() and child.name in ("fitted", "models", "bounds"):
             for item in sorted(child.iterdir()):
-                if not item.is_symlink():
-                    out.append(CacheEntry(child.name, item, _tree_size(item)))
+                if not item.is_symlink() and not item.name.endswith(DIGEST_SUFFIX):
+                    out.append(CacheEntry(child.name, item, size(item)))
         elif child.is_file() and child.name.startswith("space-"):
-            out.append(CacheEntry("space", child, child.stat().st_size))
+            out.append(CacheEntry("space", child, size(child)))
         else:
             out.append(CacheEntry("other", child, _tree_size(child)))
     return out
@@ -209,6 +305,8 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
     """Remove cache entries (all, or only those of ``kinds``); returns (bytes freed, entries).
     Only regular files and directories inside the cache are removed; symlinks are left."""
     import shutil
+
+    from dptext.cache import DIGEST_SUFFIX
 
     known = {"space", "fitted", "models", "bounds", "other"}
     unknown = sorted(set(kinds or []) - known)
@@ -222,6 +320,7 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
             shutil.rmtree(entry.path)
         else:
             entry.path.unlink()
+        entry.path.with_name(entry.path.name + DIGEST_SUFFIX).unlink(missing_ok=True)
         freed += entry.bytes
         removed += 1
     _loaded.clear()

@@ -93,3 +93,22 @@ def check_words(value: Any, name: str) -> list[str]:
     if bad is not None:
         raise DPTextError(f"{name} must contain only strings, got {bad!r}")
     return words
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (``None`` where the system does not say)."""
+    import os
+
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_memory(needed: float, what: str, *, share: float = 0.8) -> None:
+    """Refuse, before allocating, a step estimated to need more than ``share`` of the memory
+    available now (one line naming the step, the estimate and what is available)."""
+    free = available_memory()
+    if free is not None and needed > share * free:
+        raise DPTextError(f"{what} would need about {needed / 2**30:.1f} GiB of memory; "
+                          f"{free / 2**30:.1f} GiB is available")

@@ -1,4 +1,5 @@
-"""Composition of token events into a document guarantee - the only place it is done.
+"""Composition of token events into a document guarantee, and of privacy events into a privacy
+unit's total - the only place it is done.
 
 Sequential composition over the tokens of one document (Dwork & Roth 2014, Thm 3.16): pure
 guarantees add up; metric guarantees add up in the sum of per-token distances
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from fractions import Fraction
 
-from dptext.accounting.events import GuaranteeKind, TokenEvent
+from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent
 
 
 def pure_epsilon(events: Iterable[TokenEvent]) -> float:
@@ -65,3 +67,91 @@ def epsilon_for_delta(events: Iterable[TokenEvent], delta: float) -> float:
         ).self_compose(count)
         pld = one if pld is None else pld.compose(one)
     return min(pld.get_epsilon_for_delta(delta), pure_epsilon(events))
+
+
+# ------------------------------------------------------------------ privacy events (per unit)
+# Upper bound on the number of grid points of a composed PLD (its dense loss array): keeps
+# pld_epsilon below about a second whatever the number of stored events.
+PLD_MAX_POINTS = 50_000
+PLD_FINEST_INTERVAL = 1e-4  # dp_accounting's default discretization
+
+
+def basic_composition(events: Iterable[PrivacyEvent]) -> tuple[float, float]:
+    """Sequential composition (Dwork & Roth 2014, Thm 3.16): ``(sum count*eps, sum count*delta)``.
+
+    This is what the ledger enforces against a budget. An event with an infinite epsilon makes
+    the total infinite.
+    """
+    events = [e for e in events if e.count]
+    return (math.fsum(e.total_epsilon for e in events),
+            math.fsum(e.total_delta for e in events))
+
+
+def _common_divisor(values: list[float]) -> float | None:
+    """The largest g such that every value is an integer multiple of g, when the values are
+    decimals of at most six places (0.5, 0.3, 1.25 ...); None otherwise."""
+    fracs = [Fraction(v).limit_denominator(10**6) for v in values]
+    if any(abs(float(f) - v) > 1e-12 * v for f, v in zip(fracs, values, strict=True)):
+        return None
+    den = math.lcm(*(f.denominator for f in fracs))
+    return float(Fraction(math.gcd(*(f.numerator * (den // f.denominator) for f in fracs)), den))
+
+
+def pld_interval(events: Iterable[PrivacyEvent]) -> float:
+    """The discretization interval for :func:`pld_epsilon`: 1e-4 (dp_accounting's default)
+    unless the composed loss would span more than ``PLD_MAX_POINTS`` grid points, then coarser;
+    adjusted so the epsilons are exact multiples of it where they share a divisor that is not
+    much finer, else so the smallest one is (rounding then costs nothing in the common case of
+    one or a few decimal epsilons)."""
+    events = [e for e in events if e.count and e.epsilon > 0]
+    if not events:
+        return PLD_FINEST_INTERVAL
+    # dp_accounting truncates tails of mass < 1e-15: the composed loss lies within its mean
+    # (sum of count*eps*tanh(eps/2)) plus ~8 standard deviations (each term eps^2) - a width
+    # estimate, used only to size the grid.
+    mean = math.fsum(e.count * e.epsilon * math.tanh(e.epsilon / 2) for e in events)
+    sd = math.sqrt(math.fsum(e.count * e.epsilon**2 for e in events))
+    width = min(2 * math.fsum(e.total_epsilon for e in events), 2 * (mean + 8 * sd))
+    target = max(PLD_FINEST_INTERVAL, width / PLD_MAX_POINTS)
+    base = _common_divisor(sorted({e.epsilon for e in events}))
+    if base is None or base < target / 4:  # exactness for at most 4x the grid points
+        base = min(e.epsilon for e in events)
+    return base / math.ceil(base / target)
+
+
+def pld_epsilon(events: Iterable[PrivacyEvent], delta: float) -> float:
+    """Smallest epsilon such that the composition of ``events`` is (epsilon, delta)-DP, by
+    dp_accounting's privacy-loss-distribution accountant, never above basic composition.
+
+    Each event (epsilon_i, delta_i) is dominated by the pessimistic PLD of an
+    (epsilon_i, delta_i)-DP mechanism (dp_accounting ``from_privacy_parameters``: loss +-eps_i,
+    infinite with probability delta_i; for delta_i = 0 the binary randomized response pair of
+    Kairouz et al. 2015), self-composed ``count`` times and composed across events. The
+    discretization (:func:`pld_interval`) rounds losses up, so the result is an upper bound.
+    ``inf`` when ``delta`` is below what the stored deltas alone consume (the PLD has more
+    infinite-loss mass than ``delta``) or an event has an infinite epsilon.
+    """
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must be in [0, 1), got {delta}")
+    events = [e for e in events if e.count]
+    basic_eps, basic_delta = basic_composition(events)
+    if math.isinf(basic_eps):
+        return math.inf
+    fallback = basic_eps if basic_delta <= delta else math.inf
+    if delta == 0.0 or not any(e.epsilon > 0 or e.delta > 0 for e in events):
+        return fallback
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    from dp_accounting.pld.common import DifferentialPrivacyParameters
+
+    interval = pld_interval(events)
+    groups: dict[tuple[float, float], int] = {}
+    for e in events:
+        if e.epsilon > 0 or e.delta > 0:
+            groups[(e.epsilon, e.delta)] = groups.get((e.epsilon, e.delta), 0) + e.count
+    pld = None
+    for (eps, d), count in sorted(groups.items()):
+        one = pld_lib.from_privacy_parameters(
+            DifferentialPrivacyParameters(eps, d), value_discretization_interval=interval
+        ).self_compose(count)
+        pld = one if pld is None else pld.compose(one)
+    return min(pld.get_epsilon_for_delta(delta), fallback)

@@ -69,3 +69,65 @@ class TokenEvent:
     guarantee: TokenGuarantee
     count: int
     reason: str
+
+
+EVENT_KINDS = ("pure", "approx")
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyEvent:
+    """One release's cost for one privacy unit, described, not composed.
+
+    ``kind`` is ``"pure"`` (epsilon-DP, delta 0) or ``"approx"`` ((epsilon, delta)-DP); the
+    event happened ``count`` times (sequential composition, Dwork & Roth 2014, Thm 3.16).
+    ``mechanism`` names what produced it and ``scope`` says between which inputs it holds
+    (e.g. "per privatized token, worst case eps*Delta_max"). An event with an infinite
+    epsilon (a token released with no finite guarantee) is a valid description; the ledger
+    refuses to charge it. Stability rule (after dp_accounting's ``dp_event``): the meaning of a
+    field never changes; new fields are only added with defaults.
+    """
+
+    kind: str
+    epsilon: float
+    delta: float = 0.0
+    count: int = 1
+    mechanism: str = ""
+    scope: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in EVENT_KINDS:
+            raise ValueError(f"privacy event kind must be one of {EVENT_KINDS}, got {self.kind!r}")
+        if math.isnan(self.epsilon) or self.epsilon < 0:
+            raise ValueError(f"privacy event epsilon must be >= 0, got {self.epsilon}")
+        if not 0.0 <= self.delta < 1.0:
+            raise ValueError(f"privacy event delta must be in [0, 1), got {self.delta}")
+        if self.kind == "pure" and self.delta:
+            raise ValueError("a pure privacy event has delta 0; use kind='approx'")
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
+            raise ValueError(f"privacy event count must be an integer >= 0, got {self.count!r}")
+
+    @property
+    def total_epsilon(self) -> float:
+        """``count * epsilon``: this event's share of a basic-composition total."""
+        return self.count * self.epsilon if self.count else 0.0
+
+    @property
+    def total_delta(self) -> float:
+        return self.count * self.delta
+
+    def to_dict(self) -> dict:
+        out = {"kind": self.kind, "epsilon": self.epsilon}
+        if self.delta:
+            out["delta"] = self.delta
+        if self.count != 1:
+            out["count"] = self.count
+        if self.mechanism:
+            out["mechanism"] = self.mechanism
+        if self.scope:
+            out["scope"] = self.scope
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> PrivacyEvent:
+        return cls(d["kind"], float(d["epsilon"]), float(d.get("delta", 0.0)),
+                   int(d.get("count", 1)), d.get("mechanism", ""), d.get("scope", ""))

@@ -2,20 +2,52 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
 
 KEPT_REASONS = {
     "punctuation": "punctuation and symbols (always kept)",
     "stopword": "stopwords kept by configuration",
     "oov": "out-of-vocabulary words released verbatim (oov='keep')",
-    "non_sensitive": "non-sensitive words (SanText+: public by assumption; kept w.p. 1-p)",
+    "non_sensitive": "non-sensitive words released verbatim (SanText+: public by assumption; "
+                     "each is kept w.p. 1-p)",
 }
+# Tokens that carry no guarantee but were not released verbatim either: SanText+'s non-sensitive
+# words whose coin (probability p) sent them to a draw from V_s. Counted apart from ``kept``.
+RESAMPLED_REASONS = {
+    "non_sensitive_resampled": "non-sensitive words resampled from the sensitive words "
+                               "(SanText+, w.p. p; no guarantee: the word is public by "
+                               "assumption)",
+}
+# Attributes of privatized tokens released from the input without protection.
+UNPROTECTED_ATTRIBUTES = {
+    "case_pattern": "case pattern (Title/UPPER) copied from the input word (keep_case=True)",
+}
+WARNINGS = {
+    "non_sensitive_capitalized": "non-sensitive words released verbatim that are capitalised "
+                                 "inside a sentence - likely names or places; SanText+ treats "
+                                 "its most frequent words (john, london, google, ...) as public",
+    "non_sensitive_entity": "non-sensitive words released verbatim inside a detected entity "
+                            "(SanText+ treats its most frequent words as public)",
+}
+
+
+_CHARGED = (GuaranteeKind.PURE, GuaranteeKind.METRIC)
+
+
+@functools.lru_cache(maxsize=1024)
+def _event_scope(g: TokenGuarantee) -> str:
+    if g.kind is GuaranteeKind.METRIC:
+        return (f"per privatized token, worst case eps*Delta_max = {g.epsilon:g}*"
+                f"{g.diameter if g.diameter is not None else 'unknown'} ({g.metric}, "
+                f"among {g.scope})")
+    return f"per privatized token, {g.epsilon:g}-DP among {g.scope}"
 
 
 @dataclass
@@ -33,13 +65,29 @@ class PrivacyReport:
     events: list[TokenEvent] = field(default_factory=list)
     records: int = 1
     max_record_epsilon: float = 0.0
+    #: attribute (UNPROTECTED_ATTRIBUTES) -> number of privatized tokens it was released for
+    unprotected_attributes: dict[str, int] = field(default_factory=dict)
+    #: warning (WARNINGS) -> number of tokens it concerns
+    warnings: dict[str, int] = field(default_factory=dict)
+    #: between which texts the document guarantee holds (the released skeleton)
+    document_scope: str = ""
 
     # ------------------------------------------------------------- counts
     @property
     def kept(self) -> dict[str, int]:
+        """Tokens released verbatim, by reason."""
         c: Counter[str] = Counter()
         for e in self.events:
-            if e.guarantee.kind is GuaranteeKind.NONE:
+            if e.guarantee.kind is GuaranteeKind.NONE and e.reason not in RESAMPLED_REASONS:
+                c[e.reason] += e.count
+        return dict(c)
+
+    @property
+    def resampled_unprotected(self) -> dict[str, int]:
+        """Tokens without a guarantee that were nevertheless redrawn (not verbatim), by reason."""
+        c: Counter[str] = Counter()
+        for e in self.events:
+            if e.guarantee.kind is GuaranteeKind.NONE and e.reason in RESAMPLED_REASONS:
                 c[e.reason] += e.count
         return dict(c)
 
@@ -61,7 +109,8 @@ class PrivacyReport:
 
     @property
     def tokens_total(self) -> int:
-        return self.tokens_privatized + self.tokens_kept
+        return (self.tokens_privatized + self.tokens_kept
+                + sum(self.resampled_unprotected.values()))
 
     # ---------------------------------------------------------- guarantees
     @property
@@ -88,6 +137,8 @@ class PrivacyReport:
             for name, eps in metric.items():
                 parts.append(f"{eps:g}*sum_i d(x_i, x'_i) metric DP, d = {name}")
             text = "; ".join(parts)
+            if self.document_scope:
+                text += f", {self.document_scope}"
             if self.records > 1:
                 text += (
                     f"; composed over all {self.records} records (one owner). "
@@ -96,7 +147,40 @@ class PrivacyReport:
         if self.tokens_kept:
             kept = ", ".join(f"{r} {c}" for r, c in sorted(self.kept.items()))
             text += f". Released verbatim and not protected: {self.tokens_kept} tokens ({kept})"
+        resampled = self.resampled_unprotected
+        if resampled:
+            text += (". Redrawn but not protected: " + ", ".join(
+                f"{r} {c}" for r, c in sorted(resampled.items())))
+        attributes = {a: c for a, c in self.unprotected_attributes.items() if c}
+        if attributes:
+            text += (". Released from the input and not protected: " + "; ".join(
+                f"{UNPROTECTED_ATTRIBUTES.get(a, a)} for {c} tokens"
+                for a, c in sorted(attributes.items())))
         return text
+
+    def privacy_events(self) -> list[PrivacyEvent]:
+        """What this report's records cost their privacy unit, as events for the ledger.
+
+        One pure event per distinct token guarantee, ``count`` = the tokens privatized under
+        it, epsilon = the guarantee's worst case between any two inputs in scope (pure: eps;
+        metric: eps * Delta_max, the diameter; sequential composition over the tokens, module
+        :mod:`dptext.accounting.composition`). Tokens released verbatim cost nothing here - they
+        are not protected at all, which the report states - and tokens whose output ignores the
+        input (0-DP) cost nothing. A metric guarantee with no known diameter gives an event with
+        an infinite epsilon, which the ledger refuses to charge. A combined report gives the
+        events of all its records (their sequential composition).
+        """
+        by_guarantee: dict[TokenGuarantee, int] = {}
+        for e in self.events:
+            if e.count and e.guarantee.kind in _CHARGED:
+                by_guarantee[e.guarantee] = by_guarantee.get(e.guarantee, 0) + e.count
+        return [PrivacyEvent("pure", g.worst_case_epsilon, 0.0, count, self.mechanism,
+                             _event_scope(g)) for g, count in by_guarantee.items()]
+
+    def warning_lines(self) -> list[str]:
+        """One line per warning (shown by the CLI with the report)."""
+        return [f"WARNING: {c} {WARNINGS.get(w, w)}" for w, c in sorted(self.warnings.items())
+                if c]
 
     # ------------------------------------------------------------ combine
     @classmethod
@@ -106,9 +190,13 @@ class PrivacyReport:
         if not reports:
             raise ValueError("nothing to combine")
         grouped: Counter[tuple[TokenGuarantee, str]] = Counter()
+        attributes: Counter[str] = Counter()
+        warnings: Counter[str] = Counter()
         for r in reports:
             for e in r.events:
                 grouped[(e.guarantee, e.reason)] += e.count
+            attributes.update(r.unprotected_attributes)
+            warnings.update(r.warnings)
         return cls(
             mechanism=reports[0].mechanism,
             per_token=reports[0].per_token,
@@ -119,6 +207,9 @@ class PrivacyReport:
                 max(r.epsilon, r.max_record_epsilon) if r.records == 1 else r.max_record_epsilon
                 for r in reports
             ),
+            unprotected_attributes=dict(attributes),
+            warnings=dict(warnings),
+            document_scope=reports[0].document_scope,
         )
 
     # ------------------------------------------------------------- output
@@ -132,6 +223,10 @@ class PrivacyReport:
             "privatized_by_reason": self.privatized_by_reason,
             "tokens_kept": self.tokens_kept,
             "kept_by_reason": self.kept,
+            "resampled_unprotected_by_reason": self.resampled_unprotected,
+            "unprotected_attributes": {a: c for a, c in self.unprotected_attributes.items()
+                                       if c},
+            "warnings": self.warning_lines(),
             "per_token_guarantee": self.per_token.describe(),
             "document_epsilon": eps if math.isfinite(eps) else None,
             "max_record_epsilon": max(self.max_record_epsilon, eps if self.records == 1 else 0),
@@ -150,4 +245,7 @@ class PrivacyReport:
             f"  per token          {d['per_token_guarantee']}",
             f"  document           {d['document_guarantee']}",
         ]
-        return "\n".join(lines)
+        resampled = d["resampled_unprotected_by_reason"]
+        if resampled:
+            lines.insert(4, f"  redrawn, no guarantee {sum(resampled.values())}  {resampled}")
+        return "\n".join(lines + d["warnings"])

@@ -145,29 +145,25 @@ def _accountant(name: str):
 
 def calibrate_z(privacy: TrainingPrivacy, rounds: int, epsilon: float, delta: float, *,
                 accountant: str = "rdp", tolerance: float = 1e-3) -> float:
-    """Smallest noise multiplier z whose ``rounds``-round epsilon is <= ``epsilon`` (bisection)."""
+    """Smallest noise multiplier z whose ``rounds``-round epsilon is <= ``epsilon``, found by
+    dp_accounting's ``calibrate_dp_mechanism`` (Brent's method over the accountant)."""
+    from dp_accounting.mechanism_calibration import ExplicitBracketInterval
+
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise DPTextError(f"target epsilon must be finite and > 0, got {epsilon}")
     if rounds <= 0:
         raise DPTextError(f"rounds must be >= 1 to calibrate, got {rounds}")
-
-    def eps(z: float) -> float:
-        return privacy.with_z(z).epsilon(rounds, delta, accountant=accountant)
-
-    low, high = 1e-2, 1.0
-    while eps(high) > epsilon:
-        low, high = high, high * 2.0
-        if high > 1e5:
-            raise DPTextError(f"epsilon {epsilon} is out of reach: z > 1e5 would be needed")
-    if eps(low) <= epsilon:
+    low, high = 1e-2, 1e5
+    if privacy.with_z(high).epsilon(rounds, delta, accountant=accountant) > epsilon:
+        raise DPTextError(f"epsilon {epsilon} is out of reach: z > 1e5 would be needed")
+    if privacy.with_z(low).epsilon(rounds, delta, accountant=accountant) <= epsilon:
         return low
-    while high - low > tolerance * high:
-        mid = 0.5 * (low + high)
-        if eps(mid) > epsilon:
-            low = mid
-        else:
-            high = mid
-    return high
+    z = dp_accounting.calibrate_dp_mechanism(
+        lambda: _accountant(accountant), lambda z: privacy.with_z(z).event(rounds),
+        epsilon, delta, bracket_interval=ExplicitBracketInterval(low, high),
+        tol=tolerance * low)
+    # calibrate_dp_mechanism returns a z whose epsilon is within the target
+    return float(z)
 
 
 def epsilon_curve(privacy: TrainingPrivacy, rounds: list[int], delta: float, *,

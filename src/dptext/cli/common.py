@@ -173,7 +173,20 @@ def add_mechanism_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--space", help="embedding space: a saved .npz or a vectors file")
     p.add_argument("--seed", type=int,
                    help="for experiments only: reproducible (hence predictable) randomness")
+    p.add_argument("--secure-rng", action="store_true",
+                   help="draw from ChaCha20 keyed by the OS (cryptographically secure) instead "
+                        "of PCG64 (docs/reliability.md)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def rng_choice(args):
+    """What ``--seed`` and ``--secure-rng`` ask for, as an ``rng=`` argument."""
+    if getattr(args, "secure_rng", False):
+        if args.seed is not None:
+            raise DPTextError("--secure-rng draws from OS entropy; it cannot be combined with "
+                              "--seed")
+        return "secure"
+    return args.seed
 
 
 def mechanism_params(args) -> dict:

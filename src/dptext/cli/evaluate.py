@@ -59,16 +59,27 @@ def _size(text: str) -> int | None:
 
 def cmd_evaluate(args) -> int:
     from dptext.datasets import dataset_names
+    from dptext.evaluation.baselines import split_spec
     from dptext.evaluation.grid import GridConfig, run_grid
-    from dptext.mechanisms.base import registered
+    from dptext.mechanisms.registry import registered
 
     mechanisms = _names(args.mechanisms)
     available = set(registered()) | {"noiseless", "random"}
-    for name in mechanisms:
+    for spec in mechanisms:
+        name = split_spec(spec)[0]
         if name not in available:
             raise DPTextError(f"unknown mechanism {name!r}; available: "
                               f"{', '.join(sorted(available))}")
-    datasets = [args.dataset, *_names(args.attribute_datasets)]
+    data_file = None
+    if args.data is not None:
+        if args.dataset != "rotten_tomatoes":
+            raise DPTextError("give --dataset or --data FILE, not both")
+        from dptext.datasets import load_file_dataset
+
+        data_file = args.data
+        args.dataset = load_file_dataset(data_file, text_field=args.text_field,
+                                         label_field=args.label_field, split="all").name
+    datasets = ([] if data_file else [args.dataset]) + _names(args.attribute_datasets)
     for name in datasets:
         if name not in dataset_names():
             raise DPTextError(f"unknown dataset {name!r}; packaged: {', '.join(dataset_names())}")
@@ -81,7 +92,9 @@ def cmd_evaluate(args) -> int:
         attribute_datasets=_names(args.attribute_datasets),
         attribute_train=_size(args.attribute_train), attribute_test=_size(args.attribute_test),
         encoder=args.encoder, lm_texts=_size(args.lm_texts), lm_model=args.lm_model,
+        lm_kind=args.lm_kind,
         classifier=args.classifier, baselines=not args.no_baselines,
+        data_file=data_file, text_field=args.text_field, label_field=args.label_field,
     )
     space = None
     if args.space:
@@ -93,7 +106,19 @@ def cmd_evaluate(args) -> int:
         space = (EmbeddingSpace.load(path) if path.suffix == ".npz"
                  else EmbeddingSpace.from_file(path))
     progress = not args.no_progress and sys.stderr.isatty()
-    records = run_grid(config, args.out, space=space, progress=progress)
+    on_cell = None
+    if not progress and not args.no_progress:  # no terminal: one line per finished cell
+        done = [0]
+
+        def on_cell(record: dict) -> None:
+            done[0] += 1
+            print(f"dptext: cell {done[0]}: {record['mechanism']} eps={record['epsilon']} "
+                  f"{record['metric']}: {record['status']} ({record.get('seconds', 0):.1f} s)",
+                  file=sys.stderr, flush=True)
+
+        print(f"dptext: evaluating {len(config.mechanisms)} mechanisms into {args.out} "
+              f"(finished cells are kept; a rerun resumes)", file=sys.stderr, flush=True)
+    records = run_grid(config, args.out, space=space, progress=progress, on_cell=on_cell)
     skipped = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} cells ({skipped} skipped) -> {Path(args.out) / 'report.md'}")
     return 0
@@ -107,10 +132,16 @@ def register(subparsers) -> None:
         description="Run the evaluation grid; finished cells in --out are never recomputed.",
     )
     p.add_argument("--mechanisms", required=True,
-                   help="comma list of registered mechanisms (noiseless/random run anyway)")
+                   help="comma list of registered mechanisms (noiseless/random run anyway); "
+                   "NAME:key=value+key=value sets parameters, e.g. dpmlm:backend=mlm")
     p.add_argument("--epsilons", action="append", default=[],
                    help="'1,2,4,8' for every mechanism, or 'gumbel=200,300' for one; repeatable")
-    p.add_argument("--dataset", default="rotten_tomatoes")
+    p.add_argument("--dataset", default="rotten_tomatoes",
+                   help="packaged dataset (see dptext.datasets.dataset_names())")
+    p.add_argument("--data", metavar="FILE",
+                   help="your own labelled CSV/TSV/JSONL file instead of --dataset")
+    p.add_argument("--text-field", default="text", help="with --data: the text field/column")
+    p.add_argument("--label-field", default="label", help="with --data: the label field/column")
     p.add_argument("--metrics", default="utility,inversion,deniability,cost",
                    help=f"comma list from {', '.join(METRICS)}")
     p.add_argument("--out", required=True, help="results directory (resumed if it exists)")
@@ -132,8 +163,11 @@ def register(subparsers) -> None:
                    "or fine-tune the packaged MiniLM + a linear head (1 epoch; slow on CPU)")
     p.add_argument("--lm-texts", default="100",
                    help="test texts attacked by the lm_inference metric, or 'all'")
-    p.add_argument("--lm-model", help="causal LM of the lm_inference attack (name or path); "
-                   "default: the packaged SmolLM2-135M")
+    p.add_argument("--lm-model", help="LM of the lm_inference attack (name or path); "
+                   "default: the packaged one of --lm-kind")
+    p.add_argument("--lm-kind", choices=("causal", "masked"), default="causal",
+                   help="lm_inference attack: masked = the CusText/SanText mask-token attack "
+                   "(packaged minilm-mlm), causal = our SmolLM2 adaptation")
     p.add_argument("--space", help="embedding space (.npz or vectors file); default: the "
                    "packaged default space")
     p.add_argument("--no-baselines", action="store_true")

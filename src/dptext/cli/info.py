@@ -3,6 +3,7 @@ it has built, and where."""
 
 from __future__ import annotations
 
+from dptext.cli import build_mlm
 from dptext.cli.common import add_command, progress_wanted
 from dptext.errors import DPTextError
 
@@ -69,6 +70,9 @@ def register(subparsers) -> None:
     r.add_argument("--list", action="store_true", help="only list; build nothing")
     r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=cmd_resources)
+    actions = r.add_subparsers(dest="resource_action")
+    build = add_command(actions, "build", help="build or re-train an offline resource")
+    build_mlm.register(build.add_subparsers(dest="what", required=True))
 
     c = add_command(subparsers, "cache", help="show or free what the cache holds")
     c.add_argument("action", choices=("list", "clear"))

@@ -9,8 +9,8 @@ def cmd_calibrate(args) -> int:
     from dptext.errors import DPTextError
     from dptext.io import read_lines
     from dptext.lm.bounds import RULE, output_path, percentile_rule, write_bounds
-    from dptext.lm.calibration import measure_scores
-    from dptext.lm.loading import DEFAULT_CAUSAL, resolve_model
+    from dptext.lm.loading import default_name, resolve_model
+    from dptext.mechanisms.lm_calibration import measure_scores
 
     texts = [line.strip() for _, line in read_lines(args.text) if line.strip()]
     if not texts:
@@ -19,7 +19,7 @@ def cmd_calibrate(args) -> int:
     scores = measure_scores(texts, backend=args.backend, model=args.model,
                             context=args.context, max_slots=args.max_words)
     lo, hi = percentile_rule(scores)
-    key = args.model or DEFAULT_CAUSAL
+    key = args.model or default_name(causal=causal)
     if args.output:
         from pathlib import Path
 

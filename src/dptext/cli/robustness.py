@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dptext.cli.common import progress_wanted
 from dptext.errors import DPTextError
 
 # Defaults measured in docs/robustness.md: the gumbel bound of the default space is ~194; in the
@@ -67,7 +68,6 @@ def _count(minimum: int):
 
 
 def cmd_robustness(args) -> int:
-    from dptext.cli import _progress
     from dptext.datasets import load_dataset
     from dptext.resources import default_space
     from dptext.robustness.experiment import (
@@ -94,7 +94,7 @@ def cmd_robustness(args) -> int:
         generations=args.generations, max_queries=args.max_queries, seed=args.seed,
         train=TrainConfig(epochs=args.epochs, kappa=args.ibp_kappa),
     )
-    show = _progress(args)
+    show = progress_wanted(args)
     train_set = load_dataset(args.dataset, split="train", seed=args.split_seed)
     test_set = load_dataset(args.dataset, split="test", seed=args.split_seed)
     if args.space:

@@ -21,6 +21,7 @@ from dptext.cli.common import (
     mechanism_params,
     positive_type,
     progress_wanted,
+    rng_choice,
 )
 from dptext.errors import DPTextError
 
@@ -80,7 +81,8 @@ def _job(args, m):
     return CorpusJob(
         m, args.input, output, fields=args.field, input_format=args.input_format,
         output_format=args.output_format, output_dir=args.output_dir is not None,
-        report=args.report, rejects=args.rejects, seed=args.seed, batch_size=args.batch_size,
+        report=args.report, rejects=args.rejects, seed=rng_choice(args),
+        batch_size=args.batch_size,
         shard_records=args.shard_size, workers=args.workers, engine=args.engine,
         torch_threads=args.torch_threads, on_error=args.on_error,
         max_record_bytes=args.max_record_bytes,
@@ -124,7 +126,7 @@ def cmd_sanitize(args) -> int:
         args.input_format = args.format
     if args.text is not None:
         m = build_mechanism(args)
-        result = m.privatize(args.text, rng=args.seed)
+        result = m.privatize(args.text, rng=rng_choice(args))
         print(result.text)
         print(result.report, file=sys.stderr)
         if getattr(args, "epsilon_note", None):
@@ -191,7 +193,7 @@ def cmd_demo(args) -> int:
     text = files("dptext").joinpath("data/sample.txt").read_text(encoding="utf-8")
     args.epsilon = args.epsilon or 2.0
     m = build_mechanism(args)
-    result = m.privatize(text, rng=args.seed)
+    result = m.privatize(text, rng=rng_choice(args))
     print("Original:\n" + text)
     print(f"Sanitized ({args.mechanism}, epsilon={args.epsilon:g}):\n" + result.text)
     print(result.report)

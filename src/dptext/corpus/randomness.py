@@ -23,19 +23,24 @@ import numpy as np
 from dptext.errors import DPTextError
 
 
-def check_seed(seed) -> int | None:
-    if seed is None:
-        return None
+def check_seed(seed) -> int | str | None:
+    """An int seed (experiments), None (OS entropy) or ``"secure"`` (ChaCha20 from the OS)."""
+    if seed is None or seed == "secure":
+        return seed
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise DPTextError(f"seed must be an integer >= 0, got {seed!r}")
     return seed
 
 
-def generator(seed: int | None, key: str) -> np.random.Generator:
-    """The generator for the batch (or record) ``key``: derived from (seed, key), or fresh OS
-    entropy when there is no seed."""
+def generator(seed: int | str | None, key: str) -> np.random.Generator:
+    """The generator for the batch (or record) ``key``: derived from (seed, key), fresh OS
+    entropy when there is no seed, a fresh ChaCha20 stream keyed from the OS for "secure"."""
     if seed is None:
         return np.random.default_rng()
+    if seed == "secure":
+        from dptext.rng import secure_generator
+
+        return secure_generator()
     digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     words = tuple(int(w) for w in np.frombuffer(digest, dtype="<u4"))
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=words)))
@@ -45,4 +50,6 @@ def seed_description(seed: int | None) -> str:
     """For the provenance manifest: a hash of the seed (never the seed), or "OS entropy"."""
     if seed is None:
         return "OS entropy"
+    if seed == "secure":
+        return "ChaCha20 keyed from OS entropy (--secure-rng)"
     return "sha256:" + hashlib.sha256(f"dptext-seed:{seed}".encode()).hexdigest()[:16]

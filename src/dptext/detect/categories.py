@@ -19,7 +19,12 @@ CATEGORY_GROUPS = {
     "MISC": ("NORP", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"),
     "TIME": ("DATE", "TIME"),
     "NUMBERS": ("PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"),
+    "CONTACT": ("EMAIL_ADDRESS", "PHONE_NUMBER", "URL"),
 }
+# Short names accepted on the command line (``--entities PERSON,EMAIL,PHONE``).
+ALIASES = {"EMAIL": "EMAIL_ADDRESS", "PHONE": "PHONE_NUMBER", "IP": "IP_ADDRESS",
+           "SSN": "US_SSN", "IBAN": "IBAN_CODE", "PASSPORT": "US_PASSPORT",
+           "DRIVER_LICENSE": "US_DRIVER_LICENSE"}
 DEFAULT_CATEGORIES = ("PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "DATE", "EVENT",
                       "PRODUCT", "WORK_OF_ART", "LAW") + PII_CATEGORIES[1:]
 KNOWN = frozenset(SPACY_CATEGORIES) | frozenset(PII_CATEGORIES)
@@ -40,8 +45,25 @@ def resolve_categories(names: list[str] | tuple[str, ...] | None) -> frozenset[s
             out.add(name)
         elif name in PRESIDIO_TO_CATEGORY:
             out.add(PRESIDIO_TO_CATEGORY[name])
+        elif name in ALIASES:
+            out.add(ALIASES[name])
         else:
             raise DPTextError(
                 f"unknown entity category {raw!r}; choose from {sorted(KNOWN)} or groups "
-                f"{sorted(CATEGORY_GROUPS)} or ALL")
+                f"{sorted(CATEGORY_GROUPS)}, short names {sorted(ALIASES)} or ALL")
     return frozenset(out)
+
+
+# What each detector can report (after PRESIDIO_TO_CATEGORY). spaCy's NER has no recognizers for
+# contact details or IDs; Presidio reports every location as LOCATION (-> GPE), times as
+# DATE_TIME (-> DATE), and has no product/event/work-of-art/law/language/number labels.
+DETECTABLE = {
+    "spacy": frozenset(SPACY_CATEGORIES),
+    "presidio": frozenset({"PERSON", "ORG", "GPE", "NORP", "DATE"}) | frozenset(PII_CATEGORIES),
+}
+DETECTABLE["both"] = DETECTABLE["spacy"] | DETECTABLE["presidio"]
+
+
+def undetectable(categories: frozenset[str], backend: str) -> list[str]:
+    """The requested categories that detector ``backend`` never reports (sorted)."""
+    return sorted(categories - DETECTABLE[backend])

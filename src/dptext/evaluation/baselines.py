@@ -13,10 +13,13 @@ their names through :func:`build_mechanism`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, Result
 from dptext.mechanisms.registry import mechanism, parameters, registered
 from dptext.mechanisms.word import WordMechanism
@@ -85,14 +88,40 @@ class RandomReplacement(Noiseless):
         return np.full((len(inputs), len(outputs)), 1.0 / n)
 
 
+def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"dpmlm:backend=mlm+context=none"`` -> ("dpmlm", {"backend": "mlm", "context": "none"})
+    (values: int, float, true/false, else the string); a plain name has no parameters."""
+    name, _, rest = spec.partition(":")
+    params: dict[str, Any] = {}
+    for item in filter(None, rest.split("+")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise DPTextError(f"mechanism parameter {item!r} in {spec!r}: use key=value")
+        params[key.strip()] = _value(value.strip())
+    return name.strip(), params
+
+
+def _value(text: str) -> Any:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def build_mechanism(name: str, epsilon: float | None, space: EmbeddingSpace | None) -> Mechanism:
     """A baseline (epsilon ignored) or a registered mechanism at ``epsilon``, on ``space`` when
-    the mechanism takes one (language-model mechanisms do not)."""
+    the mechanism takes one (language-model mechanisms do not). ``name`` may carry parameters
+    (:func:`split_spec`: ``dpmlm:backend=mlm``)."""
     if name == "noiseless":
         return Noiseless(space=space)
     if name == "random":
         return RandomReplacement(space=space)
-    params = {"epsilon": epsilon}
+    name, extra = split_spec(name)
+    params = {**extra, "epsilon": epsilon}
     cls = registered().get(name)
     if cls is not None and "space" in parameters(cls) and space is not None:
         params["space"] = space

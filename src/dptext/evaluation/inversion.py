@@ -83,6 +83,8 @@ class Inversion:
 
 def _distribution_rows(m: Mechanism, space: EmbeddingSpace, word: str
                        ) -> tuple[np.ndarray, np.ndarray] | None:
+    if not m.supports("distribution"):
+        return None
     try:
         words, probs = m.distribution(word)
     except (NotImplementedError, DPTextError):  # none, or not computable at this size

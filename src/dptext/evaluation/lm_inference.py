@@ -1,12 +1,18 @@
 """LM-based token inference: can a language model recover the original words from sanitized text?
 
-The CusText paper (custext_customized_sanitization.txt, introduction: "two token inference
-attacks", taken from SanText, Yue et al. 2021; the experiment section itself is missing from our
-extraction) attacks sanitized text with a masked LM: each token of the sanitized text is masked
-in turn and BERT's top prediction is compared with the original token. No English masked
-LM with its head ships offline (../shared/RESOURCES.md), so we adapt the attack to the packaged
-causal LM (SmolLM2-135M-Instruct). The attacker sees only the sanitized text S and reads it
-twice::
+Two attacks, both seeing only the sanitized text S (``kind``):
+
+**masked** (``masked_token_inference``; the attack of the CusText and SanText papers, Chen et al.
+2023 and Yue et al. 2021, arXiv:2106.01221, "mask token inference attack"): each word of S is
+replaced in turn by one mask token and a masked LM's top prediction at the mask (over its whole
+vocabulary) is compared with the original word. Default model: the packaged masked LM
+``minilm-mlm`` (:mod:`dptext.lm.mlm_build`); any ``AutoModelForMaskedLM`` by name or path. One
+input per scored word (the text with that word masked), batched by length; the vocabulary
+projection runs only at the mask positions. A word of several sub-word tokens becomes ONE
+mask, as DP-MLM masks it.
+
+**causal** (``lm_token_inference``; our adaptation to the packaged causal LM SmolLM2-135M-Instruct,
+kept as the alternative): the attacker reads S twice::
 
     Some words of the following text were replaced by other words.
     Noisy text: S
@@ -18,14 +24,15 @@ never sees an original word, so its "prefix" is the sanitized one). Every positi
 comes out of one forward pass; texts are batched (right padding: causal attention makes the
 padding invisible to real positions) and the LM head is applied only at the scored positions.
 
-Scored words: the original words that are in the vocabulary of the mechanism's space, aligned by
-position with the sanitized words (word-level mechanisms keep the word count; a text whose count
-changed is skipped and counted in ``texts_skipped``). Success (``success``): the top-1 predicted
-token equals the first token of the original word at that position (decoded, stripped,
-case-insensitive). This is lenient for words of several tokens (the first piece is enough), so
-we also report ``success_word``: the predicted token is the whole original word. The rate of an
-attacker that simply copies the sanitized word (``copy_rate``, the fraction of words left
-unchanged) and the success on changed words only (``success_changed``) show what the LM adds.
+Scored words (both kinds): the original words that are in the vocabulary of the mechanism's
+space, aligned by position with the sanitized words (word-level mechanisms keep the word count;
+a text whose count changed is skipped and counted in ``texts_skipped``). Success (``success``):
+the top-1 predicted token equals the first token of the original word at that position (decoded,
+stripped, case-insensitive). This is lenient for words of several tokens (the first piece is
+enough), so we also report ``success_word``: the predicted token is the whole original word. The
+rate of an attacker that simply copies the sanitized word (``copy_rate``, the fraction of words
+left unchanged) and the success on changed words only (``success_changed``) show what the LM
+adds.
 """
 
 from __future__ import annotations
@@ -151,7 +158,7 @@ class LMInference:
 def lm_token_inference(model, tokenizer, originals: Sequence[str], sanitized: Sequence[str],
                        in_vocab: Callable[[str], bool], *, batch_size: int = 8,
                        max_words: int = 64) -> LMInference:
-    """The attack of the module docstring on aligned (original, sanitized) texts."""
+    """The causal attack of the module docstring on aligned (original, sanitized) texts."""
     items, skipped = [], 0
     for o, s in zip(originals, sanitized, strict=True):
         item = _prepare(tokenizer, o, s, in_vocab, max_words)
@@ -162,6 +169,112 @@ def lm_token_inference(model, tokenizer, originals: Sequence[str], sanitized: Se
     from dptext.lm.decoding import pad_id
 
     predicted = _predict(model, items, pad_id(tokenizer), batch_size)
+    return _score(tokenizer, items, predicted, skipped)
+
+
+def _prepare_masked(tokenizer, original: str, sanitized: str, in_vocab: Callable[[str], bool],
+                    max_words: int, window: int) -> tuple[list[list[int]], _Item] | None:
+    """One input per scored word (the sanitized text, that word replaced by one mask), and the
+    item holding the targets (``positions``: the mask index in each input)."""
+    o_parts, s_parts = split_words(original), split_words(sanitized)
+    if len(o_parts) != len(s_parts):
+        return None
+    k = min(len(o_parts) // 2, max_words)
+    o_words, s_words = o_parts[1 : 2 * k : 2], s_parts[1 : 2 * k : 2]
+    keep = [i for i, w in enumerate(o_words) if in_vocab(w)]
+    inputs, where, targets, scored = [], [], [], []
+    mask = tokenizer.mask_token
+    for i in keep:
+        parts = list(s_parts[: 2 * k + 1])
+        parts[2 * i + 1] = mask
+        ids = tokenizer("".join(parts), truncation=True, max_length=window)["input_ids"]
+        if tokenizer.mask_token_id not in ids:  # cut off by the window: not scored
+            continue
+        inputs.append(ids)
+        scored.append(i)
+        where.append(ids.index(tokenizer.mask_token_id))
+        first = tokenizer(o_words[i], add_special_tokens=False)["input_ids"][:1]
+        targets.append(_norm(tokenizer.decode(first)) if first else "")
+    item = _Item([], np.asarray(where, dtype=np.int64), targets,
+                 [o_words[i].lower() for i in scored],
+                 np.array([s_words[i].lower() != o_words[i].lower() for i in scored], dtype=bool))
+    return inputs, item
+
+
+def _predict_masked(model, inputs: list[list[int]], mask_id: int, pad: int,
+                    batch_size: int) -> np.ndarray:
+    """Top-1 token id at the (single) mask of each input; the output projection runs only at
+    the masks (a pre-hook on the output embeddings, as in :mod:`dptext.lm.masked`)."""
+    import torch
+
+    out = np.zeros(len(inputs), dtype=np.int64)
+    order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+    head = model.get_output_embeddings()
+    for s in range(0, len(order), batch_size):
+        rows = order[s : s + batch_size]
+        width = max(len(inputs[i]) for i in rows)
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            ids[r, : len(inputs[i])] = torch.tensor(inputs[i])
+            attention[r, : len(inputs[i])] = 1
+        where = (ids == mask_id) & attention.bool()
+
+        def only_masks(_module, args, where=where):
+            return (args[0][where],)
+
+        hook = head.register_forward_pre_hook(only_masks) if head is not None else None
+        try:
+            with torch.inference_mode():
+                logits = model(input_ids=ids, attention_mask=attention).logits
+        finally:
+            if hook is not None:
+                hook.remove()
+        if head is None:
+            logits = logits[where]
+        out[np.asarray(rows)] = logits.reshape(len(rows), -1).argmax(-1).numpy()
+    return out
+
+
+def masked_token_inference(model, tokenizer, originals: Sequence[str], sanitized: Sequence[str],
+                           in_vocab: Callable[[str], bool], *, batch_size: int = 64,
+                           max_words: int = 64) -> LMInference:
+    """The masked attack of the module docstring (CusText/SanText) on aligned texts."""
+    from dptext.errors import DPTextError
+    from dptext.lm.masked import model_window
+
+    if tokenizer.mask_token_id is None:
+        raise DPTextError("the masked LM attack needs a tokenizer with a mask token")
+    window = model_window(model, tokenizer, None)
+    items, inputs, skipped = [], [], 0
+    for o, s in zip(originals, sanitized, strict=True):
+        prepared = _prepare_masked(tokenizer, o, s, in_vocab, max_words, window)
+        if prepared is None:
+            skipped += 1
+            continue
+        inputs.append(prepared[0])
+        items.append(prepared[1])
+    flat = [x for group in inputs for x in group]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    top = _predict_masked(model, flat, tokenizer.mask_token_id, pad, batch_size) if flat else \
+        np.zeros(0, np.int64)
+    predicted, at = [], 0
+    for group in inputs:
+        predicted.append(top[at : at + len(group)])
+        at += len(group)
+    return _score(tokenizer, items, predicted, skipped)
+
+
+def token_inference(model, tokenizer, originals: Sequence[str], sanitized: Sequence[str],
+                    in_vocab: Callable[[str], bool], *, kind: str = "causal",
+                    **options) -> LMInference:
+    """``kind="masked"``: the papers' mask-token attack; ``"causal"``: our causal adaptation."""
+    attack = masked_token_inference if kind == "masked" else lm_token_inference
+    return attack(model, tokenizer, originals, sanitized, in_vocab, **options)
+
+
+def _score(tokenizer, items: list[_Item], predicted: list[np.ndarray], skipped: int
+           ) -> LMInference:
     hit, hit_word, changed = [], [], []
     for item, ids in zip(items, predicted, strict=True):
         guess = [_norm(tokenizer.decode([t])) for t in ids.tolist()]

@@ -83,7 +83,7 @@ def write_report(out: Path, records: list[dict[str, Any]], config, plots: list[P
     titles = {"utility": "Utility (trained on sanitized train, tested on clean test)",
               "inversion": "Token inversion (nearest-neighbour and Bayes MAP) vs the bound",
               "deniability": "Plausible deniability", "cost": "Cost",
-              "lm_inference": "LM token inference (causal LM reads the sanitized text)"}
+              "lm_inference": "LM token inference (an LM guesses the original words)"}
     for metric, columns in _COLUMNS.items():
         if ok(records, metric):
             lines += [f"## {titles[metric]}", "", metric_table(records, metric, columns), ""]

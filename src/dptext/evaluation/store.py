@@ -34,8 +34,11 @@ class CellStore:
                 continue
             try:
                 cell = json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise DPTextError(f"{self.path}: line {number} is not a finished cell") from None
+            if not isinstance(cell, dict) or not isinstance(cell.get("key"), str):
+                raise DPTextError(f"{self.path}: line {number} is not a finished cell (a JSON "
+                                  "object with a string \"key\" expected)")
             self.cells[cell["key"]] = cell
 
     def __contains__(self, key: str) -> bool:

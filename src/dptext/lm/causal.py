@@ -15,6 +15,7 @@ centred on the slot plus the tail of the output (:mod:`dptext.lm.windows`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from dptext.errors import DPTextError
 from dptext.lm.windows import centred
@@ -25,8 +26,11 @@ DEFAULT_SEPARATOR = "\n\nThe same text in other words:"
 class CausalBackend:
     """Sequential scoring with a reused key/value cache."""
 
+    TAIL = 64  # original tokens a segment (or an independent chunk) starts from
+
     def __init__(self, model, tokenizer, candidate_ids, *, context: str, separator: str,
-                 max_length: int | None) -> None:
+                 max_length: int | None, segment_words: int = 32,
+                 max_segments: int = 4) -> None:
         import torch
 
         self.model, self.tokenizer = model, tokenizer
@@ -42,6 +46,24 @@ class CausalBackend:
 
         self.head = ScoreHead(model, self.candidate_ids, self.sep_ids)
         self.pad_id = pad_id(tokenizer)
+        self.segment_words, self.max_segments = int(segment_words), max(1, int(max_segments))
+        self._policy = None  # the thread policy of the call under way
+
+    @contextmanager
+    def threads(self):
+        """The thread policy of the current call (:mod:`dptext.lm.threads`): made on entry of
+        the outermost call, torch's thread count restored when it returns."""
+        if self._policy is not None:
+            yield self._policy
+            return
+        from dptext.lm.threads import thread_policy
+
+        with thread_policy() as policy:
+            self._policy = policy
+            try:
+                yield policy
+            finally:
+                self._policy = None
 
     def encode(self, text: str) -> list[int]:
         if not text:
@@ -60,23 +82,43 @@ class CausalBackend:
         # half the budget for the output tail: the other half is room for the next slots
         return head + tail[-(self.budget // 2):] if self.budget > 1 else head + tail[-1:]
 
-    def rewrite(self, ids: list[int], slots: list[tuple[str, int]],
-                choose: Callable[[object], int]) -> None:
+    def rewrite(self, ids, slots, choose, *, out=None) -> None:
+        """One text alone, with cache rebuilds (:meth:`_rewrite`)."""
+        with self.threads():
+            self._rewrite(ids, slots, choose, out=out)
+
+    def rewrite_batch(self, texts, choose, *, batch_size: int = 64) -> list[list[int]]:
+        """Texts side by side (:meth:`_rewrite_batch`)."""
+        with self.threads():
+            return self._rewrite_batch(texts, choose, batch_size=batch_size)
+
+    def score_independent(self, texts, *, batch_size: int = 64) -> list:
+        """Independent draws' scores (:meth:`_score_independent`)."""
+        with self.threads():
+            return self._score_independent(texts, batch_size=batch_size)
+
+    def _rewrite(self, ids: list[int], slots: list[tuple[str, int]],
+                 choose: Callable[[object], int], *, out: list[int] | None = None) -> None:
         """Walk ``slots``: (glue text before the slot, token position of the slot in ``ids``).
 
-        ``choose(scores) -> candidate column`` samples (and records) the slot's word.
+        ``choose(scores) -> candidate column`` samples (and records) the slot's word. ``out``:
+        output tokens before the first slot (a segment's teacher-forced start: its glue is in
+        them, so the first slot's glue is not fed again).
         """
         import torch
 
         past, length, pending = None, 0, []
-        out: list[int] = []
+        first = bool(out)
+        out = list(out or [])
         for glue, centre in slots:
-            new = self.encode(_trim(glue))
+            new = [] if first else self.encode(_trim(glue))
+            first = False
             out.extend(new)
             if past is None or length + len(pending) + len(new) > self.window:
                 feed, past, length = self._prefix(ids, centre, out), None, 0
             else:
                 feed = pending + new
+            self._policy.before_pass(len(feed))
             past, scores_of = self.head.forward(torch.as_tensor([feed]), None, None, past)
             length += len(feed)
             column = choose(scores_of([0])[0])
@@ -84,32 +126,138 @@ class CausalBackend:
             out.append(token)
             pending = [token]
 
-    def rewrite_batch(self, texts: list[tuple[list[int], list[tuple[str, int]]]],
-                      choose: Callable[[list[int], object], list[int]]) -> list[list[int]]:
+    def _rewrite_batch(self, texts: list[tuple[list[int], list[tuple[str, int]]]],
+                      choose: Callable[[list[int], object], list[int]], *,
+                      batch_size: int = 64) -> list[list[int]]:
         """Several texts decoded side by side (:mod:`dptext.lm.decoding`): one forward pass
-        per step for all of them, no padding after the shared prefixes.
+        per step for all the rows decoded together.
 
         ``choose(rows, scores rows x candidates) -> columns``, ``rows`` indexing ``texts``.
-        Every text must fit the window without a rebuild (see :meth:`fits`) and have a slot.
-        Returns the chosen columns per text.
+        Returns the chosen columns per text, in slot order. A text with at least
+        ``2 * segment_words`` slots is cut into segments (at most ``max_segments``) decoded
+        side by side after one shared pass over its prefix (original + separator); a segment
+        other than the first starts from the last ``TAIL`` tokens of the original before it
+        (teacher forcing), then goes on from its own output. Other texts are rows grouped by
+        prompt length (:func:`~dptext.lm.decoding.cost_groups`), ``batch_size`` at most per
+        group. What does not fit the window is decoded alone with cache rebuilds
+        (:meth:`rewrite`).
         """
-        from dptext.lm.decoding import decode_side_by_side
+        from dptext.lm.decoding import cost_groups, decode_side_by_side
 
-        chosen: list[list[int]] = [[] for _ in texts]
+        chosen: dict[tuple[int, int], list[int]] = {}  # (text, first slot of the row) -> columns
+        plain: list[tuple[int, int, int, list[int], list[int]]] = []  # text, a, b, prompt, head
+        shared: dict[tuple[int, ...], list] = {}  # one decode per text and head window
+        alone: list[tuple[int, int, int, list[int]]] = []
+        for t, (ids, slots) in enumerate(texts):
+            for a, b in self.segments(len(slots)):
+                head = self._prefix(ids, (slots[a][1] + slots[b - 1][1]) // 2, [])
+                queue = (self.encode(_trim(slots[0][0])) if a == 0
+                         else list(ids[max(0, slots[a][1] - self.TAIL): slots[a][1]]))
+                rest = sum(1 + len(self.encode(_trim(g))) for g, _ in slots[a + 1: b]) + 1
+                whole = b - a == len(slots)
+                too_long = whole and len(ids) > self.budget  # the head must move: rebuilds
+                if len(head) + len(queue) + rest > self.window or too_long:
+                    alone.append((t, a, b, queue if a else []))
+                elif whole:
+                    plain.append((t, a, b, head + queue, []))
+                else:
+                    shared.setdefault((t, *head), []).append((t, a, b, queue, head))
+        groups = [[plain[k] for k in g]
+                  for g in cost_groups([len(r[3]) for r in plain], batch_size)]
+        groups += list(shared.values())
 
-        def draw(rows, scores):
-            nexts = []
-            for r, col in zip(rows, choose(rows, scores), strict=True):
-                chosen[r].append(int(col))
-                slots, k = texts[r][1], len(chosen[r])
-                nexts.append([int(self.candidate_ids[col])] + self.encode(_trim(slots[k][0]))
-                             if k < len(slots) else None)
-            return nexts
+        def run(rows: list) -> None:
+            done: list[list[int]] = [[] for _ in rows]
 
-        prompts = [self._prefix(ids, 0, []) + self.encode(_trim(slots[0][0]))
-                   for ids, slots in texts]
-        decode_side_by_side(self.head, prompts, draw, self.pad_id)
-        return chosen
+            def draw(ks, scores):
+                nexts = []
+                for k, col in zip(ks, choose([rows[k][0] for k in ks], scores), strict=True):
+                    t, a, b = rows[k][:3]
+                    done[k].append(int(col))
+                    slots, j = texts[t][1], a + len(done[k])
+                    nexts.append([int(self.candidate_ids[col])] + self.encode(_trim(slots[j][0]))
+                                 if j < b else None)
+                return nexts
+
+            prefix = rows[0][4] or None
+            decode_side_by_side(self.head, [r[3] for r in rows], draw, self.pad_id,
+                                prefix=prefix, policy=self._policy)
+            for r, cols in zip(rows, done, strict=True):
+                chosen[(r[0], r[1])] = cols
+
+        for rows in groups:
+            run(rows)
+        for t, a, b, tail in alone:
+            cols: list[int] = []
+
+            def one(row, t=t, cols=cols):
+                cols.append(int(choose([t], row[None])[0]))
+                return cols[-1]
+
+            self.rewrite(texts[t][0], texts[t][1][a:b], one, out=tail)
+            chosen[(t, a)] = cols
+        return [[c for a, _ in self.segments(len(slots)) for c in chosen[(t, a)]]
+                for t, (_, slots) in enumerate(texts)]
+
+    def segments(self, n: int) -> list[tuple[int, int]]:
+        """Slot ranges ``[a, b)`` of a text with ``n`` slots decoded as separate rows."""
+        if n == 0:
+            return []
+        count = 1 if not self.segment_words else min(self.max_segments,
+                                                     n // self.segment_words) or 1
+        bounds = [round(k * n / count) for k in range(count + 1)]
+        return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    def _score_independent(self, texts: list[tuple[list[int], list[tuple[str, int]]]], *,
+                          batch_size: int = 64) -> list:
+        """Independent draws: each slot scored after the original text before it (teacher
+        forcing), all slots of a text in one forward pass. Returns a (slots x candidates)
+        tensor per text.
+
+        Row of a chunk of slots: prefix (original window + separator) + the original tokens
+        from ``t0`` to the chunk's last slot; slot j is scored at the token just before its
+        start. A text longer than the window is cut into chunks of at most ``budget`` tokens.
+        """
+        import torch
+
+        from dptext.lm.decoding import cost_groups
+
+        rows: list[tuple[int, list[int], list[int]]] = []  # text, sequence, score positions
+        for t, (ids, slots) in enumerate(texts):
+            k = 0
+            while k < len(slots):
+                t0 = 0 if k == 0 else max(0, slots[k][1] - self.TAIL)
+                end = k
+                while end < len(slots) and slots[end][1] - t0 <= self.budget:
+                    end += 1
+                end = max(end, k + 1)
+                head = self._prefix(ids, (slots[k][1] + slots[end - 1][1]) // 2, [])
+                last = slots[end - 1][1]
+                seq = head + list(ids[t0:last])
+                rows.append((t, seq, [len(head) + s - t0 - 1 for _, s in slots[k:end]]))
+                k = end
+        out: list[list] = [[] for _ in texts]
+        for group in cost_groups([len(r[1]) for r in rows], batch_size):
+            width = max(len(rows[i][1]) for i in group)
+            ids = torch.full((len(group), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(group), width), dtype=torch.long)
+            where_r, where_c = [], []
+            for g, i in enumerate(group):
+                seq, pos = rows[i][1], rows[i][2]
+                ids[g, width - len(seq):] = torch.as_tensor(seq)
+                mask[g, width - len(seq):] = 1
+                where_r += [g] * len(pos)
+                where_c += [width - len(seq) + p for p in pos]
+            positions = (mask.cumsum(1) - 1).clamp_min(0)
+            self._policy.before_pass(ids.numel())
+            scores = self.head.score_positions(ids, mask, positions, where_r, where_c)
+            k = 0
+            for i in group:
+                n = len(rows[i][2])
+                out[rows[i][0]].append(scores[k: k + n])
+                k += n
+        empty = torch.zeros((0, len(self.candidate_ids)))
+        return [torch.cat(parts) if parts else empty for parts in out]
 
     def fits(self, ids: list[int], slots: list[tuple[str, int]]) -> bool:
         """Whether a text decodes within the window without rebuilding the cache."""

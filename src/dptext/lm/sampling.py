@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dptext.mechanisms.base import check_epsilon
+from dptext.validation import check_epsilon
 
 
 def temperature(epsilon: float, lo: float, hi: float) -> float:

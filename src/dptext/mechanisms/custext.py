@@ -12,6 +12,12 @@
 * Guarantee: epsilon-DP between any two inputs that share an output set (the paper's adjacency):
   p(y|x) / p(y|x') <= e^(eps/2) * Z(x')/Z(x) <= e^eps.
 * CusText+ keeps stopwords (spaCy's list) unchanged; they are counted as kept in the report.
+
+Sampling is exact (dptext.exact_sampling): the inverse CDF over each row's outcomes in ascending
+order of probability with an infinite-precision uniform, so that no probability of the
+exponential mechanism is lost below the 2^-53 grid of a double (at eps=100 most of them are).
+:meth:`CusText.validate_tables` measures the privacy loss the stored tables realize before they
+are used (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -20,13 +26,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from dptext import exact_sampling
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.frequency import frequency_order
 from dptext.mechanisms.registry import register
 from dptext.mechanisms.word import WordMechanism
-from dptext.validation import check_choice, check_int
+from dptext.validation import check_choice, check_int, check_memory
 
 
 @register
@@ -53,10 +60,7 @@ class CusText(WordMechanism):
         self.similarity = check_choice(similarity, "similarity", ("euclidean", "cosine"))
         self.frequencies = dict(frequencies) if frequencies is not None else None
 
-    def _table_params(self) -> dict:
-        freq = None if self.frequencies is None else sorted(self.frequencies.items())
-        return {"epsilon": self.epsilon, "k": self.k, "similarity": self.similarity,
-                "frequencies": freq}
+    table_parameters = frozenset({"epsilon", "k", "similarity", "frequencies"})
 
     @property
     def guarantee(self) -> TokenGuarantee:
@@ -66,21 +70,30 @@ class CusText(WordMechanism):
         )
 
     # ---------------------------------------------------------------- fit
+    table_layout = 2  # 2: exact sampling tables (out, cum) instead of member-order cumsums
+
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        if self.k > len(space):
+            raise DPTextError(f"k must be <= the vocabulary size {len(space)}, got {self.k}")
+        # the (|V|, K) cumulative table and the K x K similarities of one set, in float64
+        check_memory(8.0 * len(space) * self.k * 2 + 8.0 * 4 * self.k * self.k,
+                     f"fitting custext with k={self.k} over {len(space)} words")
         members = build_output_sets(space, self.k, frequency_order(space, self.frequencies))
         set_of = np.empty(len(space), dtype=np.int64)
+        log_w = np.full((len(space), members.shape[1]), -np.inf)
         for s, row in enumerate(members):
-            set_of[row[row >= 0]] = s
-        cum = np.ones((len(space), members.shape[1]), dtype=np.float64)
-        for row in members:
             m = row[row >= 0]
-            probs = self._probabilities(space, m)
-            cum[m, : len(m)] = np.cumsum(probs, axis=1)
-        cum[np.arange(len(space)), (members[set_of] >= 0).sum(1) - 1] = 1.0
-        return {"members": members, "set_of": set_of, "cum": cum}
+            set_of[m] = s
+            log_w[m, : len(m)] = self._log_weights(space, m)
+        tables = exact_sampling.build_tables(log_w)
+        order = tables.pop("order")
+        # the output row at each sorted position (-1: padding of a smaller set)
+        out = np.where(order >= 0, members[set_of[:, None], np.maximum(order, 0)], -1)
+        return {"members": members, "set_of": set_of, "out": out.astype(np.int32), **tables}
 
-    def _probabilities(self, space: EmbeddingSpace, m: np.ndarray) -> np.ndarray:
-        """Row i: p(. | m[i]) over the set m (exponential mechanism, Delta_u = 1)."""
+    def _log_weights(self, space: EmbeddingSpace, m: np.ndarray) -> np.ndarray:
+        """Row i: ln p(. | m[i]) over the set m up to a constant (exponential mechanism,
+        Delta_u = 1): epsilon * u / 2, u the min-max normalised similarity."""
         if self.similarity == "cosine":
             x = space.vectors[m].astype(np.float64)
             x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-300)
@@ -90,16 +103,77 @@ class CusText(WordMechanism):
         lo, hi = sim.min(1, keepdims=True), sim.max(1, keepdims=True)
         span = hi - lo
         u = np.where(span > 0, (sim - lo) / np.where(span > 0, span, 1.0), 1.0)
-        logits = self.epsilon * u / 2.0
+        return self.epsilon * u / 2.0
+
+    def _probabilities(self, space: EmbeddingSpace, m: np.ndarray) -> np.ndarray:
+        """Row i: p(. | m[i]) over the set m (exponential mechanism, Delta_u = 1)."""
+        logits = self._log_weights(space, m)
         w = np.exp(logits - logits.max(1, keepdims=True))
         return w / w.sum(1, keepdims=True)
+
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """Structure and guarantee of fitted tables (raises DPTextError naming the defect):
+        f_map's disjoint sets covering the vocabulary (all of K words but one smaller last
+        set), exact-sampling tables consistent with them, and the privacy loss the tables
+        realize between any two words of a set at most epsilon (+1e-9 relative)."""
+        need = {"members", "set_of", "out", "cum"}
+        _require(tables, need)
+        n = len(self.space)
+        members, set_of, out, cum = (np.asarray(tables[k]) for k in ("members", "set_of",
+                                                                      "out", "cum"))
+        k = min(self.k, n)
+        _check(members.ndim == 2 and members.shape[1] == k and members.dtype.kind == "i",
+               f"members has shape {members.shape}, expected (sets, {k}) integers")
+        _check(set_of.shape == (n,) and out.shape == (n, k) and cum.shape == (n, k),
+               "set_of/out/cum do not match the vocabulary size and K")
+        _check(((members >= -1) & (members < n)).all(), "members holds rows outside the space")
+        valid = members >= 0
+        sizes = valid.sum(1)
+        _check((valid == (np.arange(k)[None, :] < sizes[:, None])).all(),
+               "members rows are not filled from the left")
+        flat = members[valid]
+        _check(len(flat) == n and np.array_equal(np.sort(flat), np.arange(n)),
+               "output sets are not disjoint or do not cover the vocabulary")
+        _check((sizes[:-1] == k).all() and sizes[-1] >= 1,
+               f"an output set other than the last has fewer than K={k} words")
+        set_idx, col = np.nonzero(valid)
+        home = np.empty(n, dtype=np.int64)
+        home[flat] = set_idx
+        colpos = np.empty(n, dtype=np.int64)
+        colpos[flat] = col
+        _check(np.array_equal(set_of, home), "set_of does not name each word's own set")
+        _check(np.isfinite(cum).all() and (cum >= 0).all() and (cum <= 1).all(),
+               "cumulative sums are not finite numbers in [0, 1]")
+        _check((cum[:, -1] == 1.0).all(), "cumulative sums do not end at 1")
+        if "block_end" not in tables:
+            _check((np.diff(cum, axis=1) >= 0).all(), "cumulative sums are not monotone")
+        pad = out < 0
+        _check((pad == (np.arange(k)[None, :] < (k - sizes[set_of])[:, None])).all(),
+               "padding of smaller sets is not in front")
+        _check(np.array_equal(np.sort(out, 1), np.sort(members[set_of], 1)),
+               "sampling table outputs are not a permutation of the word's output set")
+        realized = exact_sampling.realized_log_probabilities(tables)
+        _check(not np.isnan(realized).any() and (realized <= 1e-12).all()
+               and np.isneginf(realized[pad]).all(), "sampling tables give invalid probabilities")
+        # lp[x, c]: ln of the probability that word x outputs the c-th word of its set
+        lp = np.full((n, k), -np.inf)
+        rows = np.broadcast_to(np.arange(n)[:, None], out.shape)
+        lp[rows[~pad], colpos[out[~pad]]] = realized[~pad]
+        block = lp[np.maximum(members, 0)]  # (sets, K inputs, K outputs)
+        live = valid[:, :, None] & valid[:, None, :]
+        _check(np.isfinite(block[live]).all(), "an output of a set is impossible for one of its "
+                                               "words (unbounded privacy loss)")
+        spread = np.where(live, block, -np.inf).max(1) - np.where(live, block, np.inf).min(1)
+        worst = float(np.where(np.isfinite(spread), spread, 0.0).max())
+        _check(worst <= self.epsilon * (1 + 1e-9) + 1e-12,
+               f"the tables realize a privacy loss of {worst:.6g} > epsilon={self.epsilon:g}")
 
     # ------------------------------------------------------------- sample
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         t = self._tables
-        u = rng.random(len(rows))
-        j = (t["cum"][rows] < u[:, None]).sum(1)
-        return t["members"][t["set_of"][rows], j]
+        pos = exact_sampling.sample(t, rows, rng)
+        out = t["out"]
+        return out.ravel()[rows * out.shape[1] + pos].astype(np.int64)
 
     def output_set(self, word: str) -> list[str]:
         space = self.fitted_space()
@@ -108,12 +182,18 @@ class CusText(WordMechanism):
         return [space.words[i] for i in m[m >= 0]]
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
+        """The output distribution the sampler realizes, over the word's output set."""
         space = self.fitted_space()
         row = self._row(word)
         m = self._tables["members"][self._tables["set_of"][row]]
         m = m[m >= 0]
-        cum = self._tables["cum"][row, : len(m)]
-        return [space.words[i] for i in m], np.diff(cum, prepend=0.0)
+        realized = exact_sampling.realized_probabilities(self._tables, [row])[0]
+        out = self._tables["out"][row]
+        probs = np.zeros(len(m))
+        col = {int(w): i for i, w in enumerate(m)}
+        for j in np.flatnonzero(out >= 0):
+            probs[col[int(out[j])]] = realized[j]
+        return [space.words[i] for i in m], probs
 
     def _row(self, word: str) -> int:
         row = self.fitted_space().lookup(word)
@@ -129,6 +209,17 @@ class CusTextPlus(CusText):
 
     def __init__(self, *, keep_stopwords: bool = True, **params) -> None:
         super().__init__(keep_stopwords=keep_stopwords, **params)
+
+
+def _require(tables: dict, names: set[str]) -> None:
+    missing = sorted(names - set(tables))
+    if missing:
+        raise DPTextError(f"tables lack {', '.join(missing)}")
+
+
+def _check(ok, message: str) -> None:
+    if not bool(ok):
+        raise DPTextError(message)
 
 
 def _euclid(space: EmbeddingSpace, m: np.ndarray) -> np.ndarray:

@@ -8,7 +8,12 @@ Per privatized word (section 4.1): the LM scores every token of a fixed candidat
 proportional to exp(clip(score) / T), T = 2 (hi - lo) / epsilon - the exponential mechanism
 with sensitivity hi - lo (section 3.2.1): epsilon-DP for any two contexts (Theorem 1, section
 4.3). A text with n privatized words is n*epsilon-DP by sequential composition (section 4.3).
-Punctuation is always kept, stopwords by default (section 4.2); both are counted as kept.
+Punctuation is always kept, stopwords by default (section 4.2); both are counted as kept. The
+document guarantee holds between texts of the same skeleton: the word count, the kept
+stopwords and the punctuation are released (:data:`DOCUMENT_SCOPE`). Case: by default the
+input's case is not used (a drawn word is released in the candidate's own case, capitalised at
+a sentence start that the released punctuation decides); ``keep_case=True`` copies the input
+word's case pattern, reported as an unprotected attribute.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import (
@@ -35,15 +40,22 @@ from dptext.mechanisms.base import (
 )
 from dptext.text import (
     apply_case,
+    capitalize_first,
     count_punctuation,
     normalize_word,
     resolve_stopwords,
     split_words,
+    starts_sentence,
+    trailing_glue,
 )
 
 BACKENDS = ("causal", "mlm")
 CONTEXTS = ("concat", "none")
+DRAWS = ("sequential", "independent")
+PRECISIONS = ("fp32", "int8")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
+DOCUMENT_SCOPE = ("between texts with the same number of words and the same kept tokens "
+                  "(stopwords, punctuation)")
 _DELETED = TokenGuarantee(
     GuaranteeKind.INDEPENDENT, scope="all words (deleted by a coin that ignores the word)"
 )
@@ -70,6 +82,20 @@ class RewriteReport(PrivacyReport):
     def to_dict(self) -> dict:
         return {**super().to_dict(), "worst_case_epsilon": self.worst_case_epsilon or None}
 
+    def privacy_events(self) -> list[PrivacyEvent]:
+        """The add/delete variant is charged its worst case: the realized count of drawn slots
+        depends on coins an output does not reveal, so only the bound over all coin outcomes
+        is a DP guarantee (section 7). ``worst_case_epsilon / epsilon`` word slots."""
+        events = super().privacy_events()
+        realized = sum(e.total_epsilon for e in events)
+        eps = self.per_token.epsilon
+        if not self.worst_case_epsilon or self.worst_case_epsilon <= realized or eps <= 0:
+            return events
+        slots = round(self.worst_case_epsilon / eps)
+        return [PrivacyEvent("pure", eps, 0.0, slots, self.mechanism,
+                             "per word slot, worst case of the add/delete variant (every "
+                             "eligible word replaced and followed by an insertion)")]
+
     @classmethod
     def combine(cls, reports: Iterable[PrivacyReport]) -> RewriteReport:
         reports = list(reports)
@@ -89,6 +115,20 @@ class _Slot:
     glue: str = ""  # literal output text since the previous slot (causal backend)
 
 
+def _set_glue(pieces: list, slots: list[_Slot]) -> None:
+    """Give each slot the literal output text since the previous slot (causal backend)."""
+    glue: list[str] = []
+    it = iter(slots)
+    slot = next(it, None)
+    for k, p in enumerate(pieces):
+        if slot is not None and k == slot.piece:
+            slot.glue = "".join(glue)
+            glue = []
+            slot = next(it, None)
+        elif p:
+            glue.append(p)
+
+
 class LMMechanism(Mechanism):
     """Model loading, bounds and the clipped exponential mechanism shared by DP-MLM/DP-Prompt."""
 
@@ -96,8 +136,9 @@ class LMMechanism(Mechanism):
 
     def __init__(self, *, epsilon: float, backend: str = "causal", model: str | None = None,
                  clip_low: float | None = None, clip_high: float | None = None,
-                 max_length: int | None = None) -> None:
+                 max_length: int | None = None, precision: str = "fp32") -> None:
         self.epsilon = check_epsilon(epsilon)
+        self.precision = check_choice(precision, "precision", PRECISIONS)
         self.backend = check_choice(backend, "backend", ("causal",) if self.causal_only
                                     else BACKENDS)
         if model is not None and not isinstance(model, str):
@@ -122,11 +163,15 @@ class LMMechanism(Mechanism):
 
     def _load(self, progress: bool) -> None:
         from dptext.lm.bounds import find_bounds
-        from dptext.lm.loading import DEFAULT_CAUSAL, load_model, resolve_model
+        from dptext.lm.loading import default_name, load_model, resolve_model
 
         resolved = resolve_model(self.model, causal=self.causal, progress=progress)
         self._lm = load_model(resolved, causal=self.causal)
-        key = self.model or DEFAULT_CAUSAL
+        if self.precision == "int8":
+            from dptext.lm.quantize import quantize_int8
+
+            quantize_int8(self._lm[0])
+        key = self.model or default_name(causal=self.causal)
         if self._bounds is None:
             self._bounds = find_bounds(key, resolved)
 
@@ -168,9 +213,17 @@ class DPMLM(LMMechanism):
                  stopwords: Iterable[str] | None = None, p_add: float = 0.0,
                  p_del: float = 0.0, clip_low: float | None = None,
                  clip_high: float | None = None, separator: str | None = None,
-                 max_length: int | None = None, batch_size: int = 64) -> None:
+                 max_length: int | None = None, batch_size: int = 64,
+                 draws: str = "sequential", segment_words: int = 32,
+                 precision: str = "fp32", keep_case: bool = False) -> None:
         super().__init__(epsilon=epsilon, backend=backend, model=model, clip_low=clip_low,
-                         clip_high=clip_high, max_length=max_length)
+                         clip_high=clip_high, max_length=max_length, precision=precision)
+        self.draws = check_choice(draws, "draws", DRAWS)
+        if self.draws == "independent" and not self.causal:
+            raise DPTextError("draws='independent' is for the causal backend (the masked "
+                              "backend's draws are independent already)")
+        self.segment_words = check_int(segment_words, "segment_words", minimum=0)
+        self.keep_case = bool(keep_case)
         self.context = check_choice(context, "context", CONTEXTS)
         self.keep_stopwords = bool(keep_stopwords)
         self.stopwords = resolve_stopwords(stopwords)
@@ -197,7 +250,8 @@ class DPMLM(LMMechanism):
             sep = DEFAULT_SEPARATOR if self.separator is None else self.separator
             self._backend = CausalBackend(model, tokenizer, self._candidates.ids,
                                           context=self.context, separator=sep,
-                                          max_length=self.max_length)
+                                          max_length=self.max_length,
+                                          segment_words=self.segment_words)
         else:
             from dptext.lm.masked import MaskedBackend
 
@@ -254,21 +308,14 @@ class DPMLM(LMMechanism):
                 k = max(j for j, p in enumerate(pieces) if p == last)
                 pieces[k] = last.rstrip(" ")  # no space left before the punctuation that follows
             pieces.append(after)
-        glue: list[str] = []
-        it = iter(slots)
-        slot = next(it, None)
-        for k, p in enumerate(pieces):
-            if slot is not None and k == slot.piece:
-                slot.glue = "".join(glue)
-                glue = []
-                slot = next(it, None)
-            elif p:
-                glue.append(p)
+        _set_glue(pieces, slots)
         counts = {
             "replaced": int((~deleted & ~kept).sum()), "inserted": int(added.sum()),
             "deleted": int(deleted.sum()), "stopword": int((~deleted & kept).sum()),
             "punctuation": count_punctuation(parts[0::2]),
             "worst": int((~kept).sum()) + (n if self.p_add else 0),
+            "cased": sum(w != w.lower() for w, d, k in zip(words, deleted, kept, strict=True)
+                         if not (d or k)) if self.keep_case else 0,
         }
         return aligned, pieces, slots, counts
 
@@ -281,48 +328,135 @@ class DPMLM(LMMechanism):
         gen = as_generator(rng)
         tgen = torch_generator(gen)
         plans = [self._plan(t, gen) for t in texts]
+        self._rewrite(plans, tgen)
+        return [Result("".join(p), self._report(c)) for _, p, _, c in plans]
+
+    def privatize_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]],
+                        *, rng: RngLike = None) -> list[list[Result]]:
+        """Privatize only the words inside ``spans`` (character ranges ``[start, end)`` of each
+        text, sorted and disjoint), each with its WHOLE text as the context (section 4.2).
+
+        Returns per text one :class:`Result` per span: the span's rewritten text and the report
+        of the tokens inside it (its privatized words, the stopwords kept there, punctuation).
+        A word that overlaps a span is privatized whole. The text outside the spans is the
+        context and is not in any report: the caller accounts for it (entity-targeted
+        sanitization, :mod:`dptext.targeted`, reports it as released verbatim). The add/delete
+        variant (section 7) rewrites a whole text and is refused here.
+        """
+        from dptext.lm.alignment import align, word_spans
+        from dptext.lm.sampling import torch_generator
+
+        if self.p_add or self.p_del:
+            raise DPTextError("dpmlm: the add/delete variant (p_add/p_del) rewrites whole texts; "
+                              "use p_add=p_del=0 to privatize spans")
+        if len(spans) != len(texts):
+            raise DPTextError(f"{len(texts)} texts but {len(spans)} span lists")
+        self.fit()
+        tgen = torch_generator(as_generator(rng))
+        plans, owners = [], []
+        for text, ranges in zip(texts, spans, strict=True):
+            if not isinstance(text, str):
+                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+            parts = split_words(text)
+            aligned = align(self._lm[1], text, parts)
+            w_start, w_end = word_spans(parts)
+            owner = np.full(len(w_start), -1)
+            for j, (a, b) in enumerate(ranges):
+                owner[(w_start < b) & (w_end > a)] = j
+            pieces: list[str | None] = list(parts)
+            slots = []
+            for i, word in enumerate(parts[1::2]):
+                if owner[i] >= 0 and not (self.keep_stopwords
+                                          and normalize_word(word) in self.stopwords):
+                    slots.append(_Slot(2 * i + 1, int(aligned.starts[i]), int(aligned.ends[i]),
+                                       word))
+                    pieces[2 * i + 1] = None
+            _set_glue(pieces, slots)
+            plans.append((aligned, pieces, slots, None))
+            owners.append(owner)
+        self._rewrite(plans, tgen)
+        out = []
+        for text, ranges, (_, pieces, slots, _), owner in zip(texts, spans, plans, owners,
+                                                               strict=True):
+            edges = np.concatenate([[0], np.cumsum([len(p) for p in split_words(text)])])
+            slot_words = {(slot.piece - 1) // 2 for slot in slots}
+            results = []
+            for j, (a, b) in enumerate(ranges):
+                inside = np.flatnonzero(owner == j).tolist()
+                inside_set = set(inside)
+                lo = min([a] + [int(edges[2 * i + 1]) for i in inside])
+                hi = max([b] + [int(edges[2 * i + 2]) for i in inside])
+                new, glue = [], []
+                for k in range(0, len(pieces), 2):  # glue at even positions, words at odd
+                    g = text[max(lo, int(edges[k])): min(hi, int(edges[k + 1]))]
+                    new.append(g)
+                    glue.append(g)
+                    if k // 2 in inside_set:
+                        new.append(pieces[k + 1])
+                replaced = sum(i in slot_words for i in inside)
+                counts = {"replaced": replaced, "inserted": 0, "deleted": 0,
+                          "stopword": len(inside) - replaced,
+                          "punctuation": count_punctuation(glue), "worst": replaced}
+                results.append(Result("".join(new), self._report(counts)))
+            out.append(results)
+        return out
+
+    def _rewrite(self, plans: list, tgen) -> None:
+        """Fill every slot of every plan: masked LM in batched forward passes, causal LM by
+        decoding (:meth:`_rewrite_causal`)."""
         words = self._candidates.words
         if self.causal:
             self._rewrite_causal(plans, tgen)
-        else:
-            inputs = [self._backend.input_ids(a.ids, s.start, s.end)
-                      for a, _, slots, _ in plans for s in slots]
-            columns = self._draw(self._backend.scores(inputs), tgen) if inputs else []
-            k = 0
-            for _, pieces, slots, _ in plans:
-                self._fill(pieces, slots, [words[c] for c in columns[k: k + len(slots)]])
-                k += len(slots)
-        return [Result("".join(p), self._report(c)) for _, p, _, c in plans]
+            return
+        inputs = [self._backend.input_ids(a.ids, s.start, s.end)
+                  for a, _, slots, _ in plans for s in slots]
+        columns = self._draw(self._backend.scores(inputs), tgen) if inputs else []
+        k = 0
+        for _, pieces, slots, _ in plans:
+            self._fill(pieces, slots, [words[c] for c in columns[k: k + len(slots)]])
+            k += len(slots)
 
     def _rewrite_causal(self, plans: list, tgen) -> None:
-        """Texts that fit the window are decoded side by side (``batch_size`` at a time, one
-        forward pass per step for all); longer ones one by one with cache rebuilds."""
+        """Sequential draws: texts decoded side by side (long ones in segments, see
+        :meth:`CausalBackend.rewrite_batch`); independent draws: every slot of a text scored
+        in one teacher-forced pass (:meth:`CausalBackend.score_independent`)."""
         backend, words = self._backend, self._candidates.words
-        jobs = [(p, [(s.glue, s.start) for s in p[2]]) for p in plans if p[2]]
-        fits = [backend.fits(p[0].ids, sl) for p, sl in jobs]
-        # similar prefix lengths side by side: the first pass pads to the longest prefix
-        together = sorted((j for j, ok in zip(jobs, fits, strict=True) if ok),
-                          key=lambda j: len(j[0][0].ids))
-        for b in range(0, len(together), self.batch_size):
-            group = together[b: b + self.batch_size]
-            chosen = backend.rewrite_batch([(p[0].ids, sl) for p, sl in group],
-                                           lambda rows, scores: self._draw(scores, tgen))
-            for (p, _), cols in zip(group, chosen, strict=True):
-                self._fill(p[1], p[2], [words[c] for c in cols])
-        for p, sl in (j for j, ok in zip(jobs, fits, strict=True) if not ok):
-            cols: list[int] = []
+        todo = [p for p in plans if p[2]]
+        jobs = [(p[0].ids, [(s.glue, s.start) for s in p[2]]) for p in todo]
+        if self.draws == "independent":
+            import torch
 
-            def choose(row, cols=cols):
-                cols.append(int(self._draw(row[None], tgen)[0]))
-                return cols[-1]
-
-            backend.rewrite(p[0].ids, sl, choose)
+            scores = backend.score_independent(jobs, batch_size=self.batch_size)
+            columns = self._draw(torch.cat(scores), tgen) if jobs else []
+            k = 0
+            for p in todo:
+                self._fill(p[1], p[2], [words[c] for c in columns[k: k + len(p[2])]])
+                k += len(p[2])
+            return
+        chosen = backend.rewrite_batch(jobs, lambda rows, scores: self._draw(scores, tgen),
+                                       batch_size=self.batch_size)
+        for p, cols in zip(todo, chosen, strict=True):
             self._fill(p[1], p[2], [words[c] for c in cols])
 
-    @staticmethod
-    def _fill(pieces: list, slots: list[_Slot], new: list[str]) -> None:
-        for slot, word in zip(slots, new, strict=True):
-            pieces[slot.piece] = word if slot.original is None else apply_case(word, slot.original)
+    def _fill(self, pieces: list, slots: list[_Slot], new: list[str]) -> None:
+        if self.keep_case:  # the input's case pattern, released unprotected (reported)
+            for slot, word in zip(slots, new, strict=True):
+                pieces[slot.piece] = (word if slot.original is None
+                                      else apply_case(word, slot.original))
+            return
+        # the input's case unused: the drawn word, capitalised where the released glue before it
+        # starts a sentence (or at the start of the text)
+        filled = {slot.piece: word for slot, word in zip(slots, new, strict=True)}
+        tail, seen_word = "", False
+        for i, piece in enumerate(pieces):
+            if i in filled:
+                piece = filled[i]
+                if not seen_word or starts_sentence(trailing_glue(tail)):
+                    piece = capitalize_first(piece)
+                pieces[i] = piece
+            if piece:
+                tail = (tail + piece)[-256:]
+                seen_word = seen_word or any(ch.isalnum() for ch in piece)
 
     def _report(self, c: dict[str, Any]) -> RewriteReport:
         g = self.guarantee
@@ -335,4 +469,6 @@ class DPMLM(LMMechanism):
         ]
         worst = c["worst"] * self.epsilon if (self.p_add or self.p_del) else 0.0
         return RewriteReport(self.name, g, [e for e in events if e.count],
-                             worst_case_epsilon=worst)
+                             worst_case_epsilon=worst, document_scope=DOCUMENT_SCOPE,
+                             unprotected_attributes={"case_pattern": c["cased"]}
+                             if c.get("cased") else {})

@@ -5,10 +5,14 @@ The causal LM is prompted to paraphrase the text and generates at most as many t
 text has (the cap of DP-MLM section 5.1.2); each token is drawn from the logits clipped to
 [lo, hi] at temperature T = 2 (hi - lo) / epsilon - the exponential mechanism, epsilon-DP per
 generated token for any two input texts; the document is (tokens drawn) * epsilon-DP, at most
-(input tokens) * epsilon. Drawn over the whole vocabulary except special tokens; the
+(input tokens) * epsilon. Drawn over the whole vocabulary except every special or added
+control token (:func:`control_token_ids`: the tokenizer's special ids and every id of
+``added_tokens_decoder``, e.g. SmolLM2's ``<repo_name>``, ``<filename>``, ...); the
 end-of-sequence token is a candidate too (drawing it ends the paraphrase, post-processing).
-Texts are generated side by side (:mod:`dptext.lm.decoding`, ``batch_size`` at a time, similar
-prompt lengths together): one forward pass per generated token for the whole batch.
+Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_size`` at a time,
+similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): one forward pass per
+generated token for the whole group, its threads set by the size of the pass
+(:mod:`dptext.lm.threads`). ``precision="int8"``: :mod:`dptext.lm.quantize`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,21 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.base import Result, RngLike, as_generator, check_int, register
 from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
 
+
+def control_token_ids(tokenizer) -> set[int]:
+    """Ids DP-Prompt never draws: every special token and every added token (registered in
+    ``added_tokens_decoder``: chat markers, tool/repository tags), as ``lm.candidates`` excludes
+    them for DP-MLM - except the end-of-sequence token, which ends the paraphrase."""
+    ids = {int(i) for i in tokenizer.all_special_ids}
+    ids.update(int(i) for i in (getattr(tokenizer, "added_tokens_decoder", None) or {}))
+    ids.discard(tokenizer.eos_token_id)
+    return ids
+
+
+# The number of generated tokens is capped at the input's token count, so the output length
+# depends on the input length: the composition holds between texts of the same length.
+DOCUMENT_SCOPE = ("between texts with the same number of tokens (the paraphrase is cut at the "
+                  "input's token count, so its length depends on the input's)")
 DEFAULT_PROMPT = "Paraphrase the following text. Reply with the paraphrase only.\n\n{text}"
 
 
@@ -37,9 +56,9 @@ class DPPrompt(LMMechanism):
     def __init__(self, *, epsilon: float, model: str | None = None,
                  prompt: str = DEFAULT_PROMPT, clip_low: float | None = None,
                  clip_high: float | None = None, max_length: int | None = None,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, precision: str = "fp32") -> None:
         super().__init__(epsilon=epsilon, backend="causal", model=model, clip_low=clip_low,
-                         clip_high=clip_high, max_length=max_length)
+                         clip_high=clip_high, max_length=max_length, precision=precision)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         if "{text}" not in str(prompt):
             raise DPTextError("prompt must contain {text}")
@@ -54,9 +73,8 @@ class DPPrompt(LMMechanism):
 
             from dptext.lm.decoding import ScoreHead
 
-            special = set(tokenizer.all_special_ids) - {tokenizer.eos_token_id}
-            self._allowed = torch.as_tensor(
-                np.setdiff1d(np.arange(model.config.vocab_size), sorted(special)))
+            self._allowed = torch.as_tensor(np.setdiff1d(
+                np.arange(model.config.vocab_size), sorted(control_token_ids(tokenizer))))
             self._head = ScoreHead(model, self._allowed, self._prompt_ids("probe"))
         return self
 
@@ -70,7 +88,7 @@ class DPPrompt(LMMechanism):
         return list(tokenizer(content)["input_ids"])
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
-        from dptext.lm.decoding import decode_side_by_side, pad_id
+        from dptext.lm.decoding import cost_groups, decode_side_by_side, pad_id
         from dptext.lm.sampling import torch_generator
 
         self.fit()
@@ -90,9 +108,9 @@ class DPPrompt(LMMechanism):
             budgets.append(budget)
         outs: list[list[int]] = [[] for _ in texts]
         eos = tokenizer.eos_token_id
-        todo = sorted((i for i in range(len(texts)) if budgets[i]), key=lambda i: len(prompts[i]))
-        for b in range(0, len(todo), self.batch_size):
-            group = todo[b: b + self.batch_size]
+        todo = [i for i in range(len(texts)) if budgets[i]]
+        for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size):
+            group = [todo[k] for k in ks]
 
             def draw(rows, scores, group=group):
                 nexts = []
@@ -111,6 +129,6 @@ class DPPrompt(LMMechanism):
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
             report = RewriteReport(self.name, self.guarantee,
                                    [TokenEvent(self.guarantee, len(out), "generated")]
-                                   if out else [])
+                                   if out else [], document_scope=DOCUMENT_SCOPE)
             results.append(Result(new, report))
         return results

@@ -9,17 +9,26 @@ frequency; a sensitive word is always replaced by a draw from V_s; a non-sensiti
 kept with probability 1 - p and otherwise replaced by a draw from V_s with the same weights.
 Non-sensitive words are public by the method's assumption: the report counts them as kept.
 
-Exact sampling without a |V| x |V_s| table: per input word the weights of its m nearest
-sensitive words are tabulated, and the total weight of all other sensitive words (Z_far) is
-precomputed in one blocked pass. A draw picks the near part with probability
-Z_near / (Z_near + Z_far) (inverse CDF on the table), else a far word by rejection: propose
-uniformly from V_s, reject near words, accept with weight / (largest far weight). Every far word
-is at least as far as the m-th neighbour, so the acceptance ratio is <= 1 and the draw exact.
+Exact sampling without a |V| x |V_s| table and without any epsilon-dependent pass over all
+pairs: per input word the weights of its m nearest sensitive words are tabulated (from the kNN
+table of the space's geometry, which does not depend on epsilon and is cached with the space).
+Every other sensitive word is at least as far as the m-th neighbour, so its weight is at most
+``far_max``; U = |V_s| * far_max bounds the far mass Z_far from above for any epsilon. One round
+of a draw picks the near part with probability Z_near / (Z_near + U) and returns a draw from the
+near table (inverse CDF); otherwise it proposes y uniformly from V_s and returns it with
+probability weight(y) / far_max if y is not a near word, and starts a new round if not. A round
+returns y with probability weight(y) / (Z_near + U) for every sensitive y, so the output is an
+exact draw (rejection sampling with the envelope U), and the expected number of far proposals
+per draw, U / (Z_near + Z_far), equals that of drawing the far part with the exact Z_far. A fit
+is therefore O(|V| m) at any new epsilon (the exact Z_far needed an O(|V| |V_s| d) pass).
 All weights of a row are taken relative to its nearest sensitive word (``shift``), so that large
 epsilons cannot underflow them to zero (a row with no weight left would never finish a draw).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -28,8 +37,12 @@ from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import WordMechanism, check_probability, register
 from dptext.mechanisms.frequency import frequency_order
+from dptext.validation import check_bool
 
-_BLOCK = 1024
+#: spaces at least this large keep their epsilon-free part on disk (reading it beats the
+#: frequency lookups, ~6 s for 50k words); smaller ones recompute it in milliseconds
+_DISK_CACHE_MIN_WORDS = 10_000
+
 
 
 @register
@@ -48,12 +61,12 @@ class SanText(WordMechanism):
             raise DPTextError("sensitive_fraction must be > 0")
         self.p = check_probability(p, "p")
 
-    def _table_params(self) -> dict:
-        return {"epsilon": self.epsilon, "w": self.sensitive_fraction, "p": self.p}
+    table_parameters = frozenset({"epsilon", "sensitive_fraction", "p"})
+    table_key_names = {"sensitive_fraction": "w"}
 
     @property
     def guarantee(self) -> TokenGuarantee:
-        space = self._fitted_space()
+        space = self.resolved_space()
         scope = "all words" if self.sensitive_fraction == 1.0 else "sensitive words (V_s)"
         return TokenGuarantee(
             GuaranteeKind.METRIC, self.epsilon, scope=scope,
@@ -64,6 +77,8 @@ class SanText(WordMechanism):
     def _sensitive_mask(self, space: EmbeddingSpace) -> np.ndarray:
         n = len(space)
         n_sensitive = max(1, int(round(self.sensitive_fraction * n)))
+        if n_sensitive == n:  # every word: no frequency lookups (seconds for 50k words)
+            return np.ones(n, dtype=bool)
         mask = np.zeros(n, dtype=bool)
         mask[frequency_order(space)[n - n_sensitive :]] = True
         return mask
@@ -71,69 +86,149 @@ class SanText(WordMechanism):
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
         return self._fit_tables_many(space, [self.epsilon])[0]
 
-    def _fit_tables_many(self, space: EmbeddingSpace, epsilons: list[float]
-                         ) -> list[dict[str, np.ndarray]]:
-        """The tables of this mechanism at each of ``epsilons`` from ONE pass over all pairs.
-
-        The distance pass (|V| x |V_s| distances, the whole cost of a fit) does not depend on
-        epsilon; only the weights exp(-eps d / 2) taken from it do. Each epsilon's tables come
-        from exactly the operations a single fit performs, so they are identical to it.
-        """
+    def _epsilon_free(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        """What every epsilon's tables share: V_s, the kNN rows restricted to V_s and each row's
+        shift (its distance to the nearest sensitive word). Only rows whose kNN list holds no
+        sensitive word (SanText+) need distances beyond the cached kNN table."""
         if space.metric != "euclidean":
             raise DPTextError("SanText needs a euclidean space")
-        import torch
-
-        sensitive = self._sensitive_mask(space)
         geo = space.geometry()
-        n, m = geo.neighbors.shape
-        half = [float(e) / 2.0 for e in epsilons]
-        near_ok = sensitive[geo.neighbors]
-        near = np.where(near_ok, geo.neighbors, -1)
-        x = torch.from_numpy(space.vectors)
-        sq = (x * x).sum(1)
-        # Every weight of a row is divided by exp(-half_eps * shift), shift ~ the distance to the
-        # row's nearest sensitive word: no probability changes, but the largest weight stays near
-        # 1 whatever epsilon, so no row underflows to all zeros (in float32 or float64).
-        near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
-        shift = near_d.min(1)
-        z_far = np.empty((len(half), n))
-        all_sensitive = bool(sensitive.all())
-        off_vs = torch.from_numpy(~sensitive)
-        for s in range(0, n, _BLOCK):
-            e = min(n, s + _BLOCK)
-            # d = sqrt(|x|^2 + |y|^2 - 2 x.y), fused and in place: this pass dominates fit time.
-            d = torch.addmm(sq[s:e, None] + sq[None, :], x[s:e], x.T, alpha=-2.0)
-            d.clamp_(min=0.0).sqrt_()
-            if not all_sensitive:
-                d.masked_fill_(off_vs, torch.inf)  # sensitive columns only
-                lost = ~np.isfinite(shift[s:e])  # rows whose kNN list has no sensitive word
-                if lost.any():
-                    shift[s:e][lost] = d[torch.from_numpy(lost)].min(1).values.double().numpy()
-            shift_t = torch.from_numpy(shift[s:e]).float()[:, None]
-            ok_t = torch.from_numpy(near_ok[s:e])
-            cols = torch.from_numpy(geo.neighbors[s:e]).long()
-            for j, half_eps in enumerate(half):
-                last = j == len(half) - 1  # the last epsilon may overwrite d in place
-                w = (d.sub_(shift_t) if last else d - shift_t).mul_(-half_eps).exp_()  # 0 off V_s
-                total = w.sum(1, dtype=torch.float64).numpy()
-                near_approx = (torch.gather(w, 1, cols).double() * ok_t).sum(1).numpy()
-                z_far[j, s:e] = np.maximum(total - near_approx, 0.0)
+        path = self._free_cache_path(space) if len(space) >= _DISK_CACHE_MIN_WORDS else None
+        if path is not None and path.is_file():
+            with np.load(path, allow_pickle=False) as z:
+                sensitive, shift = z["sensitive"], z["shift"]
+            near_ok = sensitive[geo.neighbors]
+            near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+        else:
+            sensitive = self._sensitive_mask(space)
+            near_ok = sensitive[geo.neighbors]
+            near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+            shift = near_d.min(1)
+            lost = np.flatnonzero(~np.isfinite(shift))
+            if len(lost):
+                shift[lost] = _nearest_distance(space.vectors, lost, np.flatnonzero(sensitive))
+            if path is not None:
+                _save_npz(path, sensitive=sensitive, shift=shift)
+        return {"sensitive": sensitive, "near_ok": near_ok, "near_d": near_d, "shift": shift,
+                "near": np.where(near_ok, geo.neighbors, -1),
+                "last_d": geo.distances[:, -1].astype(np.float64)}
+
+    def _table_params(self) -> dict:
+        # The envelope sampler's p_near is not the earlier sampler's: its tables get their own
+        # cache paths, so that neither version loads the other's (a wrong distribution).
+        return {**super()._table_params(), "sampler": "envelope"}
+
+    def _free_cache_path(self, space: EmbeddingSpace):
+        """Where the epsilon-free part (V_s and the shifts) of this space and w is cached."""
+        import hashlib
+        import json
+
+        from dptext.mechanisms.word import _version
+        from dptext.resources import cache_dir
+
+        key = json.dumps({"santext-free": 1, "space": space.fingerprint(),
+                          "w": self.sensitive_fraction, "wordfreq": _version("wordfreq")},
+                         sort_keys=True)
+        digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+        return cache_dir() / "fitted" / f"santext-free-{digest}.npz"
+
+    def _fit_tables_many(self, space: EmbeddingSpace, epsilons: list[float]
+                         ) -> list[dict[str, np.ndarray]]:
+        """The tables of this mechanism at each of ``epsilons`` (one epsilon-free part shared).
+
+        Each epsilon costs O(|V| m) array operations on the kNN table (see the module
+        docstring); the tables are identical to those of a single fit at that epsilon.
+        """
+        free = self._epsilon_free(space)
+        sensitive, near_ok, shift = free["sensitive"], free["near_ok"], free["shift"]
+        n, m = near_ok.shape
+        n_sensitive = int(sensitive.sum())
+        near_count = near_ok.sum(1)
         out = []
-        for j, half_eps in enumerate(half):
-            near_w = np.where(near_ok, np.exp(-half_eps * (near_d - shift[:, None])), 0.0)
-            # Every word outside the kNN row is at least as far as its last entry.
-            far_max = np.exp(-half_eps * (geo.distances[:, -1].astype(np.float64) - shift))
+        for eps in epsilons:
+            half_eps = float(eps) / 2.0
+            near_w = np.where(near_ok, np.exp(-half_eps * (free["near_d"] - shift[:, None])), 0.0)
+            # Every sensitive word outside the kNN row is at least as far as its last entry and
+            # as the row's nearest sensitive word (shift): its weight is at most far_max <= 1.
+            far_max = np.exp(-half_eps * (np.maximum(free["last_d"], shift) - shift))
+            envelope = np.where(near_count < n_sensitive, n_sensitive * far_max, 0.0)
             if m >= n:  # the kNN rows hold every word: nothing is far
-                z_far[j] = 0.0
+                envelope[:] = 0.0
             z_near = near_w.sum(1)
             cum = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
             out.append({
-                "sensitive": sensitive, "near": near, "cum": cum, "far_max": far_max,
-                "p_near": z_near / (z_near + z_far[j]),
-                "n_sensitive": np.array(int(sensitive.sum())),
-                "near_count": near_ok.sum(1), "shift": shift.copy(),
+                "sensitive": sensitive, "near": free["near"], "cum": cum, "far_max": far_max,
+                # probability of the near part in one round of a draw (module docstring)
+                "p_near": z_near / (z_near + envelope), "envelope": np.array(1),
+                "n_sensitive": np.array(n_sensitive),
+                "near_count": near_count, "shift": shift.copy(),
             })
         return out
+
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """Structure and guarantee of fitted tables (docs/reliability.md, "The cache"): the
+        sensitive set is this mechanism's own, the near table is exactly the space's kNN rows
+        restricted to it, its cumulative weights are exp(-eps d / 2) of those rows (recomputed:
+        O(|V| m)), and the near/far split lies within the bounds the distances allow."""
+        super().validate_tables(tables)
+        need = {"sensitive", "near", "cum", "far_max", "p_near", "n_sensitive", "near_count"}
+        missing = sorted(need - set(tables))
+        if missing:
+            raise DPTextError(f"tables lack {', '.join(missing)}")
+        space = self.space
+        geo = space.geometry()
+        n, m = geo.neighbors.shape
+        sensitive = np.asarray(tables["sensitive"])
+        if sensitive.shape != (n,) or sensitive.dtype != bool:
+            raise DPTextError("the sensitive mask does not match the space")
+        if not np.array_equal(sensitive, self._sensitive_mask(space)):
+            raise DPTextError("the sensitive set is not this mechanism's (public frequencies, "
+                              f"w={self.sensitive_fraction:g})")
+        near_ok = sensitive[geo.neighbors]
+        if not np.array_equal(tables["near"], np.where(near_ok, geo.neighbors, -1)):
+            raise DPTextError("the near table is not the space's kNN rows over V_s")
+        if int(tables["n_sensitive"]) != int(sensitive.sum()) or not np.array_equal(
+                tables["near_count"], near_ok.sum(1)):
+            raise DPTextError("the sensitive counts do not match the mask")
+        near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+        # tables saved before the shift existed hold unshifted weights (see _use_tables)
+        shift = np.asarray(tables.get("shift", np.zeros(n)), dtype=np.float64)
+        has_near = near_ok.any(1) & ("shift" in tables)
+        if shift.shape != (n,) or not np.isfinite(shift).all() or (shift < 0).any() or (
+                has_near.any() and not np.allclose(shift[has_near], near_d[has_near].min(1),
+                                                   rtol=1e-6, atol=1e-6)):
+            raise DPTextError("the weight shift is not each row's nearest sensitive distance")
+        half = self.epsilon / 2.0
+        near_w = np.where(near_ok, np.exp(-half * (near_d - shift[:, None])), 0.0)
+        z_near = near_w.sum(1)
+        ref = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
+        cum = np.asarray(tables["cum"], dtype=np.float64)
+        if cum.shape != (n, m) or not np.allclose(cum, ref, rtol=1e-6, atol=1e-9):
+            raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
+                              "distances")
+        last_d = geo.distances[:, -1].astype(np.float64)
+        far_ref = np.exp(-half * ((np.maximum(last_d, shift) if "envelope" in tables
+                                   else last_d) - shift))
+        if not np.allclose(tables["far_max"], far_ref, rtol=1e-6, atol=0.0):
+            raise DPTextError("far_max is not the weight of the last kNN distance")
+        p_near = np.asarray(tables["p_near"], dtype=np.float64)
+        if p_near.shape != (n,) or ((p_near < 0) | (p_near > 1)).any():
+            raise DPTextError("p_near is not a probability per word")
+        if "envelope" not in tables:
+            # the older exact-far-mass format: its p_near is never used - _use_tables refits
+            # these tables for the envelope sampler (the other tables were checked above)
+            return
+        # the envelope sampler: the near mass against n_s * far_max (module docstring)
+        n_s = int(sensitive.sum())
+        envelope = np.where(near_ok.sum(1) < n_s, n_s * far_ref, 0.0)
+        if m >= n:
+            envelope[:] = 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = z_near / (z_near + envelope)
+        ok = np.isclose(p_near, want, rtol=1e-6, atol=1e-12) | (z_near == 0)
+        if not ok.all():
+            raise DPTextError(f"p_near of {int((~ok).sum())} words is not the envelope "
+                              "sampler's near mass")
 
     @classmethod
     def fit_many(cls, epsilons, *, progress: bool = False, **params) -> list[SanText]:
@@ -156,16 +251,17 @@ class SanText(WordMechanism):
         return [m.fit() for m in ms]
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
+        if "envelope" not in tables:
+            # tables saved before the envelope sampler: their p_near used the exact far mass,
+            # which the rounds of _draw must not use. A fit at one epsilon takes seconds.
+            tables = self._fit_tables(self.space)
         super()._use_tables(tables)
-        v = self.space.vectors.astype(np.float64)
-        self._sq_norms = (v * v).sum(1)
+        self._sq_norms = _squared_norms(self.space.vectors)
         self._sensitive_rows = np.flatnonzero(tables["sensitive"])
         # Column of the last sensitive word of each kNN row (SanText+ rows have -1 gaps, so this
         # is not near_count - 1); rows without one are never drawn from the near table.
         valid = tables["near"] >= 0
         self._near_last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1)
-        if "shift" not in tables:  # tables saved before the shift: weights were unshifted
-            tables["shift"] = np.zeros(len(valid))
 
     # ------------------------------------------------------------- sample
     def _output_rows(self) -> np.ndarray | None:
@@ -185,28 +281,31 @@ class SanText(WordMechanism):
     def _draw(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         t = self._tables
         out = np.empty(len(rows), dtype=np.int64)
-        go_near = rng.random(len(rows)) < t["p_near"][rows]
-        idx = np.flatnonzero(go_near)
-        if len(idx):
-            # u in (0, 1]: the first column whose cumulative weight reaches u has weight > 0
-            # (never a -1 gap); past the last sensitive column only by rounding of the cumsum.
-            u = 1.0 - rng.random(len(idx))
-            j = (t["cum"][rows[idx]] < u[:, None]).sum(1)
-            j = np.minimum(j, self._near_last[rows[idx]])
-            out[idx] = t["near"][rows[idx], j]
-        pending = np.flatnonzero(~go_near)
         vec, sq = self.space.vectors, self._sq_norms
         half_eps = self.epsilon / 2.0
-        while len(pending):
+        pending = np.arange(len(rows))
+        while len(pending):  # one round per pending row (module docstring)
             x = rows[pending]
-            y = self._sensitive_rows[rng.integers(0, len(self._sensitive_rows), len(pending))]
+            go_near = rng.random(len(x)) < t["p_near"][x]
+            idx = np.flatnonzero(go_near)
+            if len(idx):
+                # u in (0, 1]: the first column whose cumulative weight reaches u has weight > 0
+                # (never a -1 gap); past the last sensitive column only by rounding of the cumsum
+                xi = x[idx]
+                u = 1.0 - rng.random(len(idx))
+                j = (t["cum"][xi] < u[:, None]).sum(1)
+                j = np.minimum(j, self._near_last[xi])
+                out[pending[idx]] = t["near"][xi, j]
+            far = np.flatnonzero(~go_near)
+            x = x[far]
+            y = self._sensitive_rows[rng.integers(0, len(self._sensitive_rows), len(far))]
             # float32 dot products (rounding ~1e-7 in d), the rest in float64
             dot = np.einsum("ij,ij->i", vec[x], vec[y]).astype(np.float64)
             d = np.sqrt(np.maximum(sq[x] + sq[y] - 2.0 * dot, 0.0))
             w = np.exp(-half_eps * (d - t["shift"][x]))
             ok = (t["near"][x] != y[:, None]).all(1) & (rng.random(len(x)) * t["far_max"][x] < w)
-            out[pending[ok]] = y[ok]
-            pending = pending[~ok]
+            out[pending[far[ok]]] = y[ok]
+            pending = pending[far[~ok]]
         return out
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
@@ -253,5 +352,47 @@ class SanTextPlus(SanText):
     name = "santext+"
     summary = "SanText over the rarest w of words; other words kept w.p. 1-p"
 
-    def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3, **params) -> None:
+    # the entity check reads the texts, not the tables
+    runtime_parameters = frozenset({"warn_entities"})
+
+    def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3,
+                 warn_entities: bool = False, **params) -> None:
+        """``warn_entities``: also run the spaCy entity detector over the texts and warn
+        (report ``warnings["non_sensitive_entity"]``) about every non-sensitive word released
+        verbatim inside a detected entity; the capitalisation warning is always on."""
         super().__init__(sensitive_fraction=sensitive_fraction, p=p, **params)
+        self.warn_entities = check_bool(warn_entities, "warn_entities")
+
+
+def _nearest_distance(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray,
+                      block: int = 256) -> np.ndarray:
+    """min over ``columns`` of the Euclidean distance from each of ``rows`` (float64 result
+    from float32 products, blocked so memory stays ~block x len(columns) floats)."""
+    cols = vectors[columns]
+    col_sq = np.einsum("ij,ij->i", cols, cols)
+    out = np.empty(len(rows))
+    for s in range(0, len(rows), block):
+        x = vectors[rows[s : s + block]]
+        d2 = (col_sq[None, :] - 2.0 * (x @ cols.T)).min(1).astype(np.float64)
+        out[s : s + block] = np.sqrt(np.maximum(d2 + np.einsum("ij,ij->i", x, x), 0.0))
+    return out
+
+
+def _squared_norms(vectors: np.ndarray, block: int = 4096) -> np.ndarray:
+    """Row squared norms in float64 without a float64 copy of the whole matrix."""
+    out = np.empty(len(vectors))
+    for s in range(0, len(vectors), block):
+        v = vectors[s : s + block].astype(np.float64)
+        out[s : s + block] = np.einsum("ij,ij->i", v, v)
+    return out
+
+
+def _save_npz(path: Path, **arrays: np.ndarray) -> None:
+    """Write ``arrays`` to ``path`` atomically (a temporary file renamed into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
+    try:
+        np.savez(tmp, **arrays)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -119,8 +119,8 @@ class TruncatedGumbel(WordMechanism):
             b = check_epsilon(b, "b")
         self.b_rule = b
 
-    def _table_params(self) -> dict:
-        return {"epsilon": self.epsilon, "b": self.b_rule}
+    table_parameters = frozenset({"epsilon", "b"})
+    table_attributes = {"b": "b_rule"}
 
     def _geometry(self, space: EmbeddingSpace) -> dict:
         return dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
@@ -145,6 +145,20 @@ class TruncatedGumbel(WordMechanism):
             )
         return {"b": np.array(b)}
 
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """The scale b must meet Appendix A's sufficient condition for this epsilon (a smaller
+        b is less noise and a weaker guarantee than the one printed)."""
+        super().validate_tables(tables)
+        if "b" not in tables:
+            raise DPTextError("tables lack b")
+        b = float(np.asarray(tables["b"]))
+        if not (math.isfinite(b) and b > 0):
+            raise DPTextError(f"scale b={b!r} is not a positive number")
+        got = bound(b, **self._geometry(self.space))
+        if not got <= self.epsilon * (1 + 1e-12):
+            raise DPTextError(f"scale b={b:g} guarantees only epsilon={got:.6g} > "
+                              f"{self.epsilon:g}")
+
     @property
     def b(self) -> float:
         self._fitted_space()
@@ -152,7 +166,7 @@ class TruncatedGumbel(WordMechanism):
 
     @property
     def guarantee(self) -> TokenGuarantee:
-        space = self._fitted_space()
+        space = self.resolved_space()
         return TokenGuarantee(
             GuaranteeKind.METRIC, self.epsilon, scope="all words of the space (Theorem 1)",
             metric=space.metric_description, diameter=space.delta_max,

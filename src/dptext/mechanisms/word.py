@@ -31,12 +31,14 @@ from dptext.mechanisms.base import Mechanism, Result
 from dptext.rng import RngLike, as_generator
 from dptext.text import (
     apply_case,
+    capitalize_first,
     count_punctuation,
     normalize_word,
     resolve_stopwords,
     split_words,
+    starts_sentence,
 )
-from dptext.validation import check_bool, check_choice, check_epsilon
+from dptext.validation import check_bool, check_choice, check_epsilon, check_words
 
 OOV_POLICIES = ("placeholder", "sample", "keep")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
@@ -44,10 +46,15 @@ _OOV_REPLACED = TokenGuarantee(
     GuaranteeKind.INDEPENDENT,
     scope="out-of-vocabulary words (reveals only that the word was out of vocabulary)",
 )
+# Between which texts a word mechanism's document composition holds: every word is one draw, and
+# the skeleton (word count, punctuation, kept stopwords, the positions of OOV words) is released.
+DOCUMENT_SCOPE = ("between texts with the same number of words and the same kept tokens "
+                  "(punctuation, kept stopwords, out-of-vocabulary positions)")
 # Bump when a mechanism's fitted tables change meaning: cached tables of older code are ignored.
 TABLE_FORMAT = 2
 # Keyword parameters of WordMechanism itself that never change the fitted tables.
-PIPELINE_PARAMETERS = frozenset({"space", "keep_stopwords", "stopwords", "oov", "placeholder"})
+PIPELINE_PARAMETERS = frozenset({"space", "keep_stopwords", "stopwords", "oov", "placeholder",
+                                 "keep_case"})
 
 
 def _version(package: str) -> str:
@@ -74,6 +81,43 @@ def _canonical(value: Any) -> Any:
     raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
 
 
+def _sentence_initial(parts_of: list[list[str]], n_words: int) -> np.ndarray:
+    """For every word of a batch (in order), whether it starts a sentence: the first word of a
+    text, or one whose preceding glue holds a sentence break (text.starts_sentence)."""
+    out = np.zeros(n_words, dtype=bool)
+    seen: dict[str, bool] = {}
+    k = 0
+    for parts in parts_of:
+        glues = parts[0:-1:2]  # the glue before each word
+        for j, glue in enumerate(glues):
+            if j == 0:
+                out[k] = True
+            else:
+                hit = seen.get(glue)
+                if hit is None:
+                    hit = seen[glue] = starts_sentence(glue)
+                out[k + j] = hit
+        k += len(glues)
+    return out
+
+
+def _in_detected_entities(texts: Sequence[str], parts_of: list[list[str]]) -> np.ndarray:
+    """For every word of a batch (in order), whether it lies inside an entity that the spaCy
+    detector (dptext.detect, its default categories) finds in its text."""
+    from dptext.detect import detector
+
+    found = detector().detect(list(texts))
+    out = []
+    for parts, ents in zip(parts_of, found, strict=True):
+        spans = [(e.start, e.end) for e in ents]
+        pos = 0
+        for j, part in enumerate(parts):
+            if j % 2:
+                out.append(any(a <= pos and pos + len(part) <= b for a, b in spans))
+            pos += len(part)
+    return np.array(out, dtype=bool)
+
+
 class WordMechanism(Mechanism):
     """A mechanism that replaces each word by a draw over an embedding space's vocabulary.
 
@@ -86,6 +130,13 @@ class WordMechanism(Mechanism):
     words follow ``oov``: ``"placeholder"`` (default; replaced by ``placeholder``, output
     independent of the word), ``"sample"`` (a uniform draw from the output vocabulary, also
     independent of the word) or ``"keep"`` (released verbatim, reported as unprotected).
+
+    Case: the guarantee is over the lower-cased word, so by default (``keep_case=False``) the
+    input's case is not used at all - a replacement is released as drawn (the vocabulary's lower
+    case) and capitalised only at a sentence start, which the released punctuation decides
+    (post-processing). ``keep_case=True`` copies the input's case pattern (Title, UPPER) onto
+    the replacement: the pattern is then released unprotected, and the report lists it
+    (``unprotected_attributes["case_pattern"]``: the privatized tokens it was copied from).
     """
 
     def __init__(
@@ -97,15 +148,18 @@ class WordMechanism(Mechanism):
         stopwords: Iterable[str] | None = None,
         oov: str = "placeholder",
         placeholder: str = "[UNK]",
+        keep_case: bool = False,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
         if space is not None and not isinstance(space, EmbeddingSpace):
             raise DPTextError("space must be an EmbeddingSpace (or None for the default space)")
         self.space = space
         self.keep_stopwords = check_bool(keep_stopwords, "keep_stopwords")
-        self.stopwords = resolve_stopwords(stopwords)
+        self.stopwords = resolve_stopwords(None if stopwords is None
+                                           else check_words(stopwords, "stopwords"))
         self.oov = check_choice(oov, "oov", OOV_POLICIES)
         self.placeholder = str(placeholder)
+        self.keep_case = check_bool(keep_case, "keep_case")
         self._tables: dict[str, np.ndarray] | None = None
         self._lookup_cache: dict[str, int] = {}
 
@@ -117,12 +171,37 @@ class WordMechanism(Mechanism):
     runtime_parameters: ClassVar[frozenset[str]] = frozenset()
     capabilities: ClassVar[frozenset[str]] = frozenset({"sample_rows"})
 
+    #: where a table parameter is stored under another attribute name, and the cache-key name
+    #: a parameter has kept from older versions (so existing cached tables stay valid)
+    table_attributes: ClassVar[dict[str, str]] = {}
+    table_key_names: ClassVar[dict[str, str]] = {}
+
     def _table_params(self) -> dict[str, Any]:
         """The values of ``table_parameters`` (the space enters the key by its fingerprint)."""
-        return {n: _canonical(getattr(self, n)) for n in sorted(self.table_parameters)}
+        return {self.table_key_names.get(n, n):
+                _canonical(getattr(self, self.table_attributes.get(n, n)))
+                for n in sorted(self.table_parameters)}
 
     @abstractmethod
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]: ...
+
+    #: version of a mechanism's own table layout (part of the cache key: bump it when the
+    #: tables a mechanism fits change meaning)
+    table_layout: ClassVar[int] = 1
+
+    def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
+        """Check fitted tables before they are used (raise DPTextError naming the defect).
+
+        Every mechanism gets this generic check (no Python objects, no NaN or +inf);
+        mechanisms override it with their own structure and guarantee (CusText's disjoint sets
+        and realized privacy loss, SanText's near table, ...), calling ``super()`` first.
+        """
+        for name, value in tables.items():
+            arr = np.asarray(value)
+            if arr.dtype.hasobject:
+                raise DPTextError(f"table {name!r} holds Python objects")
+            if arr.dtype.kind == "f" and not np.isfinite(arr[~np.isneginf(arr)]).all():
+                raise DPTextError(f"table {name!r} holds NaN or infinite values")
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
         self._tables = tables
@@ -135,6 +214,7 @@ class WordMechanism(Mechanism):
             {
                 "mechanism": self.name, "space": space.fingerprint(),
                 "tables": TABLE_FORMAT, "wordfreq": _version("wordfreq"),
+                **({"layout": self.table_layout} if self.table_layout != 1 else {}),
                 **self._table_params(),
             },
             sort_keys=True,
@@ -159,25 +239,70 @@ class WordMechanism(Mechanism):
         return f"fitting {self.name} tables for eps={self.epsilon:g}{estimate}, cached afterwards"
 
     def fit(self, *, cache: bool = True, progress: bool = False) -> WordMechanism:
-        """Precompute the sampling tables (once; cached on disk under the space fingerprint)."""
+        """Precompute the sampling tables (once; cached on disk under the space fingerprint).
+
+        A cached file is used only after its content hash and :meth:`validate_tables` pass: a
+        corrupted one is rebuilt (with a warning); one that is intact but fails validation is
+        an error naming it. Concurrent processes build an entry once (a file lock); where the
+        cache is read-only the tables are kept in memory (with a warning).
+        """
+        from dptext import cache as cache_files
+
         if self.space is None:
             from dptext.resources import default_space
 
             self.space = default_space(progress=progress)
         path = self._cache_path(self.space) if cache else None
-        if path is not None and path.is_file():
-            with np.load(path, allow_pickle=False) as z:
-                self._use_tables({k: z[k] for k in z.files})
-        else:
+        tables = self._cached_tables(path) if path is not None else None
+        if tables is None and path is not None:
+            with cache_files.build_lock(path, f"{self.name} tables"):
+                tables = self._cached_tables(path)  # another process may have built it
+                if tables is None:
+                    tables = self._fit_tables(self.space)
+                    self._validate(tables, "freshly fitted tables")
+                    cache_files.save_npz(path, tables)
+        elif tables is None:
             tables = self._fit_tables(self.space)
-            if path is not None:
-                self.save(path, tables)
-            self._use_tables(tables)
+            self._validate(tables, "freshly fitted tables")
+        self._use_tables(tables)
         self._lookup_cache = {}
         return self
 
+    def _validate(self, tables: dict[str, np.ndarray], what: str) -> None:
+        try:
+            self.validate_tables(tables)
+        except DPTextError as err:
+            raise DPTextError(f"{self.name}: {what} failed validation: {err}") from None
+
+    def _cached_tables(self, path: Path) -> dict[str, np.ndarray] | None:
+        """The verified tables at ``path``; None if absent or corrupted (then rebuilt)."""
+        from dptext import cache as cache_files
+
+        if not path.is_file():
+            return None
+        try:
+            legacy = not cache_files.verify(path)
+            tables = cache_files.load_npz(path)
+        except cache_files.CorruptArtefact as err:
+            cache_files.warn(f"{err}; rebuilding {self.name} tables")
+            return None
+        try:
+            self.validate_tables(tables)
+        except DPTextError as err:
+            raise DPTextError(
+                f"{path}: cached {self.name} tables failed validation ({err}); "
+                f"{cache_files.rebuild_hint('fitted')}"
+            ) from None
+        if legacy:
+            cache_files.warn(f"{path} had no content hash (written by an older dptext); "
+                             "its tables passed validation and their hash is now recorded")
+            cache_files.record_digest(path)
+        return tables
+
     def save(self, path: str | os.PathLike, tables: dict[str, np.ndarray] | None = None) -> Path:
-        """Write the fitted tables to ``path`` (atomically)."""
+        """Write the fitted tables to ``path`` (atomically, with a content-hash file beside it)."""
+        from dptext import cache as cache_files
+
         tables = tables if tables is not None else self._tables
         if tables is None:
             raise DPTextError(f"{self.name}: fit() before save()")
@@ -185,16 +310,29 @@ class WordMechanism(Mechanism):
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_write(path, "wb") as f:
             np.savez(f, **tables)
+        cache_files.record_digest(path)
         return path
 
     def load(self, path: str | os.PathLike) -> WordMechanism:
-        """Use tables written by :meth:`save` (for the same space and parameters)."""
+        """Use tables written by :meth:`save` (for the same space and parameters): checked
+        against their content hash (when one was saved) and :meth:`validate_tables`."""
+        from dptext import cache as cache_files
+
         if self.space is None:
             from dptext.resources import default_space
 
             self.space = default_space()
-        with np.load(path, allow_pickle=False) as z:
-            self._use_tables({k: z[k] for k in z.files})
+        path = Path(path)
+        if not path.is_file():
+            raise DPTextError(f"no such tables file: {path}")
+        cache_files.verify(path)
+        tables = cache_files.load_npz(path)
+        try:
+            self.validate_tables(tables)
+        except DPTextError as err:
+            raise DPTextError(f"{path}: {self.name} tables failed validation ({err})") from None
+        self._use_tables(tables)
+        self._lookup_cache = {}
         return self
 
     @property
@@ -282,24 +420,36 @@ class WordMechanism(Mechanism):
         flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
         originals = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
         words = np.array(originals, dtype=object)  # output words, filled in below
-        lower = np.fromiter(map(str.islower, originals), dtype=bool, count=len(originals))
+        # words without an upper-case letter (digits, "it", "don't"): no case pattern to release
+        lower = np.fromiter((o.islower() or o == o.lower() for o in originals), dtype=bool,
+                            count=len(originals))
         lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
         text_of = np.repeat(np.arange(len(texts)), lengths)
         vocab = self._vocab_objects()
+        initial = _sentence_initial(parts_of, len(originals))
+        case_copied = np.zeros(len(flat), dtype=bool)
 
         def render(positions: np.ndarray, rows: np.ndarray) -> None:
             words[positions] = vocab[rows]  # lower-case originals need nothing more
-            cased = ~lower[positions]
-            words[positions[cased]] = [
-                apply_case(vocab[i], originals[p])
-                for p, i in zip(positions[cased].tolist(), rows[cased].tolist(), strict=True)
-            ]
+            if self.keep_case:  # the input's case pattern, released unprotected
+                cased = positions[~lower[positions]]
+                case_copied[cased] = True
+                words[cased] = [apply_case(w, originals[p])
+                                for p, w in zip(cased.tolist(), words[cased].tolist(),
+                                                strict=True)]
+            else:  # the input's case unused: capitalised only where a sentence starts
+                first = positions[initial[positions]]
+                words[first] = [capitalize_first(w) for w in words[first].tolist()]
 
         in_vocab = np.flatnonzero(flat >= 0)
         rows = flat[in_vocab]
         protected = self._protected(rows)
+        resampled = np.zeros(len(flat), dtype=bool)
         if len(rows):
-            render(in_vocab, self._sample(rows, gen))
+            drawn = self._sample(rows, gen)
+            render(in_vocab, drawn)
+            if protected is not None:  # unprotected words the mechanism redrew anyway
+                resampled[in_vocab[~protected & (drawn != rows)]] = True
         oov = np.flatnonzero(flat == -1)
         if len(oov) and self.oov == "sample":
             allowed = self._output_rows()
@@ -314,8 +464,16 @@ class WordMechanism(Mechanism):
         unprotected_mask = np.zeros(len(flat), dtype=bool)
         if protected is not None:
             unprotected_mask[in_vocab[~protected]] = True
+        verbatim = unprotected_mask & ~resampled
         n_priv = per_text((flat >= 0) & ~unprotected_mask)
-        n_unprot = per_text(unprotected_mask)
+        n_unprot = per_text(verbatim)
+        n_resampled = per_text(resampled)
+        n_case = per_text(case_copied & ~verbatim)
+        # verbatim "non-sensitive" words capitalised inside a sentence: likely names or places
+        n_capital = per_text(verbatim & ~lower & ~initial)
+        n_entity = [0] * len(texts)
+        if getattr(self, "warn_entities", False) and verbatim.any():
+            n_entity = per_text(verbatim & _in_detected_entities(texts, parts_of))
         n_stop = per_text(flat == -2)
         n_oov = per_text(flat == -1)
         results = []
@@ -327,24 +485,54 @@ class WordMechanism(Mechanism):
             report = self._report(
                 n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
                 n_oov=n_oov[t], n_punct=count_punctuation(parts[0::2]),
+                n_resampled=n_resampled[t], n_case=n_case[t], n_capitalized=n_capital[t],
+                n_entity=n_entity[t],
             )
             results.append(Result("".join(parts), report))
         return results
 
+    def word_kinds(self, words: Sequence[str]) -> list[str]:
+        """What the pipeline does with each word, for displays that mark tokens:
+        ``"privatized"`` (drawn by the mechanism; the draw may equal the word),
+        ``"stopword"`` (kept verbatim), ``"oov"`` (out of vocabulary: the ``oov`` policy) or
+        ``"non_sensitive"`` (SanText+: kept verbatim with probability 1 - p)."""
+        self.fitted_space()
+        codes = [self._classify(w) for w in words]
+        rows = np.array([c for c in codes if c >= 0], dtype=np.int64)
+        protected = self._protected(rows) if len(rows) else None
+        kinds, k = [], 0
+        for c in codes:
+            if c == -2:
+                kinds.append("stopword")
+            elif c == -1:
+                kinds.append("oov")
+            else:
+                kinds.append("privatized" if protected is None or protected[k]
+                             else "non_sensitive")
+                k += 1
+        return kinds
+
     def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
-                n_punct: int) -> PrivacyReport:
+                n_punct: int, n_resampled: int = 0, n_case: int = 0,
+                n_capitalized: int = 0, n_entity: int = 0) -> PrivacyReport:
         guarantee = self._token_guarantee
         events = [
             TokenEvent(guarantee, n_priv, "mechanism"),
             TokenEvent(_KEPT, n_punct, "punctuation"),
             TokenEvent(_KEPT, n_stop, "stopword"),
             TokenEvent(_KEPT, n_unprotected, "non_sensitive"),
+            TokenEvent(_KEPT, n_resampled, "non_sensitive_resampled"),
         ]
         if self.oov == "keep":
             events.append(TokenEvent(_KEPT, n_oov, "oov"))
         else:
             events.append(TokenEvent(_OOV_REPLACED, n_oov, f"oov_{self.oov}"))
-        return PrivacyReport(self.name, guarantee, [e for e in events if e.count])
+        return PrivacyReport(
+            self.name, guarantee, [e for e in events if e.count],
+            unprotected_attributes={"case_pattern": n_case} if n_case else {},
+            warnings={k: v for k, v in (("non_sensitive_capitalized", n_capitalized),
+                                        ("non_sensitive_entity", n_entity)) if v},
+            document_scope=DOCUMENT_SCOPE)
 
     # ------------------------------------------------------------- display
     def __repr__(self) -> str:

@@ -19,8 +19,9 @@ def local_updates(loss_fn: LossFn, params: Params, tokens: torch.Tensor, weights
     """Each user's model delta after ``steps`` full-batch SGD steps from ``params``.
 
     ``tokens`` [U, N, L], ``weights`` [U, N] (1 / pi per usable sentence, 0 for padding), ``sizes``
-    [U] (the user's number of sentences). User u minimises sum_i w_i nll_i / (tokens_i * n_u),
-    whose expectation over the sampling is its mean per-token loss.
+    [U] (each user's loss normaliser c_u). User u minimises sum_i w_i nll_i / (tokens_i * c_u).
+    c_u must be a function of the round's usable sentences only (or a public constant): the
+    sensitivity argument of docs/uedp.md rests on it (trainer.pack_round computes it).
     """
     def user_loss(p: Params, tok: torch.Tensor, w: torch.Tensor, n: torch.Tensor):
         nll, count = loss_fn(p, tok)
@@ -49,18 +50,30 @@ def clip_updates(updates: Params, beta: float) -> Params:
     return {k: v * factor.view(-1, *([1] * (v.dim() - 1))) for k, v in updates.items()}
 
 
-def noised_sum(updates: Params, std: float, denominator: float,
-               generator: torch.Generator | None = None) -> Params:
-    """(sum over users + N(0, std^2 I)) / denominator: the Gaussian mechanism of line 15.
+def clipped_sum(updates: Params, beta: float) -> Params:
+    """The noise-free sum of the users' updates clipped to global norm <= beta: the quantity
+    whose sensitivity docs/uedp.md bounds."""
+    return {k: v.sum(dim=0) for k, v in clip_updates(updates, beta).items()}
+
+
+def gaussian_release(total: Params, std: float, denominator: float,
+                     generator: torch.Generator | None = None) -> Params:
+    """(total + N(0, std^2 I)) / denominator: the Gaussian mechanism of line 15.
 
     ``std`` is z * S (the standard deviation, not the variance).
     """
     out = {}
-    for k, v in updates.items():
-        total = v.sum(dim=0)
-        noise = torch.randn(total.shape, generator=generator, dtype=total.dtype) * std
-        out[k] = (total + noise) / denominator
+    for k, v in total.items():
+        noise = torch.randn(v.shape, generator=generator, dtype=v.dtype) * std
+        out[k] = (v + noise) / denominator
     return out
+
+
+def noised_sum(updates: Params, std: float, denominator: float,
+               generator: torch.Generator | None = None) -> Params:
+    """(sum over users + N(0, std^2 I)) / denominator (the updates as given, unclipped)."""
+    return gaussian_release({k: v.sum(dim=0) for k, v in updates.items()}, std, denominator,
+                            generator)
 
 
 def plain_mean(updates: Params) -> Params:

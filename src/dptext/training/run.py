@@ -43,6 +43,17 @@ MODEL_DEFAULTS = {LSTM: {"max_len": 24, "local_lr": 1.0, "users_per_chunk": 16},
 # A run whose held-out loss (nats) grows by more than this over the first round's is stopped:
 # log(100), perplexity multiplied by 100.
 DIVERGENCE_NATS = math.log(100.0)
+# The private training state a resumed run continues from (the random generators' states: whoever
+# has this file can remove the noise from the released model; never publish it). Deleted when
+# the run completes.
+STATE_FILE = "training_state.pt"
+STATE_FORMAT = 1
+# metrics.json fields that are not covered by the training guarantee (docs/uedp.md)
+NOT_PRIVATE = ("per-round 'users' (sampled users with usable data), 'seconds', 'eval_seconds', "
+               "the held-out metrics (evaluated on the held-out users' data, which the "
+               "guarantee does not cover) and 'entities_held_by_more_than_K_users' / "
+               "'wide_entities' are diagnostics computed from the data without noise: share "
+               "checkpoint.pt, not metrics.json")
 
 
 @dataclass
@@ -77,6 +88,8 @@ class TrainJob:
     users_per_chunk: int | None = None
     vocab_size: int = 2000
     max_len: int | None = None
+    normalizer: str = "usable"
+    checkpoint_every: int = 10
     progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -113,6 +126,10 @@ class TrainJob:
         for key in ("max_len", "users_per_chunk", "local_steps", "max_sentences"):
             check_int(getattr(self, key), f"--{key.replace('_', '-')}", minimum=1)
         check_int(self.vocab_size, "--vocab-size", minimum=2)
+        check_int(self.checkpoint_every, "--checkpoint-every", minimum=0)
+        from dptext.training.trainer import NORMALIZERS
+
+        check_choice(self.normalizer, "--normalizer", NORMALIZERS)
         check_int(self.entity_users, "--entity-users", minimum=0)
         for key in ("local_lr", "server_lr", "beta"):
             check_positive(getattr(self, key), f"--{key.replace('_', '-')}")
@@ -155,66 +172,103 @@ class TrainJob:
                              local_steps=self.local_steps, local_lr=self.local_lr,
                              server_lr=self.server_lr, max_sentences=self.max_sentences,
                              max_len=self.max_len, users_per_chunk=self.users_per_chunk,
-                             seed=self.seed)
+                             normalizer=self.normalizer, seed=self.seed)
         if config.privacy() is not None and self.epsilon is not None:
             config.z = calibrate_z(config.privacy(), self.rounds, self.epsilon, self.delta)
         return config
 
     # --------------------------------------------------------------- run
-    def run(self, output: str | Path, *,
-            on_round: Callable[[dict], None] | None = None) -> dict:
+    def run(self, output: str | Path, *, on_round: Callable[[dict], None] | None = None,
+            resume: bool = False) -> dict:
         """Train and write ``metrics.json`` and ``checkpoint.pt`` into ``output`` (created if
-        missing); returns the summary that ``metrics.json`` holds."""
-        import torch
+        missing); returns the summary that ``metrics.json`` holds.
 
-        from dptext.io import atomic_write
-        from dptext.training.trainer import train
+        ``metrics.json`` is rewritten (atomically) after every round, with the epsilon spent so
+        far; every ``checkpoint_every`` rounds ``checkpoint.pt`` (the model so far) and the
+        private ``training_state.pt`` are written too. ``resume=True`` continues the
+        unfinished run in ``output`` from its last checkpoint: same settings (``rounds`` may
+        grow), same data, same seed, so the result is that of an uninterrupted run. Replayed
+        rounds redraw the same coins and noise, so nothing is spent twice."""
+        from dptext.training.trainer import FederatedTrainer
 
         self.validate()
         out = Path(output)
         if out.exists() and not out.is_dir():
             raise DPTextError(f"--output exists and is not a directory: {out}")
+        saved = _read_state(out, resume)
         out.mkdir(parents=True, exist_ok=True)
+        # a run without --seed draws its seed from OS entropy once and keeps it in the private
+        # state (never in metrics.json or the checkpoint), so that a resumed run replays it
+        seed = saved["seed"] if saved else (
+            self.seed if self.seed is not None else int(np.random.SeedSequence().entropy))
         config = self.config()
-        corpus, spans = load_corpus(self, split=self.task == "nwp")
+        corpus, spans = load_corpus(self, split=self.task == "nwp", seed=seed)
         if self.algo == "deid":
             corpus = corpus.deidentified(spans)
-        rng = np.random.default_rng(self.seed)
+        rng = np.random.default_rng(seed)
         order = rng.permutation(corpus.n_users)
         test_users = order[: max(1, corpus.n_users // 10)]
         is_test = np.isin(corpus.sentence_user, test_users)
         rows, task, extra = self._task_rows(corpus, is_test)
         train_corpus = without_users(corpus, is_test)
+        fingerprint = {"job": self._fingerprint(), "config": _without_rounds(asdict(config)),
+                       "corpus": corpus_digest(train_corpus)}
+        if saved:
+            _check_resumable(saved, fingerprint, self.rounds)
         guard = DivergenceGuard(config)
         # a pretrained model's held-out metrics before any round (the baseline fine-tuning moves)
         pretrained = None if self.model == LSTM else task.evaluate(task.init())
-
-        def each_round(row: dict) -> None:
-            guard.check(row)
-            if on_round is not None:
-                on_round(row)
-
         summary = {"config": asdict(config), "task": self.task, "model": self.model,
                    **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks}),
                    **({} if pretrained is None else {"pretrained": pretrained}),
-                   "users": train_corpus.n_users, "test_users": len(test_users)}
+                   "users": train_corpus.n_users, "test_users": len(test_users),
+                   "not_private": NOT_PRIVATE}
         summary.update(wide_entities(train_corpus, config))
-        try:
-            params, metrics = train(train_corpus, select_rows(rows, ~is_test), task, config,
-                                    each_round)
-        except Diverged as err:
-            summary["rounds"] = err.metrics
-            summary["stopped"] = str(err)
-            with atomic_write(out / "metrics.json") as f:
-                json.dump(summary, f, indent=1)
-            raise DPTextError(f"{err} (metrics so far in {out / 'metrics.json'})") from None
-        summary["rounds"] = metrics
-        with atomic_write(out / "metrics.json") as f:
-            json.dump(summary, f, indent=1)
-        with atomic_write(out / "checkpoint.pt", "wb") as f:
-            torch.save({"params": params, "config": asdict(config), "task": self.task, **extra},
-                       f)
+        trainer = FederatedTrainer(train_corpus, select_rows(rows, ~is_test), task, config,
+                                   seed=seed)
+        if saved:
+            trainer.load_state_dict(saved["trainer"])
+            for row in trainer.metrics:
+                guard.check(row)
+
+        def write_metrics(completed: bool, stopped: str | None = None) -> None:
+            summary["rounds"] = trainer.metrics
+            summary["completed"] = completed
+            summary["privacy"] = _privacy_so_far(config, trainer.round)
+            if stopped is not None:
+                summary["stopped"] = stopped
+            _write_json(out / "metrics.json", summary)
+
+        def write_checkpoint() -> None:
+            _write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
+            _write_state(out / STATE_FILE, {"format": STATE_FORMAT, "seed": seed,
+                                            **fingerprint, "trainer": trainer.state_dict()})
+
+        while trainer.round < config.rounds:
+            row = trainer.step()
+            try:
+                guard.check(row)
+            except Diverged as err:
+                write_metrics(False, str(err))
+                (out / STATE_FILE).unlink(missing_ok=True)  # a diverged run is not resumed
+                raise DPTextError(f"{err} (metrics so far in {out / 'metrics.json'})") from None
+            write_metrics(False)
+            if on_round is not None:
+                on_round(row)
+            every = self.checkpoint_every
+            if every and trainer.round % every == 0 and trainer.round < config.rounds:
+                write_checkpoint()
+        _write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
+        write_metrics(True)
+        (out / STATE_FILE).unlink(missing_ok=True)
         return summary
+
+    def _fingerprint(self) -> dict:
+        """The settings a resumed run must share (all but the number of rounds, the
+        display/checkpoint options, the target epsilon - its noise multiplier is compared in
+        the configuration - and the data's path - its content is compared by digest)."""
+        skip = {"rounds", "progress", "extra", "checkpoint_every", "epsilon", "data"}
+        return {k: v for k, v in asdict(self).items() if k not in skip}
 
     def _task_rows(self, corpus, is_test):
         """Per-sentence training rows and the task object (next-word LSTM or causal LM, or
@@ -259,8 +313,9 @@ class TrainJob:
 
 
 # ------------------------------------------------------------------ pieces
-def load_corpus(job, *, split: bool = True):
-    """The user corpus of ``job.data`` with its detected entities (and the detected spans)."""
+def load_corpus(job, *, split: bool = True, seed: int | None = None):
+    """The user corpus of ``job.data`` with its detected entities (and the detected spans);
+    ``seed`` (default ``job.seed``) draws the synthetic users."""
     from dptext.detect import detector
     from dptext.training.corpus import RawCorpus, build_corpus, read_user_file
 
@@ -278,7 +333,115 @@ def load_corpus(job, *, split: bool = True):
         raw = RawCorpus(raw.texts[: job.limit], raw.users[: job.limit],
                         None if raw.labels is None else raw.labels[: job.limit])
     return build_corpus(raw, detector(job.categories, job.detector), split=split,
-                        synthetic=job.synthetic_users, rng=np.random.default_rng(job.seed))
+                        synthetic=job.synthetic_users,
+                        rng=np.random.default_rng(job.seed if seed is None else seed))
+
+
+def corpus_digest(corpus) -> str:
+    """SHA-256 of a corpus's users, sentences, owners, entities and labels (a resumed run must
+    train on the same data)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for part in (corpus.users, corpus.sentences, corpus.sentence_user.tolist(),
+                 corpus.entity_keys, corpus.sentence_entities, corpus.labels):
+        h.update(json.dumps(part, ensure_ascii=False, default=list).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def _without_rounds(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != "rounds"}
+
+
+def _privacy_so_far(config, rounds: int) -> dict | None:
+    """What metrics.json says about the budget spent after ``rounds`` rounds (the accountant's
+    state: the event composed ``rounds`` times)."""
+    privacy = config.privacy()
+    if privacy is None:
+        return None
+    return {"epsilon_spent": privacy.epsilon(rounds, config.delta), "delta": config.delta,
+            "rounds_composed": rounds, "accountant": "rdp (dp_accounting)",
+            "event": f"SelfComposed(PoissonSampled({privacy.sampling_rate:.6g}, "
+                     f"Gaussian(z={privacy.z:.6g})), {rounds})",
+            "sensitivity": f"{privacy.sensitivity_factor:g} * beta"}
+
+
+def _write_json(path: Path, data: dict) -> None:
+    from dptext.io import atomic_write
+
+    with atomic_write(path) as f:
+        json.dump(data, f, indent=1)
+
+
+def _write_model(path: Path, trainer, config, task: str, extra: dict) -> None:
+    """The released model: trainable parameters, settings, the round reached (no generator
+    state)."""
+    import torch
+
+    from dptext.io import atomic_write
+
+    with atomic_write(path, "wb") as f:
+        torch.save({"params": trainer.params, "config": asdict(config), "task": task,
+                    "round": trainer.round, **extra}, f)
+
+
+def _write_state(path: Path, state: dict) -> None:
+    """Atomically, readable by the owner only (0600 from creation: it holds the noise's
+    generator state)."""
+    import os
+    import tempfile
+
+    import torch
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_state(out: Path, resume: bool) -> dict | None:
+    import torch
+
+    path = out / STATE_FILE
+    if not resume:
+        if path.exists():
+            raise DPTextError(f"{out} holds an unfinished run ({STATE_FILE}): pass --resume to "
+                              f"continue it, or choose another --output")
+        return None
+    if not path.is_file():
+        raise DPTextError(f"--resume: no unfinished run in {out} ({STATE_FILE} is missing; a "
+                          f"completed run deletes it)")
+    try:
+        state = torch.load(path, weights_only=True)
+    except Exception as err:  # truncated or foreign file
+        raise DPTextError(f"--resume: cannot read {path}: {err}") from None
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        raise DPTextError(f"--resume: {path} is not a dptext training state (format "
+                          f"{STATE_FORMAT})")
+    return state
+
+
+def _check_resumable(saved: dict, fingerprint: dict, rounds: int) -> None:
+    for key, what in (("job", "settings"), ("config", "training configuration"),
+                      ("corpus", "training data")):
+        if saved[key] != fingerprint[key]:
+            diff = ""
+            if isinstance(saved[key], dict):
+                names = sorted(k for k in set(saved[key]) | set(fingerprint[key])
+                               if saved[key].get(k) != fingerprint[key].get(k))
+                diff = f" ({', '.join(names)})"
+            raise DPTextError(f"--resume: the {what} differ from the interrupted run's{diff}; "
+                              f"resume with the same options")
+    done = int(saved["trainer"]["round"])
+    if rounds < done:
+        raise DPTextError(f"--resume: the checkpoint is at round {done}, past --rounds {rounds}")
 
 
 def select_rows(rows, mask):

@@ -19,6 +19,16 @@ from dptext.training.corpus import UserCorpus
 
 
 @dataclass(frozen=True)
+class RoundCoins:
+    """One round's independent coins: ``users`` [|U|], ``entities`` [|E|], ``extended``
+    [sentences] (only the coins of sentences of S are read; None where the mode has none)."""
+
+    users: np.ndarray
+    entities: np.ndarray | None = None
+    extended: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class RoundSample:
     """Sampled users and, for each, its usable sentences and their weights 1 / pi."""
 
@@ -54,24 +64,42 @@ class RoundSampler:
             q_s_eff = q_s if mode == "uedp" else 0.0
             self._pi = np.where(self._is_extended, q_s_eff, q_e ** self._n_entities)
 
-    def usable_sentences(self, rng: np.random.Generator) -> np.ndarray:
-        """Boolean mask over all sentences: usable this round if their user is sampled."""
+    def draw_coins(self, rng: np.random.Generator) -> RoundCoins:
+        """The round's Poisson coins, all independent (users, entities, sentences of S)."""
+        users = rng.random(self.corpus.n_users) < self.q_u
+        if self.mode == "user":
+            return RoundCoins(users)
+        entities = rng.random(self.corpus.n_entities) < self.q_e
+        if self.mode == "uedp-naive":
+            return RoundCoins(users, entities)
+        return RoundCoins(users, entities, rng.random(len(self.corpus.sentences)) < self.q_s)
+
+    def usable(self, coins: RoundCoins) -> np.ndarray:
+        """Boolean mask over all sentences: usable this round if their user is sampled. A
+        sentence's usability reads only the coins of its own detected entities or, for a
+        sentence of S, its own coin (docs/uedp.md, "Sensitivity")."""
         if self.mode == "user":
             return np.ones(len(self.corpus.sentences), dtype=bool)
-        entity_in = rng.random(self.corpus.n_entities) < self.q_e
-        missing = self._incidence @ (~entity_in).astype(np.int32)
+        missing = self._incidence @ (~coins.entities).astype(np.int32)
         sensitive_ok = (missing == 0) & ~self._is_extended
         if self.mode == "uedp-naive":
             return sensitive_ok
-        extended_in = rng.random(len(self.corpus.sentences)) < self.q_s
-        return sensitive_ok | (self._is_extended & extended_in)
+        return sensitive_ok | (self._is_extended & coins.extended)
 
-    def sample(self, rng: np.random.Generator) -> RoundSample:
-        users = np.flatnonzero(rng.random(self.corpus.n_users) < self.q_u)
-        usable = self.usable_sentences(rng)
+    def usable_sentences(self, rng: np.random.Generator) -> np.ndarray:
+        """The usable-sentence mask of freshly drawn coins (the user coins are ignored)."""
+        return self.usable(self.draw_coins(rng))
+
+    def select(self, coins: RoundCoins) -> RoundSample:
+        """The sampled users and their usable sentences with weights 1 / pi."""
+        users = np.flatnonzero(coins.users)
+        usable = self.usable(coins)
         sentences, weights = [], []
         for u in users:
             idx = self._by_user[u][usable[self._by_user[u]]]
             sentences.append(idx)
             weights.append(1.0 / self._pi[idx])
         return RoundSample(users, sentences, weights)
+
+    def sample(self, rng: np.random.Generator) -> RoundSample:
+        return self.select(self.draw_coins(rng))

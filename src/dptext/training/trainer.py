@@ -1,9 +1,23 @@
 """The round loop of UeDP-Alg (Algorithm 1) and its baselines, for any task of ``tasks``.
 
 ``algo``: ``uedp`` (f_E+), ``uedp-naive`` (f_E), ``userdp`` (user-level DP-FedAvg, McMahan et al.
-2018), ``noiseless`` (FedAvg), ``deid`` (FedAvg on the de-identified corpus; the caller passes
-that corpus). The private estimators divide the noised sum of clipped updates by the fixed
-denominator q_u * |U| (the user count is treated as public, as in DP-FedAvg).
+2018, arXiv:1710.06963), ``noiseless`` (FedAvg), ``deid`` (FedAvg on the de-identified corpus;
+the caller passes that corpus). The private estimators divide the noised sum of clipped updates
+by the fixed denominator q_u * |U| (the user count is treated as public, as in DP-FedAvg; pass
+``population`` to give a public |U| other than the corpus's).
+
+A sampled user's loss is normalised by a quantity that depends on nothing outside its usable
+sentences of the round (``normalizer``, docs/uedp.md "Sensitivity"): ``"usable"`` (default) the
+sum of the Horvitz-Thompson weights of its usable sentences this round (a Hajek mean: each user
+trains on the weighted mean per-token loss of the data it may use this round), ``"constant"``
+the public ``max_sentences`` (the update is then linear in the sentence weights and f_E+ is
+unbiased for the full-data gradient of sum_x nll(x) / (|U| max_sentences)). The user's total
+number of sentences is never used: a holder of the differing entity has more of them in D' than
+in D, so it would move every round where the holder is sampled, sampled entity or not.
+
+:class:`FederatedTrainer` runs the rounds one at a time and exposes its whole state
+(parameters, both random generators, the round, the metrics) for checkpoints; :func:`train` is
+the loop in one call.
 """
 
 from __future__ import annotations
@@ -18,19 +32,27 @@ import torch
 from dptext.accounting.uedp import TrainingPrivacy
 from dptext.errors import DPTextError
 from dptext.training.corpus import UserCorpus
-from dptext.training.federated import clip_updates, local_updates, noised_sum, plain_mean
+from dptext.training.federated import (
+    Params,
+    clipped_sum,
+    gaussian_release,
+    local_updates,
+    plain_mean,
+)
 from dptext.training.sampling import RoundSample, RoundSampler
 
 ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid")
 PRIVATE = ("uedp", "uedp-naive", "userdp")
+NORMALIZERS = ("usable", "constant")
 
 
 @dataclass
 class TrainConfig:
     """One run: algorithm, sampling rates, noise multiplier z (relative to the sensitivity of the
-    sum of clipped updates), clipping bound beta, K (``entity_users``), FedAvg settings, and the
-    encoding length ``max_len`` the caller used (recorded with the metrics). ``seed=None``: OS
-    entropy."""
+    sum of clipped updates), clipping bound beta, K (``entity_users``), FedAvg settings, the
+    per-user loss ``normalizer`` (module docstring), the public user count ``population``
+    (None: the corpus's), and the encoding length ``max_len`` the caller used (recorded with the
+    metrics). ``seed=None``: OS entropy."""
 
     algo: str = "uedp"
     rounds: int = 20
@@ -47,6 +69,8 @@ class TrainConfig:
     max_sentences: int = 32
     max_len: int = 24
     users_per_chunk: int = 16
+    normalizer: str = "usable"
+    population: int | None = None
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -56,6 +80,11 @@ class TrainConfig:
             raise DPTextError(f"rounds must be >= 1, got {self.rounds}")
         if not self.beta > 0:
             raise DPTextError(f"clipping bound beta must be > 0, got {self.beta}")
+        if self.normalizer not in NORMALIZERS:
+            raise DPTextError(f"unknown normalizer {self.normalizer!r}; choose from "
+                              f"{NORMALIZERS}")
+        if self.population is not None and self.population < 1:
+            raise DPTextError(f"population must be >= 1, got {self.population}")
 
     def privacy(self) -> TrainingPrivacy | None:
         if self.algo not in PRIVATE:
@@ -73,27 +102,35 @@ class RoundBatch:
 
     tokens: torch.Tensor   # [U, N, L]
     weights: torch.Tensor  # [U, N]
-    sizes: torch.Tensor    # [U]
+    sizes: torch.Tensor    # [U] each user's loss normaliser c_u
 
 
-def pack_round(sample: RoundSample, encoded: torch.Tensor, user_sizes: np.ndarray,
-               max_sentences: int, rng: np.random.Generator) -> RoundBatch | None:
+def pack_round(sample: RoundSample, encoded: torch.Tensor, max_sentences: int,
+               rng: np.random.Generator, normalizer: str = "usable") -> RoundBatch | None:
     """Pad the sampled users' usable sentences; a user with more than ``max_sentences`` trains on
-    a uniform subset with weights scaled up to keep its expected loss (its update is clipped)."""
-    rows = [(u, s, w) for u, s, w in
-            zip(sample.users, sample.sentences, sample.weights, strict=True) if len(s)]
+    a uniform subset with weights scaled up to keep its expected loss (its update is clipped).
+
+    Everything here reads the usable sentences only: which users have any, their count (the
+    padding, the subset), and the normaliser c_u - the sum of the user's weights (``"usable"``)
+    or ``max_sentences`` (``"constant"``)."""
+    if normalizer not in NORMALIZERS:
+        raise DPTextError(f"unknown normalizer {normalizer!r}; choose from {NORMALIZERS}")
+    rows = [(s, w) for s, w in zip(sample.sentences, sample.weights, strict=True) if len(s)]
     if not rows:
         return None
-    n = min(max(len(s) for _, s, _ in rows), max_sentences)
+    n = min(max(len(s) for s, _ in rows), max_sentences)
     tokens = torch.zeros(len(rows), n, *encoded.shape[1:], dtype=encoded.dtype)
     weights = torch.zeros(len(rows), n)
-    for i, (_, s, w) in enumerate(rows):
+    for i, (s, w) in enumerate(rows):
         if len(s) > n:
             keep = rng.choice(len(s), n, replace=False)
-            s, w = s[keep], w[keep] * (len(rows[i][1]) / n)
+            s, w = s[keep], w[keep] * (len(rows[i][0]) / n)
         tokens[i, : len(s)] = encoded[s]
         weights[i, : len(s)] = torch.as_tensor(w, dtype=torch.float32)
-    sizes = torch.as_tensor(user_sizes[[u for u, _, _ in rows]], dtype=torch.float32)
+    if normalizer == "usable":
+        sizes = weights.sum(dim=1)
+    else:
+        sizes = torch.full((len(rows),), float(max_sentences))
     return RoundBatch(tokens, weights, sizes)
 
 
@@ -121,9 +158,9 @@ def aggregate(updates, config: TrainConfig, n_users: int, generator: torch.Gener
     privacy = config.privacy()
     if privacy is None:
         return plain_mean(updates)
-    clipped = clip_updates(updates, config.beta)
     std = config.z * config.beta * privacy.sensitivity_factor
-    return noised_sum(clipped, std, config.q_u * n_users, generator)
+    return gaussian_release(clipped_sum(updates, config.beta), std, config.q_u * n_users,
+                            generator)
 
 
 def _rngs(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
@@ -134,39 +171,105 @@ def _rngs(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
     return np.random.default_rng(data_seed), gen
 
 
+class FederatedTrainer:
+    """The rounds of one run, one :meth:`step` at a time.
+
+    ``sampler``: the round sampler (default: ``config.sampler(corpus)``; tests pass one with
+    fixed coins). ``seed`` overrides ``config.seed`` (a caller that drew a private seed from OS
+    entropy and must not record it in the config). :meth:`state_dict` /
+    :meth:`load_state_dict` hold everything a resumed run needs to continue exactly as an
+    uninterrupted one: the parameters, the round, the metrics so far and the states of both
+    generators (the data generator of the coins and subsets, the noise generator). The server
+    step is plain SGD (``server_lr``), so there is no optimizer state beyond the parameters.
+    The generator states reproduce the noise: whoever holds them can remove it (never publish
+    a state dict; docs/uedp.md, "Checkpoints").
+    """
+
+    def __init__(self, corpus: UserCorpus, rows, task, config: TrainConfig, *,
+                 sampler: RoundSampler | None = None, seed: int | None = None) -> None:
+        self.corpus, self.rows, self.task, self.config = corpus, rows, task, config
+        self.rng, self.gen = _rngs(config.seed if seed is None else seed)
+        self.params: Params = task.init(self.gen)
+        self.sampler = sampler if sampler is not None else config.sampler(corpus)
+        self.privacy = config.privacy()
+        self.population = config.population or corpus.n_users
+        self.round = 0
+        self.metrics: list[dict] = []
+
+    # ------------------------------------------------------------ one round
+    def user_updates(self, sample: RoundSample) -> Params | None:
+        """The local updates (unclipped) of the sampled users with usable data, or None."""
+        batch = pack_round(sample, self.rows, self.config.max_sentences, self.rng,
+                           self.config.normalizer)
+        if batch is None:
+            return None
+        if hasattr(self.task, "trim"):  # drop all-padding positions
+            batch = RoundBatch(self.task.trim(batch.tokens), batch.weights, batch.sizes)
+        return round_updates(self.params, batch, self.config, self.task.loss)
+
+    def noise_free_sum(self, sample: RoundSample) -> Params:
+        """The sum of the round's clipped updates before noise (zero when nobody trained):
+        what the sensitivity of docs/uedp.md bounds."""
+        updates = self.user_updates(sample)
+        if updates is None:
+            return {k: torch.zeros_like(v) for k, v in self.params.items()}
+        return clipped_sum(updates, self.config.beta)
+
+    def step(self) -> dict:
+        """Run the next round; returns (and records) its metrics row."""
+        config = self.config
+        t = self.round + 1
+        start = time.perf_counter()
+        sample = self.sampler.sample(self.rng)
+        updates = self.user_updates(sample)
+        users = 0 if updates is None else len(next(iter(updates.values())))
+        if updates is not None:
+            step = aggregate(updates, config, self.population, self.gen)
+        elif self.privacy is not None:  # nobody trained: the noise is still released
+            zeros = {k: torch.zeros(1, *v.shape) for k, v in self.params.items()}
+            step = aggregate(zeros, config, self.population, self.gen)
+        else:
+            step = {k: torch.zeros_like(v) for k, v in self.params.items()}
+        self.params = {k: self.params[k] + config.server_lr * step[k] for k in self.params}
+        trained = time.perf_counter()
+        row = {"round": t, "users": users, **self.task.evaluate(self.params),
+               "epsilon": None if self.privacy is None else self.privacy.epsilon(t, config.delta),
+               "seconds": trained - start, "eval_seconds": time.perf_counter() - trained}
+        self.round = t
+        self.metrics.append(row)
+        return row
+
+    # ----------------------------------------------------------- checkpoint
+    def state_dict(self) -> dict:
+        return {"round": self.round, "params": {k: v.clone() for k, v in self.params.items()},
+                "metrics": [dict(r) for r in self.metrics],
+                "data_rng": self.rng.bit_generator.state, "noise_rng": self.gen.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if set(state["params"]) != set(self.params):
+            raise DPTextError("the checkpoint holds other parameters than this task trains")
+        for k, v in state["params"].items():
+            if v.shape != self.params[k].shape:
+                raise DPTextError(f"checkpoint parameter {k} has shape {tuple(v.shape)}, the "
+                                  f"task {tuple(self.params[k].shape)}")
+        self.params = {k: v.clone() for k, v in state["params"].items()}
+        self.round = int(state["round"])
+        self.metrics = [dict(r) for r in state["metrics"]]
+        self.rng.bit_generator.state = state["data_rng"]
+        self.gen.set_state(state["noise_rng"])
+
+
 def train(corpus: UserCorpus, rows: torch.Tensor, task, config: TrainConfig,
-          on_round: Callable[[dict], None] | None = None) -> tuple[dict, list[dict]]:
+          on_round: Callable[[dict], None] | None = None, *,
+          sampler: RoundSampler | None = None) -> tuple[dict, list[dict]]:
     """Train ``task`` (tasks.NextWordTask, tasks.ClassificationTask, causal_lm.CausalLMTask) for
     ``config.rounds`` rounds on ``rows`` (one row per sentence of ``corpus``: a tensor, or
     anything indexable like one, e.g. causal_lm.PrefixRows); returns the trained parameters and
     per-round metrics (the task's evaluation, epsilon spent, users trained, seconds of
     the round's sampling, local training and aggregation, and of the evaluation)."""
-    rng, gen = _rngs(config.seed)
-    params = task.init(gen)
-    sampler = config.sampler(corpus)
-    user_sizes = np.bincount(corpus.sentence_user, minlength=corpus.n_users)
-    privacy = config.privacy()
-    metrics = []
-    for t in range(1, config.rounds + 1):
-        start = time.perf_counter()
-        batch = pack_round(sampler.sample(rng), rows, user_sizes, config.max_sentences, rng)
-        if batch is not None and hasattr(task, "trim"):  # drop all-padding positions
-            batch = RoundBatch(task.trim(batch.tokens), batch.weights, batch.sizes)
-        if batch is not None:
-            updates = round_updates(params, batch, config, task.loss)
-            step = aggregate(updates, config, corpus.n_users, gen)
-        elif privacy is not None:  # nobody trained: the noise is still released
-            zeros = {k: torch.zeros(1, *v.shape) for k, v in params.items()}
-            step = aggregate(zeros, config, corpus.n_users, gen)
-        else:
-            step = {k: torch.zeros_like(v) for k, v in params.items()}
-        params = {k: params[k] + config.server_lr * step[k] for k in params}
-        trained = time.perf_counter()
-        row = {"round": t, "users": 0 if batch is None else len(batch.tokens),
-               **task.evaluate(params),
-               "epsilon": None if privacy is None else privacy.epsilon(t, config.delta),
-               "seconds": trained - start, "eval_seconds": time.perf_counter() - trained}
-        metrics.append(row)
+    trainer = FederatedTrainer(corpus, rows, task, config, sampler=sampler)
+    while trainer.round < config.rounds:
+        row = trainer.step()
         if on_round is not None:
             on_round(row)
-    return params, metrics
+    return trainer.params, trainer.metrics

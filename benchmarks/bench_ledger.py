@@ -1,0 +1,163 @@
+"""Cost of charging the budget ledger: reserve + commit per batch of records, against the cost
+of privatizing the same records.
+
+    python benchmarks/bench_ledger.py [--records 100000] [--batch 512] [--units 10000]
+                                      [--mechanism custext|none] [--ledger URL]
+
+Short records (8-20 words drawn from public English frequencies, one author each out of
+``--units``) are privatized in batches with ``--mechanism`` on the default space; each batch's
+real privacy events (``report.privacy_events()``) are then charged to a fresh ledger (a temp
+SQLite file unless ``--ledger``) with a per-unit budget: one ``reserve`` (one transaction,
+fsynced) and one ``commit`` per batch, the protocol of ``dptext sanitize --ledger``. The two are
+timed batch by batch, interleaved, so that a shared machine's load hits both alike.
+``ratio`` = (privatize + ledger) / privatize estimates ``sanitize --user-field --ledger`` over
+``sanitize``; ``ratio_user_field`` = (privatize + events + ledger) / (privatize + events)
+estimates ``sanitize --user-field --ledger`` over ``sanitize --user-field``, which computes the
+events for its per-unit report either way. The real run also parses and writes files, which
+makes the true ratios smaller.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def make_records(n: int, units: int, seed: int = 0) -> list[tuple[str, str]]:
+    import numpy as np
+    import wordfreq
+
+    words = wordfreq.top_n_list("en", 30_000)
+    freq = np.array([wordfreq.word_frequency(w, "en") for w in words])
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(8, 21, size=n)
+    draws = rng.choice(len(words), size=int(lengths.sum()), p=freq / freq.sum())
+    out, at = [], 0
+    for k in lengths:
+        text = " ".join(words[j] for j in draws[at:at + k])
+        at += k
+        out.append((f"author-{rng.integers(units)}", text[:1].upper() + text[1:] + "."))
+    return out
+
+
+def _time_sql(ledger) -> dict[str, float]:
+    """Wrap the ledger's backend so the time spent inside SQL statements and inside COMMIT
+    (where SQLite fsyncs) is summed apart from the Python around them."""
+    b, out = ledger._backend, {"sql": 0.0, "commit": 0.0}
+
+    def timed(fn, key):
+        def call(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                out[key] += time.perf_counter() - t
+        return call
+
+    b.execute, b.executemany = timed(b.execute, "sql"), timed(b.executemany, "sql")
+    b.commit = timed(b.commit, "commit")
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--units", type=int, default=10_000)
+    ap.add_argument("--mechanism", default="custext", help="custext, santext, ... or none")
+    ap.add_argument("--epsilon", type=float, default=2.0)
+    ap.add_argument("--ledger", help="ledger URL (default: a fresh temp SQLite file)")
+    args = ap.parse_args(argv)
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    import dptext
+    from dptext.accounting.events import PrivacyEvent
+    from dptext.ledger import Ledger
+
+    records = make_records(args.records, args.units)
+    mech = None
+    if args.mechanism != "none":
+        mech = dptext.mechanism(args.mechanism, epsilon=args.epsilon)
+        mech.privatize_batch([t for _, t in records[:256]], rng=0)  # warm the caches
+
+    tmp = tempfile.TemporaryDirectory()
+    url = args.ledger or str(Path(tmp.name) / "ledger.sqlite")
+    ledger = Ledger(url)
+    ledger.set_budget("bench", "notes", 1e6)
+    rid = ledger.open_release(owner="bench", dataset="notes", mechanism=args.mechanism,
+                              params={"epsilon": args.epsilon})
+    sql = _time_sql(ledger)
+    t_mech = t_events = t_reserve = t_commit = 0.0
+    per_batch = []
+    for start in range(0, len(records), args.batch):
+        chunk = records[start:start + args.batch]
+        t0 = time.perf_counter()
+        if mech is not None:
+            results = mech.privatize_batch([t for _, t in chunk], rng=start)
+        t1 = time.perf_counter()
+        if mech is not None:
+            events = [r.report.privacy_events() for r in results]
+        else:
+            events = [[PrivacyEvent("pure", args.epsilon, count=len(t.split()))]
+                      for _, t in chunk]
+        t2 = time.perf_counter()
+        items = [(f"rec-{start + i}", unit, ev)
+                 for i, ((unit, _), ev) in enumerate(zip(chunk, events, strict=True))]
+        decisions = ledger.reserve(rid, items)
+        t3 = time.perf_counter()
+        ledger.commit(rid, [d.charge_id for d in decisions if d.allowed])
+        t4 = time.perf_counter()
+        t_mech += t1 - t0
+        t_events += t2 - t1
+        t_reserve += t3 - t2
+        t_commit += t4 - t3
+        per_batch.append(t4 - t2)
+    t0 = time.perf_counter()
+    result = ledger.verify()
+    t_verify = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ledger.spent("author-1")
+    t_spent = time.perf_counter() - t0
+    n = len(records)
+    t_ledger = t_events + t_reserve + t_commit
+    out = {
+        "records": n, "batch": args.batch, "units": args.units, "backend": ledger.backend,
+        "mechanism": args.mechanism,
+        "ledger_records_per_s": round(n / (t_reserve + t_commit)),
+        "ledger_incl_privacy_events_records_per_s": round(n / t_ledger),
+        "reserve_ms_per_batch": round(1000 * t_reserve / len(per_batch), 2),
+        "commit_ms_per_batch": round(1000 * t_commit / len(per_batch), 2),
+        "median_batch_ms": round(1000 * statistics.median(per_batch), 2),
+        "us_per_record_sql_statements": round(1e6 * sql["sql"] / n, 1),
+        "us_per_record_fsynced_commits": round(1e6 * sql["commit"] / n, 1),
+        "us_per_record_python": round(1e6 * (t_reserve + t_commit - sql["sql"] - sql["commit"])
+                                      / n, 1),
+        "verify_s": round(t_verify, 2), "spent_query_s": round(t_spent, 3),
+        "entries": result.entries,
+    }
+    if mech is not None:
+        out["privatize_records_per_s"] = round(n / t_mech)
+        out["ratio_estimate"] = round((t_mech + t_ledger) / t_mech, 3)
+        # `sanitize --user-field` computes every record's events for the per-unit report with
+        # or without a ledger (accounting.units.UnitComposer): with --ledger it adds reserve +
+        # commit only
+        out["ratio_user_field"] = round((t_mech + t_ledger) / (t_mech + t_events), 3)
+    if not args.ledger:
+        out["ledger_mb"] = round(sum(p.stat().st_size for p in Path(tmp.name).iterdir())
+                                 / 2**20, 1)
+    ledger.close()
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

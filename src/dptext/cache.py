@@ -1,0 +1,266 @@
+"""What makes a cached artefact trustworthy (docs/reliability.md, "The cache"): a content hash
+beside every file, checked before the file is parsed; ``.npz`` reading that refuses anything
+np.savez would not have written; a file lock so that concurrent processes build an entry once;
+and a fallback to in-memory use, with a warning, where the cache cannot be written.
+
+A digest file ``NAME.sha256`` beside ``NAME`` holds ``sha256 <hex> <bytes>``. A file without one
+(written by dptext before digests existed) is checked structurally by its reader and then
+adopted: its digest is recorded, with a warning saying so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import warnings
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from dptext.errors import DPTextError
+from dptext.io import atomic_write
+
+DIGEST_SUFFIX = ".sha256"
+LOCK_DIR = ".locks"
+_CHUNK = 1 << 22
+
+
+class CacheWarning(UserWarning):
+    """Something about the cache the user should know (a rebuild, a read-only cache)."""
+
+
+class CorruptArtefact(DPTextError):
+    """A cached file is unreadable or does not match its recorded content hash."""
+
+
+def warn(message: str) -> None:
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def digest_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + DIGEST_SUFFIX)
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _read_record(path: Path) -> tuple[str, int] | None:
+    try:
+        text = digest_path(path).read_text(encoding="ascii")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise CorruptArtefact(f"{digest_path(path)} is unreadable ({type(err).__name__})") from None
+    parts = text.split()
+    if len(parts) != 3 or parts[0] != "sha256" or len(parts[1]) != 64 or not parts[2].isdigit():
+        raise CorruptArtefact(f"{digest_path(path)} is not a digest record")
+    return parts[1], int(parts[2])
+
+
+def record_digest(path: str | os.PathLike) -> bool:
+    """Write ``path``'s digest file; False (with a warning) where the cache is read-only."""
+    path = Path(path)
+    line = f"sha256 {file_digest(path)} {path.stat().st_size}\n"
+    try:
+        with atomic_write(digest_path(path), encoding="ascii") as f:
+            f.write(line)
+    except (OSError, DPTextError) as err:
+        warn(f"cannot record the digest of {path} ({_reason(err)})")
+        return False
+    return True
+
+
+def verify(path: str | os.PathLike) -> bool:
+    """True if ``path`` matches its digest file, False if it has none (a legacy file);
+    :class:`CorruptArtefact` if it is missing, empty, or differs from the digest."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorruptArtefact(f"{path} does not exist")
+    record = _read_record(path)
+    size = path.stat().st_size
+    if size == 0:
+        raise CorruptArtefact(f"{path} is empty")
+    if record is None:
+        return False
+    hexdigest, expected = record
+    if size != expected:
+        raise CorruptArtefact(f"{path} has {size} bytes, its digest records {expected} "
+                              "(truncated or overwritten)")
+    if file_digest(path) != hexdigest:
+        raise CorruptArtefact(f"{path} does not match its recorded sha256 (corrupted)")
+    return True
+
+
+def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` written by np.savez; anything else (truncated, bad CRC,
+    object arrays, an array larger than its zip member) is a :class:`CorruptArtefact`."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise CorruptArtefact(f"{path}: unexpected member {info.filename!r}")
+                with zf.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    shape, _fortran, dtype = _read_header(f, version)
+                    if dtype.hasobject:
+                        raise CorruptArtefact(f"{path}: {info.filename} holds Python objects")
+                    need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                    if need > info.file_size:
+                        raise CorruptArtefact(
+                            f"{path}: {info.filename} declares {need} bytes in a "
+                            f"{info.file_size}-byte member")
+                with zf.open(info) as f:
+                    arrays[info.filename[:-4]] = np.lib.format.read_array(f, allow_pickle=False)
+    except CorruptArtefact:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, MemoryError) as err:
+        raise CorruptArtefact(f"{path} is not a readable .npz ({_reason(err)})") from None
+    except Exception as err:  # zlib.error, struct.error: any other damage of the archive
+        raise CorruptArtefact(f"{path} is not a readable .npz ({_reason(err)})") from None
+    return arrays
+
+
+def _read_header(f, version):
+    fmt = np.lib.format
+    if version == (1, 0):
+        return fmt.read_array_header_1_0(f)
+    if version == (2, 0):
+        return fmt.read_array_header_2_0(f)
+    return fmt._read_array_header(f, version)  # 3.0 (utf-8 names): no public reader
+
+
+def save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> bool:
+    """Write ``arrays`` atomically with a digest; False (with a warning, nothing left behind)
+    where the cache cannot be written - the caller keeps using them in memory."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path, "wb") as f:
+            np.savez(f, **arrays)
+    except (OSError, DPTextError) as err:
+        warn(f"the cache is not writable ({_reason(err)}): {path.name} is used in memory only "
+             "and rebuilt next time")
+        return False
+    return record_digest(path)
+
+
+def _reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.strerror}: {err.filename}" if err.filename else err.strerror
+    text = str(err).splitlines()[0] if str(err) else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+@contextlib.contextmanager
+def build_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[None]:
+    """Hold an exclusive lock for building ``path`` (a file under the cache's ``.locks``):
+    a second process building the same entry waits for the first, then finds it built.
+    Without a writable cache there is nothing to share, hence no lock."""
+    from filelock import FileLock, Timeout
+
+    from dptext.resources import cache_dir
+
+    path = Path(path)
+    lock_dir = cache_dir() / LOCK_DIR
+    try:
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(lock_dir / f"{path.name}.lock"))
+        lock.acquire(timeout=1)
+    except Timeout:
+        print(f"dptext: waiting for another process building {what or path.name}",
+              file=sys.stderr, flush=True)
+        lock.acquire(timeout=-1)
+    except OSError:  # read-only cache: no lock file can be made, and nothing will be written
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# ------------------------------------------------------------ directories (converted models)
+MANIFEST = "MANIFEST.sha256"
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def share_modes(root: str | os.PathLike) -> None:
+    """Give a directory tree made by mkdtemp/mkstemp (0700/0600) the modes a plain mkdir/open
+    would (0777/0666 less the umask), so a shared cache is readable by other users."""
+    root = Path(root)
+    mask = _umask()
+    os.chmod(root, 0o777 & ~mask)
+    for item in root.rglob("*"):
+        if not item.is_symlink():
+            os.chmod(item, (0o777 if item.is_dir() else 0o666) & ~mask)
+
+
+def write_manifest(root: str | os.PathLike) -> None:
+    """Record the sha256 and size of every file of a directory in its MANIFEST.sha256."""
+    root = Path(root)
+    lines = []
+    for item in sorted(root.rglob("*")):
+        if item.is_file() and not item.is_symlink() and item.name != MANIFEST:
+            rel = item.relative_to(root).as_posix()
+            lines.append(f"sha256 {file_digest(item)} {item.stat().st_size} {rel}\n")
+    (root / MANIFEST).write_text("".join(lines), encoding="utf-8")
+
+
+def verify_dir(root: str | os.PathLike) -> bool:
+    """True if every file of ``root``'s manifest is present and matches it, False if there is
+    no manifest (a legacy directory); :class:`CorruptArtefact` otherwise."""
+    root = Path(root)
+    manifest = root / MANIFEST
+    if not manifest.is_file():
+        return False
+    try:
+        lines = manifest.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise CorruptArtefact(f"{manifest} is unreadable ({type(err).__name__})") from None
+    for line in lines:
+        parts = line.split(" ", 3)
+        if len(parts) != 4 or parts[0] != "sha256" or not parts[2].isdigit():
+            raise CorruptArtefact(f"{manifest} is not a manifest")
+        item = root / parts[3]
+        if not item.is_file():
+            raise CorruptArtefact(f"{item} is missing")
+        if item.stat().st_size != int(parts[2]):
+            raise CorruptArtefact(f"{item} has {item.stat().st_size} bytes, the manifest "
+                                  f"records {parts[2]} (truncated or overwritten)")
+        if file_digest(item) != parts[1]:
+            raise CorruptArtefact(f"{item} does not match its recorded sha256 (corrupted)")
+    return True
+
+
+def publish_dir(tmp: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Move a directory built under a temporary name into place: shared modes, a manifest,
+    then one rename. A target that exists already (another process won) is kept."""
+    tmp, target = Path(tmp), Path(target)
+    write_manifest(tmp)
+    share_modes(tmp)
+    try:
+        tmp.rename(target)
+    except OSError:
+        if not target.is_dir():
+            raise
+
+
+def rebuild_hint(kind: str) -> str:
+    return f"`dptext cache clear --kind {kind}` removes it; the next run rebuilds it"

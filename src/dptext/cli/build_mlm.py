@@ -1,0 +1,56 @@
+"""``dptext resources build mlm``: re-train the packaged masked LM's head (dptext.lm.mlm_build).
+
+``register(build_subparsers)`` registers ``mlm`` on the subparsers of ``resources build``
+(``cli/info.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def cmd_build_mlm(args) -> int:
+    import json
+
+    from dptext.errors import DPTextError
+    from dptext.lm import mlm_build as mb
+    from dptext.resources import cache_dir
+
+    recipe = dict(mb.RECIPE)
+    if args.steps is not None:
+        if args.steps < 1:
+            raise DPTextError(f"--steps must be >= 1, got {args.steps}")
+        recipe["steps"] = args.steps
+    out = Path(args.output) if args.output else cache_dir() / "mlm" / mb.HEAD_FILE
+    tensors, figures = mb.train_head(recipe, progress=not args.no_progress)
+    digest = mb.save_head(tensors, out, recipe=recipe, figures=figures)
+    print(json.dumps({"fingerprint": digest, **figures}))
+    shipped = mb.shipped_head_path()
+    if shipped.is_file() and shipped.resolve() != out.resolve():
+        meta = mb.head_metadata(shipped)
+        same = meta.get("fingerprint") == digest
+        print(f"{'same' if same else 'DIFFERENT'} fingerprint as the shipped head "
+              f"({meta.get('fingerprint', '?')[:16]}...)", file=sys.stderr)
+    if args.assemble:
+        target = Path(args.assemble)
+        if target.exists():
+            raise DPTextError(f"{target} exists: give a new directory")
+        mb.assemble(target, out)
+        print(f"wrote {target} (AutoModelForMaskedLM directory)", file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "mlm", help="re-train the MLM head of the packaged masked LM minilm-mlm (~20 min)",
+        description="Train the BERT MLM head and the last blocks of the packaged MiniLM with the "
+        "seeded recipe of dptext.lm.mlm_build and write the fp16 tensors with their fingerprint.")
+    p.add_argument("--output", help="head file to write (default: in the cache; the package "
+                   "ships src/dptext/data/" + "minilm_mlm_head.safetensors)")
+    p.add_argument("--steps", type=int, help="override the recipe's step count (a shorter run "
+                   "for a try-out; the fingerprint then differs)")
+    p.add_argument("--assemble", help="also write an AutoModelForMaskedLM directory here")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_build_mlm)

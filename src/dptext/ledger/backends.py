@@ -1,0 +1,303 @@
+"""SQLite and PostgreSQL behind one small interface: the ledger's SQL is written once.
+
+Both connections run in autocommit mode with explicit ``BEGIN``/``COMMIT``, so a transaction
+is exactly what :class:`dptext.ledger.core.Ledger` says it is. Writers are serialized (the hash
+chain has one head): SQLite by ``BEGIN IMMEDIATE`` (the database's write lock, taken before
+anything is read), PostgreSQL by a transaction-level advisory lock taken first thing in the
+transaction; under READ COMMITTED every later statement then sees everything committed before
+the lock was granted, so read-check-write never loses an update. A lock not granted within the
+ledger's timeout is a one-line error, as are a corrupt, truncated, read-only or unreachable
+database. SQL is written with ``?`` placeholders; the PostgreSQL backend turns them into
+psycopg's ``%s`` (the ledger's SQL has no other ``?`` or ``%``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from dptext.errors import DPTextError
+
+# Arbitrary constant: the PostgreSQL advisory lock that serializes ledger writers.
+PG_LOCK_KEY = 0x6470746578746C67  # "dptextlg"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def redact(url: str) -> str:
+    """A URL with its password replaced by ``***`` (for messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class Backend:
+    """One connection to one ledger database."""
+
+    name = ""
+    readonly = False
+
+    def __init__(self, target: str, timeout: float):
+        self.target = target
+        self.timeout = timeout
+        self.conn = None
+
+    # -- to implement
+    def connect(self) -> None: ...
+    def begin_write(self, durable: bool = True) -> None: ...
+    def begin_read(self) -> None: ...
+    def table_exists(self, name: str) -> bool: ...
+    def integrity_problem(self) -> str | None:
+        return None
+
+    @contextmanager
+    def errors(self, action: str):
+        yield
+
+    # -- shared
+    @property
+    def where(self) -> str:
+        return self.target
+
+    def sql(self, text: str) -> str:
+        return text
+
+    def execute(self, text: str, params=()):
+        return self.conn.execute(self.sql(text), params)
+
+    def executemany(self, text: str, rows) -> None:
+        rows = list(rows)
+        if rows:
+            self.conn.cursor().executemany(self.sql(text), rows)
+
+    def commit(self) -> None:
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        try:
+            self.conn.execute("ROLLBACK")
+        except Exception:  # noqa: BLE001 - no transaction open, or the connection is gone
+            pass
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            finally:
+                self.conn = None
+
+
+# ------------------------------------------------------------------------------------ SQLite
+def sqlite_path(url: str | os.PathLike) -> Path:
+    """``sqlite:///abs/path``, ``sqlite:rel/path`` or a plain path -> the file's path."""
+    text = os.fspath(url)
+    if text.startswith("sqlite:"):
+        rest = text[len("sqlite:"):]
+        if rest.startswith("//"):
+            rest = rest[2:]  # sqlite:///abs -> /abs ; sqlite://rel -> rel
+        text = rest
+    if not text:
+        raise DPTextError("the ledger URL names no file")
+    return Path(text).expanduser()
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse a file that is not an SQLite database or is shorter than its header says
+    (truncated): SQLite itself would only notice on reading a missing page, or never."""
+    size = path.stat().st_size
+    if size == 0:
+        raise DPTextError(f"ledger {path} is an empty file, not a ledger (truncated?)")
+    with open(path, "rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise DPTextError(f"ledger {path} is not an SQLite database (corrupt or another file)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    change, valid_for = header[24:28], header[92:96]
+    if pages and change == valid_for and size < pages * page_size:
+        raise DPTextError(f"ledger {path} is truncated ({size} bytes, its header says "
+                          f"{pages * page_size}): restore it from a backup")
+
+
+# Pages of a new SQLite ledger. A batch of charges to random units dirties pages all over the
+# per-unit and per-record indexes, and every dirty page is written to the WAL and fsynced at
+# COMMIT: 16 KiB pages cost fewer pages and frames per batch than SQLite's 4 KiB default
+# (benchmarks/bench_ledger.py). An existing ledger keeps the page size it was created with.
+PAGE_SIZE = 16384
+CACHE_KIB = 65536  # page cache per connection, at most
+
+
+class SQLiteBackend(Backend):
+    name = "sqlite"
+
+    def __init__(self, path: Path, timeout: float):
+        super().__init__(str(path), timeout)
+        self.path = path
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def connect(self) -> None:
+        path = self.path
+        if path.exists():
+            check_sqlite_file(path)
+            mode = path.stat().st_mode
+            # also when running as root, for whom os.access ignores the mode bits
+            self.readonly = not os.access(path, os.W_OK) or not mode & (
+                stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+        else:
+            if not path.parent.is_dir():
+                raise DPTextError(f"ledger directory {path.parent} does not exist")
+        with self.errors("open"):
+            if self.readonly:
+                uri = f"{path.resolve().as_uri()}?mode=ro"
+                self.conn = sqlite3.connect(uri, uri=True, timeout=self.timeout,
+                                            isolation_level=None, check_same_thread=False)
+            else:
+                new = not path.exists()
+                self.conn = sqlite3.connect(path, timeout=self.timeout, isolation_level=None,
+                                            check_same_thread=False)
+                if new:  # before the first write fixes it (docs/ledger.md, "Speed")
+                    self.conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+                self.conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a committed charge survives power loss before the output it covers
+            self.conn.execute("PRAGMA synchronous=FULL")
+            # the indexes a batch touches at random stay in memory (and a transaction's dirty
+            # pages are not spilled to the WAL before COMMIT); allocated as used
+            self.conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            self._durable = True
+
+    def begin_write(self, durable: bool = True) -> None:
+        if durable != self._durable:  # WAL + NORMAL: atomic, not fsynced until a FULL commit
+            self.conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self._durable = durable
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def begin_read(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def table_exists(self, name: str) -> bool:
+        row = self.execute("SELECT name FROM sqlite_master WHERE type='table' AND name=?",
+                           (name,)).fetchone()
+        return row is not None
+
+    def integrity_problem(self) -> str | None:
+        rows = [r[0] for r in self.execute("PRAGMA quick_check").fetchall()]
+        if rows == ["ok"]:
+            return None
+        lines = [" ".join(line.split()) for r in rows for line in str(r).splitlines()]
+        lines = [x for x in lines if x and not x.startswith("***")]
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        return (lines[0] if lines else "integrity check failed") + more
+
+    @contextmanager
+    def errors(self, action: str):
+        try:
+            yield
+        except sqlite3.Error as err:
+            code = getattr(err, "sqlite_errorname", "") or ""
+            msg = str(err)
+            if code.startswith("SQLITE_BUSY") or code.startswith("SQLITE_LOCKED") \
+                    or "locked" in msg:
+                raise DPTextError(f"ledger {self.path} is locked by another process for more "
+                                  f"than {self.timeout:g} s ({action}); try again later") from None
+            if code.startswith("SQLITE_READONLY") or "readonly" in msg:
+                raise DPTextError(f"ledger {self.path} is read-only: cannot {action}") from None
+            if code.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or isinstance(
+                    err, sqlite3.DatabaseError) and "malformed" in msg:
+                raise DPTextError(f"ledger {self.path} is corrupt ({msg}): restore it from a "
+                                  "backup") from None
+            if code.startswith("SQLITE_CANTOPEN"):
+                raise DPTextError(f"cannot open ledger {self.path}: {msg}") from None
+            if code.startswith("SQLITE_FULL"):
+                raise DPTextError(f"ledger {self.path}: disk full ({action})") from None
+            raise DPTextError(f"ledger {self.path}: {action} failed: {msg}") from None
+
+
+# -------------------------------------------------------------------------------- PostgreSQL
+class PostgresBackend(Backend):
+    name = "postgresql"
+
+    def __init__(self, url: str, timeout: float):
+        super().__init__(url, timeout)
+        try:
+            import psycopg
+        except ImportError:
+            raise DPTextError("a postgresql:// ledger needs psycopg 3: pip install "
+                              "'dptext[postgres]'") from None
+        self.psycopg = psycopg
+
+    @property
+    def where(self) -> str:
+        return redact(self.target)
+
+    def exists(self) -> bool:
+        return self.table_exists("ledger_meta")
+
+    def sql(self, text: str) -> str:
+        return text.replace("?", "%s")
+
+    def connect(self) -> None:
+        with self.errors("connect"):
+            self.conn = self.psycopg.connect(self.target, autocommit=True,
+                                             connect_timeout=max(1, round(self.timeout)))
+            ms = max(1, round(self.timeout * 1000))
+            self.conn.execute(f"SET lock_timeout = {ms}")
+            self.conn.execute("SET idle_in_transaction_session_timeout = 0")
+
+    def begin_write(self, durable: bool = True) -> None:
+        self.conn.execute("BEGIN")
+        if not durable:
+            self.conn.execute("SET LOCAL synchronous_commit = off")
+        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (PG_LOCK_KEY,))
+
+    def begin_read(self) -> None:
+        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+    def table_exists(self, name: str) -> bool:
+        row = self.execute("SELECT to_regclass(?)", (name,)).fetchone()
+        return row is not None and row[0] is not None
+
+    @contextmanager
+    def errors(self, action: str):
+        errors = self.psycopg.errors
+        try:
+            yield
+        except errors.LockNotAvailable:
+            raise DPTextError(f"ledger {self.where} is locked by another process for more "
+                              f"than {self.timeout:g} s ({action}); try again later") from None
+        except (errors.ReadOnlySqlTransaction, errors.InsufficientPrivilege) as err:
+            raise DPTextError(f"ledger {self.where} is read-only for this user: cannot "
+                              f"{action} ({_first_line(err)})") from None
+        except self.psycopg.OperationalError as err:
+            raise DPTextError(f"ledger {self.where}: {action} failed: "
+                              f"{_first_line(err)}") from None
+        except self.psycopg.Error as err:
+            raise DPTextError(f"ledger {self.where}: {action} failed: "
+                              f"{_first_line(err)}") from None
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+_PG = re.compile(r"^postgres(ql)?(\+psycopg)?://", re.IGNORECASE)
+
+
+def backend_for(url: str | os.PathLike, timeout: float) -> Backend:
+    text = os.fspath(url)
+    if _PG.match(text):
+        return PostgresBackend(_PG.sub("postgresql://", text), timeout)
+    if re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE) and not text.startswith(
+            "sqlite:"):
+        raise DPTextError(f"unknown ledger URL {redact(text)!r}: give a file path, "
+                          "sqlite:///PATH or postgresql://...")
+    return SQLiteBackend(sqlite_path(text), timeout)

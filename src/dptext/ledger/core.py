@@ -1,0 +1,993 @@
+"""The persistent budget ledger: what each privacy unit has spent, across every release.
+
+Protocol (charge before release, docs/ledger.md): a caller opens a release, then for every batch
+of records calls :meth:`Ledger.reserve` *before* writing the batch's output - one transaction
+that checks each record's unit against its budgets and writes the allowed records as *pending*
+charges (the withheld ones as withheld entries) - and :meth:`Ledger.commit` *after* the output
+is durable, which marks the charges *released*. A crash between the two leaves pending charges:
+text charged and perhaps never released, never text released and not charged. Budgets count
+pending charges as spent. Re-reserving a record of the same release returns its first decision
+(``already=True``) and charges nothing again, so a resumed job continues its release.
+
+Amounts: epsilons and deltas are kept as integers in units of 1e-9 (epsilon) and 1e-15 (delta),
+each charge rounded *up* (after forgiving a relative 1e-12 of floating-point noise, so 0.1 is
+charged as 0.1) and each budget rounded down, so sums are exact, do not depend on the order of
+concurrent writers, and understate basic composition by at most that 1e-12 relative noise. The
+event lists stay in the entries as floats for the PLD report.
+
+Composition: the ledger *enforces* basic composition per unit - ``sum count*eps <= budget eps``
+and ``sum count*delta <= budget delta`` over every charge (pending or released) in the budget's
+scope (Dwork & Roth 2014, Thm 3.16) - and *reports* besides it the PLD epsilon at the ledger's
+delta (dp_accounting, :func:`dptext.accounting.composition.pld_epsilon`), which is smaller for
+many small charges.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from hashlib import sha256
+from json.encoder import encode_basestring
+from pathlib import Path
+
+from dptext.accounting.composition import basic_composition, pld_epsilon
+from dptext.accounting.events import PrivacyEvent
+from dptext.errors import DPTextError
+from dptext.ledger import keys
+from dptext.ledger.backends import Backend, SQLiteBackend, backend_for
+from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
+from dptext.ledger.schema import MIGRATIONS, SCHEMA_VERSION, ddl
+
+LEDGER_ENV = "DPTEXT_LEDGER"
+DATA_ENV = "DPTEXT_DATA"
+EPS_SCALE = 10**9
+DELTA_SCALE = 10**15
+_MAX_UNITS = 2**62  # headroom below SQL's signed 64-bit integers
+DEFAULT_DELTA = 1e-6
+DEFAULT_TIMEOUT = 10.0
+ANY = "*"  # a budget for every owner / every dataset
+_CHUNK = 500  # IN (...) lists
+
+
+def data_dir() -> Path:
+    """``$DPTEXT_DATA``, else ``$XDG_DATA_HOME/dptext``, else ``~/.local/share/dptext`` - data
+    that must persist (not the cache: deleting a cache must never reset budgets)."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "dptext"
+
+
+def default_ledger_url() -> str:
+    """``$DPTEXT_LEDGER``, else ``<data dir>/ledger.sqlite``."""
+    return os.environ.get(LEDGER_ENV) or str(data_dir() / "ledger.sqlite")
+
+
+def _tool_version() -> str:
+    import dptext
+
+    return f"dptext {dptext.__version__}"
+
+
+def _up(x: float, scale: int) -> int:
+    """A charge in fixed point: rounded up, forgiving a relative 1e-12 of float noise."""
+    if x <= 0:
+        return 0
+    n = math.ceil(x * scale * (1 - 1e-12))
+    if n >= _MAX_UNITS:
+        raise DPTextError(f"a charge of {x:g} is too large for the ledger")
+    return n
+
+
+def _down(x: float, scale: int) -> int:
+    return min(math.floor(x * scale * (1 + 1e-12)), _MAX_UNITS)
+
+
+def _eps(n: int) -> float:
+    return n / EPS_SCALE
+
+
+def _delta(n: int) -> float:
+    return n / DELTA_SCALE
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _chunks(seq: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
+    for i in range(0, len(seq), size):
+        yield seq[i:i + size]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _scope(owner: str, dataset: str) -> str:
+    o = "any owner" if owner == ANY else f"owner {owner!r}"
+    d = "any dataset" if dataset == ANY else f"dataset {dataset!r}"
+    return f"{o}, {d}"
+
+
+# ----------------------------------------------------------------------------- result types
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What :meth:`Ledger.reserve` decided for one record."""
+
+    allowed: bool
+    charge_id: int | None
+    reason: str | None
+    already: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """A unit's total (in a scope): basic composition of every charge, pending included.
+
+    ``epsilon_pld`` is dp_accounting's PLD epsilon at ``delta`` (the ledger's), never above
+    ``epsilon_basic`` when ``delta_basic <= delta``; ``inf`` when the stored deltas exceed
+    ``delta``; None when not computed. ``records`` counts released records, ``pending`` the
+    charged ones not (yet) marked released, ``withheld`` the records refused by a budget.
+    """
+
+    epsilon_basic: float
+    delta_basic: float
+    epsilon_pld: float | None
+    records: int
+    pending: int
+    epsilon_pending: float = 0.0
+    withheld: int = 0
+    delta: float = DEFAULT_DELTA
+
+    def to_dict(self) -> dict:
+        pld = self.epsilon_pld
+        return {
+            "epsilon_basic": self.epsilon_basic,
+            "delta_basic": self.delta_basic,
+            "epsilon_pld": None if pld is None or math.isinf(pld) else pld,
+            "delta": self.delta,
+            "records": self.records,
+            "pending": self.pending,
+            "epsilon_pending": self.epsilon_pending,
+            "withheld": self.withheld,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    owner: str
+    dataset: str
+    epsilon: float
+    delta: float
+
+
+@dataclass(frozen=True, slots=True)
+class UnitRow:
+    """One unit in :meth:`Ledger.units` (``unit`` is its keyed hash)."""
+
+    unit: str
+    epsilon: float
+    delta: float
+    records: int
+    pending: int
+    withheld: int
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    entries: int
+    head_hash: str
+    releases: int
+    units: int
+    charges: int
+    pending: int
+
+
+@dataclass
+class _Tx:
+    """The entries one write transaction appends, chained from the head it found."""
+
+    seq: int
+    head: str
+    created: str
+    rows: list[tuple] = field(default_factory=list)
+
+    def append(self, kind: str, *, release_id: str = "", owner: str = "", dataset: str = "",
+               unit: str = "", record: str = "", eps_n: int = 0, delta_n: int = 0,
+               body: dict | None = None, body_text: str | None = None, status: str = ""
+               ) -> int:
+        self.seq += 1
+        if body_text is None:
+            body_text = canonical(body or {})
+        values = (self.seq, kind, release_id, owner, dataset, unit, record, eps_n, delta_n,
+                  body_text, self.created, self.head)
+        self.head = entry_hash(values)
+        self.rows.append(values + (self.head, status))
+        return self.seq
+
+    def appender(self, release_id: str, owner: str, dataset: str):
+        """A fast :meth:`append` for the charges of one release: the same hashed text as
+        :func:`~dptext.ledger.chain.entry_text` (unit and record are hex, needing no escapes),
+        with the fields shared by the batch encoded once."""
+        mid = f",{encode_basestring(release_id)},{encode_basestring(owner)}," \
+              f"{encode_basestring(dataset)},"
+        tail = f",{encode_basestring(self.created)},"
+        kinds = {k: encode_basestring(k) for k in ("charge", "withhold")}
+        rows, created = self.rows, self.created
+
+        def append(kind: str, unit: str, record: str, eps_n: int, delta_n: int, body: str,
+                   status: str) -> int:
+            seq = self.seq = self.seq + 1
+            prev = self.head
+            text = (f'[{seq},{kinds[kind]}{mid}"{unit}","{record}",{eps_n},{delta_n},'
+                    f'{encode_basestring(body)}{tail}"{prev}"]')
+            self.head = sha256(text.encode()).hexdigest()
+            rows.append((seq, kind, release_id, owner, dataset, unit, record, eps_n, delta_n,
+                         body, created, prev, self.head, status))
+            return seq
+
+        return append
+
+
+# ----------------------------------------------------------------------------------- ledger
+class Ledger:
+    """A persistent, append-only budget ledger (SQLite file or PostgreSQL database).
+
+    ``url``: a path, ``sqlite:///PATH`` or ``postgresql://...``; None -> ``$DPTEXT_LEDGER``,
+    else ``<data dir>/ledger.sqlite``. ``create``: start a new ledger where there is none (a
+    new SQLite file, or a PostgreSQL database without the ledger tables); an existing file that
+    is not a ledger is refused. ``timeout``: seconds to wait for another writer's lock before
+    a one-line error. ``delta``: the ledger's delta for PLD reports, fixed when it is created.
+    One Ledger object per process (it reconnects after a fork); it is safe to share between
+    threads.
+    """
+
+    def __init__(self, url: str | os.PathLike | None = None, *, secret: str | bytes | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, create: bool = True,
+                 delta: float | None = None):
+        default = url is None
+        self.url = default_ledger_url() if default else os.fspath(url)
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise DPTextError(f"the ledger timeout must be > 0 seconds, got {timeout}")
+        if delta is not None and not 0.0 < delta < 1.0:
+            raise DPTextError(f"the ledger delta must be in (0, 1), got {delta}")
+        self._backend: Backend = backend_for(self.url, timeout)
+        if default and isinstance(self._backend, SQLiteBackend):
+            self._backend.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._secret_arg = secret if secret is not None else os.environ.get(keys.SECRET_ENV)
+        self._lock = threading.RLock()
+        self._pid = os.getpid()
+        self._orphans: list = []
+        self._costs: dict[tuple, tuple[int, int, str]] = {}
+        self._open(create, DEFAULT_DELTA if delta is None else delta)
+
+    # ------------------------------------------------------------------ open / create
+    @property
+    def where(self) -> str:
+        return self._backend.where
+
+    @property
+    def backend(self) -> str:
+        return self._backend.name
+
+    @property
+    def readonly(self) -> bool:
+        return self._backend.readonly
+
+    def _open(self, create: bool, delta: float) -> None:
+        b = self._backend
+        existed = b.exists() if isinstance(b, SQLiteBackend) else None
+        b.connect()
+        try:
+            with b.errors("open the ledger"):
+                has_meta = b.table_exists("ledger_meta")
+            if not has_meta:
+                if existed:
+                    raise DPTextError(f"{b.where} is an SQLite database but not a dptext ledger")
+                if not create:
+                    raise DPTextError(f"no ledger at {b.where} (create one with "
+                                      "`dptext ledger init`)")
+                if b.readonly:
+                    raise DPTextError(f"ledger {b.where} is read-only: cannot create it")
+                self._create(delta)
+            self._load()
+        except BaseException:
+            b.close()
+            if existed is False:
+                _remove_if_empty(b.path)
+            raise
+
+    def _create(self, delta: float) -> None:
+        b = self._backend
+        with b.errors("create the ledger"):
+            try:
+                b.begin_write()
+                if b.table_exists("ledger_meta"):  # another process created it meanwhile
+                    b.rollback()
+                    return
+                for stmt in MIGRATIONS[0][2]:
+                    b.execute(ddl(stmt, b.name))
+                ledger_id = uuid.uuid4().hex
+                if self._secret_arg is not None:
+                    secret, location = self._secret_arg, "external"
+                elif isinstance(b, SQLiteBackend):
+                    secret, location = keys.new_secret(), "file"
+                else:
+                    secret, location = keys.new_secret(), "db"
+                    b.execute("INSERT INTO ledger_keys (name, secret) VALUES (?, ?)",
+                              ("unit", secret))
+                meta = {
+                    "schema_version": str(MIGRATIONS[0][0]),
+                    "ledger_id": ledger_id,
+                    "created": _now(),
+                    "delta": repr(float(delta)),
+                    "key_location": location,
+                    "key_check": keys.Keyring(secret).check_value(ledger_id),
+                    "head_seq": "0",
+                    "head_hash": genesis(ledger_id),
+                    "tool_version": _tool_version(),
+                }
+                b.executemany("INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
+                              meta.items())
+                key_file = None
+                if location == "file":
+                    key_file = keys.secret_path(b.path)
+                    keys.write_secret_file(key_file, secret)
+                try:
+                    b.commit()
+                except BaseException:
+                    key_file.unlink() if key_file is not None else None
+                    raise
+            except BaseException:
+                b.rollback()
+                raise
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self._backend.execute("SELECT key, value FROM ledger_meta").fetchall())
+
+    def _load(self) -> None:
+        b = self._backend
+        with b.errors("read the ledger"):
+            meta = self._meta()
+        try:
+            version = int(meta["schema_version"])
+            self.ledger_id = meta["ledger_id"]
+            self.delta = float(meta["delta"])
+            location = meta["key_location"]
+            check = meta["key_check"]
+        except (KeyError, ValueError):
+            raise DPTextError(f"ledger {b.where} has a damaged header (ledger_meta)") from None
+        if version > SCHEMA_VERSION:
+            raise DPTextError(f"ledger {b.where} has schema version {version}, newer than this "
+                              f"dptext knows ({SCHEMA_VERSION}): upgrade dptext")
+        if version < 1:
+            raise DPTextError(f"ledger {b.where} has an unknown schema version {version}")
+        if version < SCHEMA_VERSION:
+            self._migrate(version)
+        secret = self._secret_arg
+        if secret is None:
+            if location == "file":
+                if not isinstance(b, SQLiteBackend):
+                    raise DPTextError(f"ledger {b.where} keeps its secret in a file; set "
+                                      f"{keys.SECRET_ENV}")
+                secret = keys.read_secret_file(keys.secret_path(b.path))
+            elif location == "db":
+                with b.errors("read the ledger secret"):
+                    row = b.execute("SELECT secret FROM ledger_keys WHERE name = ?",
+                                    ("unit",)).fetchone()
+                if row is None:
+                    raise DPTextError(f"ledger {b.where} has lost its secret (ledger_keys)")
+                secret = row[0]
+            else:
+                raise DPTextError(f"ledger {b.where} keeps its secret outside: set "
+                                  f"{keys.SECRET_ENV}")
+        self._keys = keys.Keyring(secret)
+        if self._keys.check_value(self.ledger_id) != check:
+            raise DPTextError(f"the ledger secret does not match ledger {b.where} (wrong "
+                              f"{keys.SECRET_ENV} or key file): refusing to charge as if "
+                              "every unit were new")
+
+    def _migrate(self, version: int) -> None:
+        b = self._backend
+        if b.readonly:
+            raise DPTextError(f"ledger {b.where} (schema version {version}) needs migrating to "
+                              f"{SCHEMA_VERSION} but is read-only")
+        with b.errors("migrate the ledger"):
+            try:
+                b.begin_write()
+                current = int(self._meta()["schema_version"])
+                for v, _what, statements in MIGRATIONS:
+                    if v > current:
+                        for stmt in statements:
+                            b.execute(ddl(stmt, b.name))
+                        b.execute("UPDATE ledger_meta SET value = ? WHERE key = ?",
+                                  (str(v), "schema_version"))
+                b.commit()
+            except BaseException:
+                b.rollback()
+                raise
+
+    # ----------------------------------------------------------------- transactions
+    def _ensure(self) -> None:
+        if self._pid != os.getpid():  # forked: the parent's connection is not ours to use
+            self._orphans.append(self._backend.conn)  # nor to close (kept, never touched)
+            self._backend.conn = None
+            self._pid = os.getpid()
+        if self._backend.conn is None:
+            self._backend.connect()
+
+    @contextmanager
+    def _write(self, action: str, *, durable: bool = True):
+        """One write transaction. ``durable=False`` (marking charges released) may be lost on
+        power failure - the charges then stay pending, which is safe - and saves an fsync."""
+        with self._lock:
+            self._ensure()
+            b = self._backend
+            if b.readonly:
+                raise DPTextError(f"ledger {b.where} is read-only: cannot {action}")
+            with b.errors(action):
+                try:
+                    b.begin_write(durable=durable)
+                    head = dict(b.execute(
+                        "SELECT key, value FROM ledger_meta WHERE key IN (?, ?)",
+                        ("head_seq", "head_hash")).fetchall())
+                    tx = _Tx(int(head["head_seq"]), head["head_hash"], _now())
+                    yield tx
+                    if tx.rows:
+                        b.executemany(
+                            f"INSERT INTO ledger_entries ({', '.join(ENTRY_COLUMNS)}, status) "
+                            f"VALUES ({_marks(len(ENTRY_COLUMNS) + 1)})", tx.rows)
+                        b.executemany("UPDATE ledger_meta SET value = ? WHERE key = ?",
+                                      [(str(tx.seq), "head_seq"), (tx.head, "head_hash")])
+                    b.commit()
+                except BaseException:
+                    b.rollback()
+                    raise
+
+    @contextmanager
+    def _read(self, action: str):
+        with self._lock:
+            self._ensure()
+            b = self._backend
+            with b.errors(action):
+                try:
+                    b.begin_read()
+                    yield b
+                finally:
+                    b.rollback()  # read-only: nothing to keep
+
+    def close(self) -> None:
+        with self._lock:
+            self._backend.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.where!r})"
+
+    # ------------------------------------------------------------------------ hashing
+    def unit_hash(self, unit_id: str) -> str:
+        """The keyed hash the ledger stores for ``unit_id``."""
+        return self._keys.unit(_unit_text(unit_id))
+
+    # ------------------------------------------------------------------------ budgets
+    def set_budget(self, owner: str, dataset: str, epsilon: float, delta: float = 0.0) -> None:
+        """Every unit may spend at most (epsilon, delta) under basic composition in releases by
+        ``owner`` of ``dataset`` (either may be ``"*"``: any). Replaces an earlier budget for
+        the same pair (as a new entry); lowering it below what a unit has spent withholds that
+        unit's further records."""
+        owner, dataset = _name("owner", owner, wildcard=True), _name("dataset", dataset,
+                                                                      wildcard=True)
+        if not (math.isfinite(epsilon) and epsilon >= 0):
+            raise DPTextError(f"a budget epsilon must be finite and >= 0, got {epsilon}")
+        if not 0.0 <= delta < 1.0:
+            raise DPTextError(f"a budget delta must be in [0, 1), got {delta}")
+        eps_n, delta_n = _down(epsilon, EPS_SCALE), _down(delta, DELTA_SCALE)
+        with self._write("set a budget") as tx:
+            seq = tx.append("budget", owner=owner, dataset=dataset, eps_n=eps_n,
+                            delta_n=delta_n, body={"epsilon": epsilon, "delta": delta})
+            self._backend.execute(
+                "INSERT INTO ledger_budgets (owner, dataset, eps_n, delta_n, seq) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, dataset) DO UPDATE SET "
+                "eps_n = excluded.eps_n, delta_n = excluded.delta_n, seq = excluded.seq",
+                (owner, dataset, eps_n, delta_n, seq))
+
+    def budgets(self) -> list[Budget]:
+        with self._read("read budgets") as b:
+            rows = b.execute("SELECT owner, dataset, eps_n, delta_n FROM ledger_budgets "
+                             "ORDER BY owner, dataset").fetchall()
+        return [Budget(o, d, _eps(e), _delta(n)) for o, d, e, n in rows]
+
+    def _budgets_for(self, owner: str, dataset: str) -> list[tuple[str, str, int, int]]:
+        rows = self._backend.execute(
+            "SELECT owner, dataset, eps_n, delta_n FROM ledger_budgets "
+            "WHERE owner IN (?, ?) AND dataset IN (?, ?) ORDER BY owner, dataset",
+            (owner, ANY, dataset, ANY)).fetchall()
+        return [(o, d, int(e), int(n)) for o, d, e, n in rows]
+
+    def _totals(self, units: Sequence[str], owner: str, dataset: str) -> dict[str, list[int]]:
+        """unit -> [eps_n, delta_n] charged (released + pending) in the scope."""
+        out: dict[str, list[int]] = {}
+        where, extra = "", []
+        if owner != ANY:
+            where += " AND owner = ?"
+            extra.append(owner)
+        if dataset != ANY:
+            where += " AND dataset = ?"
+            extra.append(dataset)
+        for chunk in _chunks(list(units)):
+            rows = self._backend.execute(
+                "SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
+                f"WHERE unit IN ({_marks(len(chunk))}){where} GROUP BY unit",
+                (*chunk, *extra)).fetchall()
+            for u, e, d in rows:
+                out[u] = [int(e), int(d)]
+        return out
+
+    def check_budget_covers(self, owner: str, dataset: str,
+                            events: Sequence[PrivacyEvent]) -> None:
+        """Raise when a budget that applies to ``owner``/``dataset`` is below what ``events``
+        (e.g. one record with one privatized token) cost: then nothing could be released."""
+        eps_n, delta_n = _cost(events)
+        with self._read("read budgets"):
+            budgets = self._budgets_for(_name("owner", owner), _name("dataset", dataset))
+        for o, d, b_eps, b_delta in budgets:
+            if eps_n > b_eps or delta_n > b_delta:
+                raise DPTextError(
+                    f"the budget (epsilon {_eps(b_eps):g}, delta {_delta(b_delta):g}) for "
+                    f"{_scope(o, d)} is below what one record costs (epsilon "
+                    f"{_eps(eps_n):g}, delta {_delta(delta_n):g}): nothing could be released")
+
+    # ----------------------------------------------------------------------- releases
+    def open_release(self, *, owner: str, dataset: str, mechanism: str, params: dict,
+                     release_key: str | None = None) -> str:
+        """Start a release (or, with the ``release_key`` of an earlier one, continue it)."""
+        owner, dataset = _name("owner", owner), _name("dataset", dataset)
+        try:
+            params_text = canonical(params)
+        except (TypeError, ValueError) as err:
+            raise DPTextError(f"release parameters must be JSON: {err}") from None
+        key_hash = self._keys.release_key(str(release_key)) if release_key is not None else None
+        with self._write("open a release") as tx:
+            b = self._backend
+            if key_hash is not None:
+                row = b.execute("SELECT release_id, owner, dataset FROM ledger_releases "
+                                "WHERE key_hash = ?", (key_hash,)).fetchone()
+                if row is not None:
+                    if (row[1], row[2]) != (owner, dataset):
+                        raise DPTextError(
+                            f"release key already used by release {row[0]} of owner "
+                            f"{row[1]!r}, dataset {row[2]!r}")
+                    return row[0]
+            release_id = uuid.uuid4().hex
+            version = _tool_version()
+            seq = tx.append("open", release_id=release_id, owner=owner, dataset=dataset,
+                            body={"mechanism": mechanism, "params": json.loads(params_text),
+                                  "tool_version": version, "release_key": key_hash})
+            b.execute("INSERT INTO ledger_releases (release_id, key_hash, owner, dataset, "
+                      "mechanism, params, tool_version, created, seq) VALUES "
+                      "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      (release_id, key_hash, owner, dataset, mechanism, params_text, version,
+                       tx.created, seq))
+        return release_id
+
+    def _release(self, release_id: str) -> tuple[str, str]:
+        row = self._backend.execute("SELECT owner, dataset FROM ledger_releases WHERE "
+                                    "release_id = ?", (release_id,)).fetchone()
+        if row is None:
+            raise DPTextError(f"unknown release {release_id!r} (open it with open_release)")
+        return row[0], row[1]
+
+    # ------------------------------------------------------------------ reserve/commit
+    def reserve(self, release_id: str,
+                items: Sequence[tuple[str, str, Sequence[PrivacyEvent]]], *,
+                all_or_nothing: bool = False) -> list[Decision]:
+        """Charge a batch of records, as pending, in one transaction; call before writing them.
+
+        ``items``: ``(record_key, unit_id, events)``. A record whose unit would exceed any
+        applicable budget (released + pending + this record, basic composition) is withheld:
+        nothing is charged and the decision says why. A record already seen in this release
+        gets its first decision again with ``already=True``. ``all_or_nothing``: when any record
+        would be withheld, charge none and raise (training runs: a model cannot leave a user
+        out after the fact).
+        """
+        release_id = str(release_id)
+        prepared = [self._prepare(release_id, item) for item in items]
+        if not prepared:
+            return []
+        with self._write("charge the ledger") as tx:
+            b = self._backend
+            owner, dataset = self._release(release_id)
+            seen: dict[str, Decision] = {}  # decided in an earlier call
+            for chunk in _chunks([p[0] for p in prepared]):
+                for record, seq, status, body in b.execute(
+                        "SELECT record, seq, status, body FROM ledger_entries WHERE "
+                        f"release_id = ? AND record <> '' AND record IN ({_marks(len(chunk))})",
+                        (release_id, *chunk)).fetchall():
+                    if status == "withheld":
+                        seen[record] = Decision(False, None, json.loads(body)["reason"], True)
+                    else:
+                        seen[record] = Decision(True, int(seq), None, True)
+            budgets = self._budgets_for(owner, dataset)
+            units = sorted({p[1] for p in prepared if p[0] not in seen})
+            checks = [(bud, self._totals(units, bud[0], bud[1])) for bud in budgets]
+            append = tx.appender(release_id, owner, dataset)
+            decisions: list[Decision] = []
+            now: dict[str, Decision] = {}  # decided in this call
+            acc: dict[str, list[int]] = {}  # unit -> [eps_n, delta_n] charged now
+            denied: list[str] = []
+            for record, unit, eps_n, delta_n, body in prepared:
+                d = seen.get(record) or now.get(record)
+                if d is not None:
+                    decisions.append(d if d.already else Decision(d.allowed, d.charge_id,
+                                                                  d.reason, True))
+                    continue
+                reason = _over_budget(checks, unit, eps_n, delta_n) if checks else None
+                if reason is None:
+                    seq = append("charge", unit, record, eps_n, delta_n, body, "pending")
+                    for _, tot in checks:
+                        cur = tot.get(unit)
+                        if cur is None:
+                            tot[unit] = [eps_n, delta_n]
+                        else:
+                            cur[0] += eps_n
+                            cur[1] += delta_n
+                    a = acc.get(unit)
+                    if a is None:
+                        acc[unit] = [eps_n, delta_n]
+                    else:
+                        a[0] += eps_n
+                        a[1] += delta_n
+                    d = Decision(True, seq, None, False)
+                else:
+                    text = canonical({**json.loads(body), "reason": reason})
+                    append("withhold", unit, record, 0, 0, text, "withheld")
+                    d = Decision(False, None, reason, False)
+                    denied.append(reason)
+                now[record] = d
+                decisions.append(d)
+            if denied and all_or_nothing:
+                raise DPTextError(f"{len(denied)} of {len(prepared)} records would exceed "
+                                  f"their unit's budget (first: {denied[0]}); nothing "
+                                  "was charged")
+            b.executemany(
+                "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n) VALUES "
+                "(?, ?, ?, ?, ?) ON CONFLICT (owner, dataset, unit) DO UPDATE SET "
+                "eps_n = ledger_units.eps_n + excluded.eps_n, "
+                "delta_n = ledger_units.delta_n + excluded.delta_n",
+                [(owner, dataset, u, e, n) for u, (e, n) in sorted(acc.items())])  # key order
+        return decisions
+
+    def _prepare(self, release_id: str, item) -> tuple[str, str, int, int, str]:
+        """(record hash, unit hash, eps_n, delta_n, entry body) of one reserve item."""
+        try:
+            record_key, unit_id, events = item
+        except (TypeError, ValueError):
+            raise DPTextError("reserve() takes (record_key, unit_id, events) items") from None
+        record_key = _record_text(record_key)
+        unit = self._keys.unit(_unit_text(unit_id, record_key))
+        events = tuple(events)
+        cached = self._costs.get(events)
+        if cached is None:
+            for e in events:
+                if not isinstance(e, PrivacyEvent):
+                    raise DPTextError(f"record {record_key!r}: events must be PrivacyEvent, "
+                                      f"got {type(e).__name__}")
+                if math.isinf(e.epsilon) and e.count:
+                    raise DPTextError(
+                        f"record {record_key!r}: an event with an infinite epsilon cannot be "
+                        f"charged ({e.mechanism or 'mechanism'}: "
+                        f"{e.scope or 'no finite guarantee'})")
+            eps_n, delta_n = _cost(events)
+            # the scope text is not stored per record: the release's mechanism and parameters
+            # (its "open" entry) determine it
+            cached = (eps_n, delta_n, canonical(
+                {"events": [{k: v for k, v in e.to_dict().items() if k != "scope"}
+                            for e in events if e.count]}))
+            if len(self._costs) >= 10_000:
+                self._costs.clear()
+            self._costs[events] = cached
+        return (self._keys.record(release_id, record_key), unit, *cached)
+
+    def commit(self, release_id: str, charge_ids: Sequence[int]) -> None:
+        """Mark pending charges released (after their output is durable). Idempotent: ids
+        already released are left as they are; an id that is not a charge of this release is
+        an error (nothing is committed)."""
+        release_id = str(release_id)
+        ids = sorted({int(c) for c in charge_ids})
+        if not ids:
+            return
+        runs = _ranges(ids)
+        with self._write("commit charges", durable=False) as tx:
+            b = self._backend
+            for lo, hi in runs:
+                n = b.execute("SELECT COUNT(*) FROM ledger_entries WHERE seq BETWEEN ? AND ? "
+                              "AND release_id = ? AND kind = 'charge'",
+                              (lo, hi, release_id)).fetchone()[0]
+                if int(n) != hi - lo + 1:
+                    self._bad_commit(release_id, lo, hi)
+            changed = 0
+            for lo, hi in runs:
+                changed += b.execute(
+                    "UPDATE ledger_entries SET status = 'released' WHERE seq BETWEEN ? AND ? "
+                    "AND status = 'pending'", (lo, hi)).rowcount
+            if changed:
+                tx.append("commit", release_id=release_id, body={"charges": runs})
+
+    def _bad_commit(self, release_id: str, lo: int, hi: int) -> None:
+        rows = {int(r[0]): r for r in self._backend.execute(
+            "SELECT seq, release_id, kind FROM ledger_entries WHERE seq BETWEEN ? AND ?",
+            (lo, hi)).fetchall()}
+        for cid in range(lo, hi + 1):
+            row = rows.get(cid)
+            if row is None or row[2] not in ("charge", "withhold"):
+                raise DPTextError(f"unknown charge id {cid}")
+            if row[1] != release_id:
+                raise DPTextError(f"charge {cid} belongs to release {row[1]}, not {release_id}")
+            if row[2] == "withhold":
+                raise DPTextError(f"charge {cid} was withheld: it has nothing to commit")
+        raise DPTextError(f"charges {lo}-{hi} cannot be committed")
+
+    # ------------------------------------------------------------------------ queries
+    def spent(self, unit_id: str, *, owner: str | None = None, dataset: str | None = None,
+              pld: bool = True) -> Spent:
+        """What ``unit_id`` has been charged in releases by ``owner`` of ``dataset`` (None:
+        all), pending included; with the PLD epsilon at the ledger's delta when ``pld``."""
+        return self._spent_hashed(self.unit_hash(unit_id), owner=owner, dataset=dataset,
+                                  pld=pld)
+
+    def _spent_hashed(self, unit: str, *, owner: str | None = None,
+                      dataset: str | None = None, pld: bool = True) -> Spent:
+        where, params = _filters(unit, owner, dataset)
+        with self._read("read the ledger") as b:
+            counts = _by_status(b.execute(
+                "SELECT status, COUNT(*), SUM(eps_n), SUM(delta_n) FROM ledger_entries "
+                f"WHERE unit <> '' AND {where} GROUP BY status", params).fetchall())
+            events = self._events_hashed(unit, owner, dataset) if pld else None
+        rel, pen, wit = counts["released"], counts["pending"], counts["withheld"]
+        return Spent(
+            epsilon_basic=_eps(rel[1] + pen[1]), delta_basic=_delta(rel[2] + pen[2]),
+            epsilon_pld=pld_epsilon(events, self.delta) if events is not None else None,
+            records=rel[0], pending=pen[0], epsilon_pending=_eps(pen[1]), withheld=wit[0],
+            delta=self.delta)
+
+    def _events_hashed(self, unit: str, owner: str | None, dataset: str | None
+                       ) -> list[PrivacyEvent]:
+        where, params = _filters(unit, owner, dataset)
+        counts: dict[tuple, int] = defaultdict(int)
+        for (body,) in self._backend.execute(
+                f"SELECT body FROM ledger_entries WHERE unit <> '' AND {where} AND status IN "
+                "('pending', 'released')", params):
+            for d in json.loads(body)["events"]:
+                e = PrivacyEvent.from_dict(d)
+                counts[(e.kind, e.epsilon, e.delta)] += e.count
+        return [PrivacyEvent(k, eps, dl, c) for (k, eps, dl), c in counts.items()]
+
+    def remaining(self, unit_id: str, *, owner: str, dataset: str) -> float | None:
+        """The epsilon ``unit_id`` may still spend in releases by ``owner`` of ``dataset``
+        (the tightest applicable budget, pending charges counted); None when no budget
+        applies. (A delta budget may bind first: :meth:`would_exceed` checks both.)"""
+        unit = self.unit_hash(unit_id)
+        owner, dataset = _name("owner", owner), _name("dataset", dataset)
+        with self._read("read the ledger"):
+            out = None
+            for o, d, b_eps, _ in self._budgets_for(owner, dataset):
+                cur = self._totals([unit], o, d).get(unit, (0, 0))
+                left = max(0, b_eps - cur[0])
+                out = left if out is None else min(out, left)
+        return None if out is None else _eps(out)
+
+    def would_exceed(self, unit_id: str, events: Sequence[PrivacyEvent], *, owner: str,
+                     dataset: str) -> bool:
+        """Whether charging ``events`` to ``unit_id`` now would exceed an applicable budget."""
+        unit = self.unit_hash(unit_id)
+        owner, dataset = _name("owner", owner), _name("dataset", dataset)
+        eps_n, delta_n = _cost(events)
+        with self._read("read the ledger"):
+            for o, d, b_eps, b_delta in self._budgets_for(owner, dataset):
+                cur = self._totals([unit], o, d).get(unit, (0, 0))
+                if cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta:
+                    return True
+        return False
+
+    def units(self, *, owner: str | None = None, dataset: str | None = None) -> list[UnitRow]:
+        """Every unit (by keyed hash) with its totals in the scope, most spent first."""
+        where, params = _filters(None, owner, dataset)
+        with self._read("read the ledger") as b:
+            rows = b.execute(
+                "SELECT unit, status, COUNT(*), SUM(eps_n), SUM(delta_n) FROM ledger_entries "
+                f"WHERE unit <> '' AND {where} GROUP BY unit, status", params).fetchall()
+        per: dict[str, list] = defaultdict(list)
+        for u, *rest in rows:
+            per[u].append(rest)
+        out = []
+        for u, groups in per.items():
+            c = _by_status(groups)
+            out.append(UnitRow(u, _eps(c["released"][1] + c["pending"][1]),
+                               _delta(c["released"][2] + c["pending"][2]), c["released"][0],
+                               c["pending"][0], c["withheld"][0]))
+        out.sort(key=lambda r: (-r.epsilon, -r.delta, r.unit))
+        return out
+
+    def unit_events(self, unit_id: str, *, owner: str | None = None,
+                    dataset: str | None = None) -> list[PrivacyEvent]:
+        """Every charged event of ``unit_id`` (grouped by kind/epsilon/delta)."""
+        unit = self.unit_hash(unit_id)
+        with self._read("read the ledger"):
+            return self._events_hashed(unit, owner, dataset)
+
+    def history(self, unit_id: str, *, hashed: bool = False) -> list[dict]:
+        """The entries about ``unit_id`` (charges and withheld records), oldest first, with
+        each charge's current status and its release's owner, dataset and mechanism."""
+        unit = unit_id if hashed else self.unit_hash(unit_id)
+        with self._read("read the ledger") as b:
+            rows = b.execute(
+                "SELECT e.seq, e.kind, e.release_id, e.owner, e.dataset, e.eps_n, e.delta_n, "
+                "e.body, e.created, e.status, r.mechanism FROM ledger_entries e "
+                "LEFT JOIN ledger_releases r ON r.release_id = e.release_id "
+                "WHERE e.unit <> '' AND e.unit = ? ORDER BY e.seq", (unit,)).fetchall()
+        out = []
+        for seq, kind, rel, o, d, e, n, body, created, status, mech in rows:
+            body = json.loads(body)
+            out.append({"seq": int(seq), "kind": kind, "release_id": rel, "owner": o,
+                        "dataset": d, "mechanism": mech, "epsilon": _eps(int(e)),
+                        "delta": _delta(int(n)), "status": status, "created": created,
+                        "reason": body.get("reason")})
+        return out
+
+    def pending(self, release_id: str | None = None) -> list[int]:
+        """Charge ids still pending (charged, not marked released), of one release or all."""
+        sql = "SELECT seq FROM ledger_entries WHERE status = 'pending'"
+        params: tuple = ()
+        if release_id is not None:
+            sql += " AND release_id = ?"
+            params = (str(release_id),)
+        with self._read("read the ledger") as b:
+            return sorted(int(r[0]) for r in b.execute(sql, params).fetchall())
+
+    def releases(self) -> list[dict]:
+        with self._read("read the ledger") as b:
+            rows = b.execute("SELECT release_id, owner, dataset, mechanism, params, "
+                             "tool_version, created FROM ledger_releases ORDER BY seq").fetchall()
+        return [{"release_id": r, "owner": o, "dataset": d, "mechanism": m,
+                 "params": json.loads(p), "tool_version": v, "created": c}
+                for r, o, d, m, p, v, c in rows]
+
+    def entries(self) -> Iterator[dict]:
+        """Every entry, in order, as stored (``body`` is the hashed JSON text) plus its
+        ``status``. Read in pages, each its own short transaction, so an abandoned iteration
+        holds no lock (entries are append-only: the pages are consistent)."""
+        cols = (*ENTRY_COLUMNS, "status")
+        last = 0
+        while True:
+            with self._read("read the ledger") as b:
+                rows = b.execute(f"SELECT {', '.join(cols)} FROM ledger_entries WHERE seq > ? "
+                                 "ORDER BY seq LIMIT 1000", (last,)).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield dict(zip(cols, row, strict=True))
+            last = int(rows[-1][0])
+
+    def head(self) -> tuple[int, str]:
+        with self._read("read the ledger"):
+            meta = self._meta()
+        return int(meta["head_seq"]), meta["head_hash"]
+
+    # -------------------------------------------------------------------------- verify
+    def verify(self) -> VerifyResult:
+        """Check the hash chain from the first entry to the head, and that the derived tables
+        agree with the entries. Raises DPTextError naming the first broken entry."""
+        from dptext.ledger.verify import verify
+
+        with self._read("verify the ledger") as b:
+            return verify(b, self._meta())
+
+
+# --------------------------------------------------------------------------------- helpers
+def _by_status(rows) -> dict[str, tuple[int, int, int]]:
+    """``(status, count, eps_n, delta_n)`` rows -> status -> (count, eps_n, delta_n)."""
+    out = {s: (0, 0, 0) for s in ("released", "pending", "withheld")}
+    for status, n, e, d in rows:
+        out[status] = (int(n), int(e or 0), int(d or 0))
+    return out
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Remove a database file this process created but could not make a ledger (no tables:
+    nobody else made it one meanwhile)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(path) as c:
+            empty = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        c.close()
+    except sqlite3.Error:
+        return
+    if empty:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _over_budget(checks, unit: str, eps_n: int, delta_n: int) -> str | None:
+    """Why charging (eps_n, delta_n) to ``unit`` would break a budget, or None."""
+    for (o, d, b_eps, b_delta), tot in checks:
+        cur = tot.get(unit) or (0, 0)
+        if eps_n > b_eps or delta_n > b_delta:
+            return (f"this record alone costs epsilon {_eps(eps_n):.6g}, delta "
+                    f"{_delta(delta_n):.3g}: more than the whole budget (epsilon "
+                    f"{_eps(b_eps):g}, delta {_delta(b_delta):g}) for {_scope(o, d)}")
+        if cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta:
+            return (f"over budget for {_scope(o, d)}: the unit has spent epsilon "
+                    f"{_eps(cur[0]):.6g}, delta {_delta(cur[1]):.3g} (pending included); "
+                    f"this record costs {_eps(eps_n):.6g}, {_delta(delta_n):.3g}; budget "
+                    f"{_eps(b_eps):g}, {_delta(b_delta):g}")
+    return None
+
+
+def _cost(events: Iterable[PrivacyEvent]) -> tuple[int, int]:
+    eps, delta = basic_composition(events)
+    if math.isinf(eps):
+        raise DPTextError("an event with an infinite epsilon cannot be charged")
+    return _up(eps, EPS_SCALE), _up(delta, DELTA_SCALE)
+
+
+def _name(what: str, value: str, *, wildcard: bool = False) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise DPTextError(f"the {what} must be a non-empty name, got {value!r}")
+    if value == ANY and not wildcard:
+        raise DPTextError(f"{what} {ANY!r} is only for budgets (any {what})")
+    return value
+
+
+def _record_text(key) -> str:
+    if isinstance(key, bool) or not isinstance(key, (str, int)):
+        raise DPTextError(f"a record key must be a string or an integer, got {key!r}")
+    return str(key)
+
+
+def _unit_text(unit, record_key: str | None = None) -> str:
+    if unit is None or (isinstance(unit, str) and not unit):
+        where = f"record {record_key!r} " if record_key is not None else ""
+        raise DPTextError(f"{where}has no unit id (is the unit field missing or empty?)")
+    if isinstance(unit, bool) or not isinstance(unit, (str, int)):
+        raise DPTextError(f"a unit id must be a string or an integer, got {unit!r}")
+    return str(unit)
+
+
+def _filters(unit: str | None, owner: str | None, dataset: str | None, prefix: str = ""
+             ) -> tuple[str, tuple]:
+    clauses, params = ["1 = 1"], []
+    for col, val in (("unit", unit), ("owner", owner), ("dataset", dataset)):
+        if val is not None:
+            clauses.append(f"{prefix}{col} = ?")
+            params.append(val)
+    return " AND ".join(clauses), tuple(params)
+
+
+def _ranges(ids: list[int]) -> list[list[int]]:
+    """Sorted ids as [first, last] runs (a commit of a contiguous batch is one pair)."""
+    out: list[list[int]] = []
+    for i in ids:
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out
+
+
+def expand_ranges(runs: list[list[int]]) -> list[int]:
+    return [i for a, b in runs for i in range(a, b + 1)]

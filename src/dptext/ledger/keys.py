@@ -1,0 +1,104 @@
+"""The ledger secret and the keyed hashes that stand for units, records and release keys.
+
+A unit id is never stored in clear: the ledger keeps ``HMAC-SHA256(secret, "unit" || id)``
+(truncated to 128 bits), so someone holding the database alone cannot tell whether a given
+person is in it - they would need the secret to hash a guess. Record keys and release keys are
+hashed the same way (a record key may be derived from the text).
+
+Where the secret lives:
+- ``DPTEXT_LEDGER_SECRET`` (or ``Ledger(secret=...)``), if set: never stored by dptext;
+- SQLite: a file beside the database, ``<ledger>.key``, created with mode 0600 (refused when
+  others may read it), so that a copy of the database without the key reveals nobody;
+- PostgreSQL: the ``ledger_keys`` table (every machine sharing the ledger needs it; anyone
+  who can read that table can test guesses - set ``DPTEXT_LEDGER_SECRET`` to keep it out).
+
+A check value ``HMAC(secret, "key-check" || ledger id)`` in ``ledger_meta`` makes a wrong or
+regenerated secret a one-line error instead of a silently empty ledger (every unit would look
+new: fail-open).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from dptext.errors import DPTextError
+
+SECRET_ENV = "DPTEXT_LEDGER_SECRET"
+_HEX = 32  # 128-bit ids
+
+
+def new_secret() -> str:
+    return secrets.token_hex(32)
+
+
+def secret_path(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".key")
+
+
+def write_secret_file(path: Path, secret: str) -> None:
+    """Create the key file with mode 0600; refuses to overwrite an existing one."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise DPTextError(f"ledger secret {path} already exists: refusing to replace it (it "
+                          "belongs to another ledger, or this ledger's database was "
+                          "deleted)") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(secret + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_secret_file(path: Path) -> str:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise DPTextError(f"ledger secret {path} is missing: without it the stored unit ids "
+                          f"cannot be matched (restore it, or set {SECRET_ENV})") from None
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise DPTextError(f"ledger secret {path} is readable by others (mode "
+                          f"{stat.S_IMODE(st.st_mode):o}): chmod 600 {path}")
+    text = path.read_text().strip()
+    if not text:
+        raise DPTextError(f"ledger secret {path} is empty")
+    return text
+
+
+class Keyring:
+    """Keyed hashes with one secret."""
+
+    _CACHE = 200_000  # unit ids remembered (a unit recurs across records)
+
+    def __init__(self, secret: str | bytes):
+        key = secret.encode() if isinstance(secret, str) else bytes(secret)
+        if len(key) < 16:
+            raise DPTextError("the ledger secret must be at least 16 bytes")
+        self._hmac = hmac.new(key, digestmod=hashlib.sha256)
+        self._units: dict[str, str] = {}
+
+    def _mac(self, domain: bytes, *parts: str) -> str:
+        h = self._hmac.copy()
+        h.update(domain + b"\x00" + b"\x00".join(p.encode() for p in parts))
+        return h.hexdigest()[:_HEX]
+
+    def unit(self, unit_id: str) -> str:
+        out = self._units.get(unit_id)
+        if out is None:
+            if len(self._units) >= self._CACHE:
+                self._units.clear()
+            out = self._units[unit_id] = self._mac(b"unit", unit_id)
+        return out
+
+    def record(self, release_id: str, record_key: str) -> str:
+        return self._mac(b"record", release_id, record_key)
+
+    def release_key(self, key: str) -> str:
+        return self._mac(b"release", key)
+
+    def check_value(self, ledger_id: str) -> str:
+        return self._mac(b"key-check", ledger_id)

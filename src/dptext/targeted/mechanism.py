@@ -1,0 +1,319 @@
+"""Entity-targeted sanitization: privatize the detected entities, release the rest verbatim.
+
+``TargetedMechanism(mechanism, entities=[...], detector=...)`` wraps any mechanism. Detected
+word spans (names, places, organisations) are privatized by that mechanism - a word-level one
+on the span's words; DP-MLM on the span's words with the whole text as the context
+(:meth:`dptext.mechanisms.dpmlm.DPMLM.privatize_spans`). Pattern spans (contact details, IDs,
+dates, numbers) are replaced whole by a type placeholder or a surrogate
+(:mod:`dptext.targeted.surrogates`). Everything outside the detected spans is released as it
+is; the report (:class:`~dptext.targeted.report.TargetedReport`) says so with the count.
+
+Consistency (``consistent="document"`` or ``"unit"``): the same entity (category and
+normalized surface, :func:`dptext.detect.normalize_entity`) within one text, or within one
+privacy unit across texts, gets the replacement drawn at its first occurrence. Its other
+occurrences are post-processing of that draw, so the composition counts one draw per distinct
+entity instead of one per occurrence; the price is that which spans are the same entity is
+released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.detect.categories import (
+    DEFAULT_CATEGORIES,
+    DETECTABLE,
+    resolve_categories,
+    undetectable,
+)
+from dptext.detect.entities import BACKENDS, EntityDetector
+from dptext.errors import DPTextError
+from dptext.mechanisms.base import Mechanism, Result
+from dptext.rng import RngLike, as_generator
+from dptext.targeted.report import TargetedReport
+from dptext.targeted.spans import Span, is_pattern, merge_spans, outside
+from dptext.targeted.surrogates import SURROGATE_SETS, placeholder_guarantee
+from dptext.text import count_punctuation, split_words
+from dptext.validation import check_choice, check_epsilon
+
+CONSISTENCY = ("none", "document", "unit")
+PATTERN_POLICIES = ("placeholder", "surrogate")
+WORD_POLICIES = ("mechanism", "placeholder")
+_KEPT = TokenGuarantee(GuaranteeKind.NONE)
+
+
+def count_tokens(text: str) -> int:
+    """Words plus punctuation tokens, as every :class:`PrivacyReport` counts them."""
+    parts = split_words(text)
+    return len(parts) // 2 + count_punctuation(parts[0::2])
+
+
+class TargetedMechanism(Mechanism):
+    """Privatize only the detected entity spans of each text (module docstring).
+
+    ``entities``: categories or groups (:func:`dptext.detect.resolve_categories`; ``None``:
+    the default sensitive categories the detector can find; with ``detector=None``: every span
+    given). ``detector``: ``"spacy"``,
+    ``"presidio"``, ``"both"``, an :class:`~dptext.detect.EntityDetector`, or ``None`` when
+    the spans are always given (:meth:`privatize_spans`: the spaCy component, the Presidio
+    operator). ``pattern_policy``: ``"placeholder"`` (0-DP) or ``"surrogate"``
+    (``surrogate_epsilon``-DP per span). ``placeholder``: the replacement text, ``{category}``
+    filled in. ``word_policy="placeholder"`` replaces word spans whole by the placeholder too
+    (0-DP, nothing of the name kept) instead of privatizing their words.
+    """
+
+    name: ClassVar[str] = "targeted"
+    summary: ClassVar[str] = ("privatize only detected entities (names by the mechanism, "
+                              "contact details replaced whole); the rest is released verbatim")
+    guarantee_summary: ClassVar[str] = ("per detected span; undetected text is released "
+                                        "verbatim and not protected")
+
+    def __init__(self, mechanism: Mechanism, *, entities: Iterable[str] | None = None,
+                 detector: str | EntityDetector | None = "spacy",
+                 pattern_policy: str = "placeholder", surrogate_epsilon: float = 1.0,
+                 consistent: str = "none", placeholder: str = "[{category}]",
+                 word_policy: str = "mechanism") -> None:
+        if not isinstance(mechanism, Mechanism) or isinstance(mechanism, TargetedMechanism):
+            raise DPTextError("TargetedMechanism wraps a word or LM mechanism, e.g. "
+                              "dptext.mechanism('custext', epsilon=2)")
+        if getattr(mechanism, "p_add", 0) or getattr(mechanism, "p_del", 0):
+            raise DPTextError("the add/delete variant of dpmlm rewrites whole texts; "
+                              "use p_add=p_del=0 for entity-targeted sanitization")
+        self.mechanism = mechanism
+        if isinstance(entities, str):
+            entities = [e for e in entities.split(",") if e.strip()]
+        backend = detector.backend if isinstance(detector, EntityDetector) else detector
+        if backend is not None and backend not in BACKENDS:
+            raise DPTextError(f"unknown detector {detector!r}; choose from {', '.join(BACKENDS)}")
+        self.categories: frozenset[str] | None
+        if entities:
+            self.categories = resolve_categories(list(entities))
+            missing = undetectable(self.categories, backend) if backend else []
+            if missing:
+                other = [b for b in BACKENDS if not undetectable(self.categories, b)]
+                raise DPTextError(
+                    f"detector {backend!r} never reports {', '.join(missing)}"
+                    + (f"; use --detector {other[0]}" if other else ""))
+        elif backend is None:
+            self.categories = None  # spans are given: privatize every one of them
+        else:
+            self.categories = frozenset(DEFAULT_CATEGORIES) & DETECTABLE[backend]
+        if isinstance(detector, EntityDetector):
+            self._detector: EntityDetector | None = detector
+        elif detector is None:
+            self._detector = None
+        else:
+            self._detector = EntityDetector(self.categories, backend)
+        self.detector = backend
+        self.pattern_policy = check_choice(pattern_policy, "pattern_policy", PATTERN_POLICIES)
+        self.word_policy = check_choice(word_policy, "word_policy", WORD_POLICIES)
+        self.surrogate_epsilon = check_epsilon(surrogate_epsilon, "surrogate_epsilon")
+        self.consistent = check_choice(consistent, "consistent", CONSISTENCY)
+        try:
+            placeholder.format(category="PERSON")
+        except (AttributeError, KeyError, IndexError, ValueError):
+            raise DPTextError(f"placeholder must be a text with at most a {{category}} field, "
+                              f"got {placeholder!r}") from None
+        self.placeholder = placeholder
+        self._memory: dict[tuple[str, str, str], str] = {}  # (unit, category, key) -> text
+
+    # ------------------------------------------------------------ interface
+    def fit(self, **kwargs: Any) -> TargetedMechanism:
+        """Fit the wrapped mechanism and load the detector's models (once per process, so
+        forked workers inherit them)."""
+        self.mechanism.fit(**kwargs)
+        if self._detector is not None:
+            self._detector.detect(["warm up"])
+        return self
+
+    @property
+    def guarantee(self) -> TokenGuarantee:
+        """The per-token guarantee of the words of word spans (the wrapped mechanism's)."""
+        return self.mechanism.guarantee
+
+    def forget(self) -> None:
+        """Drop the replacements remembered for ``consistent="unit"``."""
+        self._memory.clear()
+
+    def detect(self, texts: Sequence[str]) -> list[list[Span]]:
+        """The spans to privatize in each text (snapped to words, overlaps merged)."""
+        if self._detector is None:
+            raise DPTextError("this TargetedMechanism has no detector: pass the spans "
+                              "(privatize_spans)")
+        return [merge_spans(t, ents, self.categories)
+                for t, ents in zip(texts, self._detector.detect(texts), strict=True)]
+
+    def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None,
+                        units: Sequence[str] | None = None) -> list[Result]:
+        """Detect and privatize the entity spans of ``texts``; ``units`` (one id per text)
+        scopes ``consistent="unit"``."""
+        for t in texts:
+            if not isinstance(t, str):
+                raise DPTextError(f"texts must be strings, got {type(t).__name__}")
+        return self.privatize_spans(texts, self.detect(texts), rng=rng, units=units)
+
+    # ------------------------------------------------------------- the work
+    def _treatment(self, category: str) -> tuple[str, TokenGuarantee]:
+        if not self._whole(category):
+            g = self.mechanism.guarantee
+            return f"{self.mechanism.name}, per word: {g.describe()}", g
+        if self._surrogate(category):
+            g = SURROGATE_SETS[category].guarantee(self.surrogate_epsilon)
+            return g.describe(), g
+        g = placeholder_guarantee(category, self.placeholder.format(category=category))
+        if self.pattern_policy == "surrogate":
+            return f"{g.describe()}; no surrogate set for this type", g
+        return g.describe(), g
+
+    def _whole(self, category: str) -> bool:
+        """Whether spans of ``category`` are replaced whole (patterns; words by choice)."""
+        return is_pattern(category) or self.word_policy == "placeholder"
+
+    def _surrogate(self, category: str) -> bool:
+        return self.pattern_policy == "surrogate" and category in SURROGATE_SETS
+
+    def privatize_spans(self, texts: Sequence[str], spans: Sequence[Iterable[Any]], *,
+                        rng: RngLike = None,
+                        units: Sequence[str] | None = None) -> list[Result]:
+        """Privatize the given spans of each text (objects with ``start``, ``end``,
+        ``category``: :class:`Span`, :class:`~dptext.detect.Entity`, ...); the rest of each
+        text is released verbatim and reported as such."""
+        if len(spans) != len(texts):
+            raise DPTextError(f"{len(texts)} texts but {len(spans)} span lists")
+        if units is not None and len(units) != len(texts):
+            raise DPTextError(f"{len(texts)} texts but {len(units)} units")
+        for t in texts:
+            if not isinstance(t, str):
+                raise DPTextError(f"texts must be strings, got {type(t).__name__}")
+        gen = as_generator(rng)
+        spans = [merge_spans(t, s, self.categories) for t, s in zip(texts, spans, strict=True)]
+        scope = self.consistent if (self.consistent != "unit" or units is not None) else "document"
+        memory = self._memory if scope == "unit" else {}
+        # 1. which spans draw, which reuse the draw of an earlier occurrence
+        first: dict[tuple, tuple[int, int]] = {}
+        plan: list[list[tuple | None]] = []  # per span: identity it reuses, or None (draws)
+        for t, text_spans in enumerate(spans):
+            row = []
+            for j, s in enumerate(text_spans):
+                ident = None if scope == "none" else (
+                    str(units[t]) if scope == "unit" else f"#{t}", s.category, s.key)
+                if ident is not None and (ident in first or ident in memory):
+                    row.append(ident)
+                else:
+                    row.append(None)
+                    if ident is not None:
+                        first[ident] = (t, j)
+            plan.append(row)
+        # 2. the draws
+        new: dict[tuple[int, int], Result | str] = {}
+        words = [(t, j) for t, ss in enumerate(spans) for j, s in enumerate(ss)
+                 if plan[t][j] is None and not self._whole(s.category)]
+        if words:
+            new.update(self._privatize_words(texts, spans, words, gen))
+        for t, ss in enumerate(spans):
+            for j, s in enumerate(ss):
+                if plan[t][j] is None and self._whole(s.category):
+                    value = texts[t][s.start:s.end]
+                    new[(t, j)] = (SURROGATE_SETS[s.category].draw(value, self.surrogate_epsilon,
+                                                                   gen)
+                                   if self._surrogate(s.category)
+                                   else self.placeholder.format(category=s.category))
+        for ident, (t, j) in first.items():
+            got = new[(t, j)]
+            memory[ident] = got.text if isinstance(got, Result) else got
+        # 3. the texts and their reports
+        return [self._assemble(texts[t], spans[t], plan[t],
+                               [new.get((t, j)) for j in range(len(spans[t]))], memory, scope)
+                for t in range(len(texts))]
+
+    def _privatize_words(self, texts, spans, which, gen) -> dict[tuple[int, int], Result]:
+        from dptext.mechanisms.dpmlm import DPMLM
+
+        if isinstance(self.mechanism, DPMLM):  # the span's words, the whole text as context
+            by_text: dict[int, list[int]] = {}
+            for t, j in which:
+                by_text.setdefault(t, []).append(j)
+            order = sorted(by_text)
+            results = self.mechanism.privatize_spans(
+                [texts[t] for t in order],
+                [[(spans[t][j].start, spans[t][j].end) for j in by_text[t]] for t in order],
+                rng=gen)
+            return {(t, j): r for t, rs in zip(order, results, strict=True)
+                    for j, r in zip(by_text[t], rs, strict=True)}
+        results = self.mechanism.privatize_batch(
+            [texts[t][spans[t][j].start:spans[t][j].end] for t, j in which], rng=gen)
+        return dict(zip(which, results, strict=True))
+
+    def _assemble(self, text: str, spans: list[Span], plan: list, drawn: list, memory: dict,
+                  scope: str) -> Result:
+        events, draws, tally, out = [], [], {}, []
+        for s, reuse, got in zip(spans, plan, drawn, strict=True):
+            treatment, g = self._treatment(s.category)
+            row = tally.setdefault(s.category, {"treatment": treatment, "spans": 0, "draws": 0,
+                                                "reused": 0, "tokens": 0})
+            n = count_tokens(text[s.start:s.end])
+            row["spans"] += 1
+            row["tokens"] += n
+            if reuse is not None:
+                out.append(memory[reuse])
+                row["reused"] += 1
+                events.append(TokenEvent(g, n, "reused"))
+            elif isinstance(got, Result):  # a word span: the mechanism's own accounting
+                out.append(got.text)
+                row["draws"] += 1
+                events.extend(got.report.events)
+                draws.extend(e for e in got.report.events
+                             if e.guarantee.kind is not GuaranteeKind.NONE)
+            else:
+                out.append(got)
+                row["draws"] += 1
+                surrogate = self._surrogate(s.category)
+                events.append(TokenEvent(g, n, "surrogate" if surrogate else "placeholder"))
+                if surrogate:
+                    draws.append(TokenEvent(g, 1, f"surrogate {s.category}"))
+        rest = outside(text, spans)
+        events.append(TokenEvent(_KEPT, sum(count_tokens(p) for p in rest), "undetected"))
+        pieces = [rest[0]]
+        for new, after in zip(out, rest[1:], strict=True):
+            pieces += [new, after]
+        report = TargetedReport(
+            mechanism=f"targeted:{self.mechanism.name}", per_token=self.mechanism.guarantee,
+            events=_grouped(events), draws=_grouped(draws), spans=tally,
+            detector=self.detector or "", entities=tuple(sorted(self.categories or ())),
+            consistent=scope)
+        return Result("".join(pieces), report)
+
+    def __repr__(self) -> str:
+        entities = None if self.categories is None else sorted(self.categories)
+        return (f"TargetedMechanism({self.mechanism!r}, entities={entities}, "
+                f"detector={self.detector!r}, pattern_policy={self.pattern_policy!r}, "
+                f"consistent={self.consistent!r})")
+
+
+def _grouped(events: list[TokenEvent]) -> list[TokenEvent]:
+    counts: dict[tuple[TokenGuarantee, str], int] = {}
+    for e in events:
+        counts[(e.guarantee, e.reason)] = counts.get((e.guarantee, e.reason), 0) + e.count
+    return [TokenEvent(g, c, r) for (g, r), c in counts.items() if c]
+
+
+def build_targeted(mechanism: str | Mechanism, *, entities: Iterable[str] | str | None = None,
+                   detector: str | EntityDetector | None = "spacy",
+                   pattern_policy: str = "placeholder", surrogate_epsilon: float = 1.0,
+                   consistent: str = "none", placeholder: str = "[{category}]",
+                   word_policy: str = "mechanism", **params: Any) -> TargetedMechanism:
+    """The factory the CLI and the integrations call: ``mechanism`` is a registered name (built
+    with ``params``, e.g. ``epsilon=2``) or a mechanism instance; ``entities`` a list or a
+    comma-separated string (``"PERSON,GPE,EMAIL,PHONE"``)."""
+    if isinstance(mechanism, str):
+        from dptext.mechanisms import mechanism as build
+
+        mechanism = build(mechanism, **params)
+    elif params:
+        raise DPTextError(f"parameters {sorted(params)} given with a mechanism instance")
+    return TargetedMechanism(mechanism, entities=entities, detector=detector,
+                             pattern_policy=pattern_policy, surrogate_epsilon=surrogate_epsilon,
+                             consistent=consistent, placeholder=placeholder,
+                             word_policy=word_policy)

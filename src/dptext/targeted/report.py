@@ -1,0 +1,157 @@
+"""The report of entity-targeted sanitization: per detected span, never per document.
+
+Two lists of events. ``events`` (as in every :class:`PrivacyReport`) say what happened to each
+token: privatized inside a span, kept inside a span (punctuation, a stopword the mechanism
+keeps), or released verbatim outside every span (reason ``undetected``). ``draws`` are what is
+composed: one event per random draw - a word of a word span, one surrogate per pattern span -
+and nothing for a placeholder (0-DP) or for a span that reused an earlier draw of the same
+entity (consistent replacements: one draw per distinct entity). The guarantee stated is the
+sequential composition of the draws; the verbatim tokens are named as unprotected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
+from dptext.accounting.events import TokenEvent
+from dptext.accounting.report import PrivacyReport
+
+_COUNTS = ("spans", "draws", "reused", "tokens")
+
+
+@dataclass
+class TargetedReport(PrivacyReport):
+    """A :class:`PrivacyReport` of entity-targeted sanitization (module docstring).
+
+    ``spans``: per entity category, ``{"treatment": str, "spans", "draws", "reused", "tokens"}``.
+    """
+
+    draws: list[TokenEvent] = field(default_factory=list)
+    spans: dict[str, dict] = field(default_factory=dict)
+    detector: str = ""
+    entities: tuple[str, ...] = ()
+    consistent: str = "none"
+
+    # ------------------------------------------------------------ counts
+    @property
+    def tokens_undetected(self) -> int:
+        return self.kept.get("undetected", 0)
+
+    @property
+    def spans_total(self) -> int:
+        return sum(s["spans"] for s in self.spans.values())
+
+    @property
+    def draws_total(self) -> int:
+        return sum(e.count for e in self.draws)
+
+    # -------------------------------------------------------- guarantees
+    @property
+    def epsilon(self) -> float:
+        """Pure epsilon of the detected spans: sequential composition over the draws."""
+        return pure_epsilon(self.draws)
+
+    def epsilon_for_delta(self, delta: float) -> float:
+        return epsilon_for_delta(self.draws, delta)
+
+    def privacy_events(self) -> list:
+        """What this record (or combined report) costs, for the ledger (docs/integrations.md):
+        one event per group of draws with their worst-case pure epsilon; placeholders and
+        reused draws cost nothing. Needs ``dptext.accounting.events.PrivacyEvent``."""
+        from dptext.accounting.events import PrivacyEvent
+
+        out = []
+        for e in self.draws:
+            eps = e.guarantee.worst_case_epsilon
+            if e.count and eps > 0:
+                out.append(PrivacyEvent(kind="pure", epsilon=eps, count=e.count,
+                                        mechanism=self.mechanism,
+                                        scope=f"per detected span ({e.reason}): "
+                                              f"{e.guarantee.describe()}"))
+        return out
+
+    def document_guarantee(self) -> str:
+        """The guarantee in words (each type's treatment is in ``spans``/``spans_by_type``)."""
+        scope = f"entities {', '.join(self.entities)}" if self.entities else "entities"
+        found = [(c, s) for c, s in sorted(self.spans.items()) if s["spans"]]
+        if not found:
+            text = f"no span of the {scope} was detected: nothing was privatized"
+        else:
+            kinds = ", ".join(f"{c} {s['spans']}" for c, s in found)
+            text = (f"Guarantee per detected span, not per document: {self.epsilon:.4g}-DP "
+                    f"composed over the {self.draws_total} draws for the {self.spans_total} "
+                    f"detected spans ({kinds})")
+            for name, eps in metric_epsilon(self.draws).items():
+                text += f"; {eps:g}*sum_i d(x_i, x'_i) metric DP over the drawn words, d = {name}"
+            if self.consistent != "none":
+                reused = sum(s["reused"] for _, s in found)
+                text += (f"; consistent replacements per {self.consistent}: one draw per "
+                         f"distinct entity, reused for {reused} further occurrence(s) at no "
+                         "cost, and which spans are the same entity is released")
+            if self.records > 1:
+                text += (f"; composed over all {self.records} records (one owner), largest "
+                         f"single record {self.max_record_epsilon:.4g}-DP")
+        text += (f". Released verbatim and NOT protected: {self.tokens_undetected} tokens "
+                 "outside the detected spans (anything the detector missed is among them)")
+        inside = {r: c for r, c in self.kept.items() if r != "undetected"}
+        if inside:
+            listed = ", ".join(f"{r} {c}" for r, c in sorted(inside.items()))
+            text += f", and {sum(inside.values())} tokens kept inside the spans ({listed})"
+        return text + ("; where the spans are and their types (for word spans also their "
+                       "number of words) are not protected either")
+
+    # ------------------------------------------------------------ combine
+    @classmethod
+    def combine(cls, reports: Iterable[PrivacyReport]) -> TargetedReport:
+        reports = list(reports)
+        base = PrivacyReport.combine(reports)
+        draws: Counter = Counter()
+        spans: dict[str, dict] = {}
+        for r in reports:
+            for e in getattr(r, "draws", []):
+                draws[(e.guarantee, e.reason)] += e.count
+            for category, s in getattr(r, "spans", {}).items():
+                mine = spans.setdefault(category, {"treatment": s["treatment"],
+                                                   **dict.fromkeys(_COUNTS, 0)})
+                for k in _COUNTS:
+                    mine[k] += s[k]
+        first = reports[0]
+        consistent = {getattr(r, "consistent", "none") for r in reports}
+        return cls(**vars(base), draws=[TokenEvent(g, c, r) for (g, r), c in draws.items() if c],
+                   spans=spans, detector=getattr(first, "detector", ""),
+                   entities=getattr(first, "entities", ()),
+                   consistent=consistent.pop() if len(consistent) == 1 else "mixed")
+
+    # ------------------------------------------------------------- output
+    def to_dict(self) -> dict:
+        eps = self.epsilon
+        return {
+            **super().to_dict(),
+            "guarantee_scope": "per detected span (not per document)",
+            "detector": self.detector,
+            "entities": list(self.entities),
+            "consistent": self.consistent,
+            "spans_total": self.spans_total,
+            "spans_by_type": {c: dict(s) for c, s in sorted(self.spans.items())},
+            "draws": self.draws_total,
+            "span_epsilon": eps if math.isfinite(eps) else None,
+            "tokens_undetected": self.tokens_undetected,
+        }
+
+    def __str__(self) -> str:
+        lines = [f"Privacy report ({self.mechanism}; detector {self.detector or 'given spans'})",
+                 f"  tokens total       {self.tokens_total}",
+                 f"  privatized         {self.tokens_privatized} tokens in {self.spans_total} "
+                 "detected spans"]
+        for c, s in sorted(self.spans.items()):
+            reused = f", {s['reused']} reused" if s["reused"] else ""
+            lines.append(f"    {c:<16} {s['spans']} spans, {s['tokens']} tokens{reused}: "
+                         f"{s['treatment']}")
+        lines += [f"  NOT protected      {self.tokens_undetected} tokens outside the detected "
+                  "spans, released verbatim",
+                  f"  guarantee          {self.document_guarantee()}"]
+        return "\n".join(lines)

@@ -1,0 +1,236 @@
+"""Pattern PII replaced whole: a type placeholder (0-DP) or a surrogate drawn by the exponential
+mechanism over a public, type-consistent surrogate set.
+
+Placeholder: ``[PHONE_NUMBER]`` whatever the number - the output is independent of the value
+(0-DP among the values of the type; it reveals that a value of that type was detected there).
+
+Surrogate (McSherry & Talwar 2007, doi:10.1109/FOCS.2007.66; Dwork & Roth 2014, Thm 3.10): a
+fixed set S of made-up values of the type (reserved domains ``example.com``, fictional
+555-01xx and Ofcom drama numbers, documentation IP ranges, published test card numbers, ...),
+never built from the data. Each type has a few *format features* f_1..f_F (for a phone number:
+leading ``+``, number of digits, the separators). The utility of surrogate s for value x is the
+share of features they have in common, u(x, s) = (1/F) sum_i [f_i(x) = f_i(s)], in [0, 1], so
+its sensitivity over any two values x, x' is at most 1. The draw is
+
+    P(s | x) = exp(epsilon u(x, s) / 2) / sum_{s'} exp(epsilon u(x, s') / 2),
+
+epsilon-DP between ANY two values of the type (the ratio of the numerators is at most
+exp(epsilon/2), and so is the ratio of the normalisers). A span is one draw, whatever its
+length: the value is never replaced digit by digit. The surrogate keeps the value's format
+with a probability that grows with epsilon; at small epsilon it is a near-uniform draw.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dptext.accounting.events import GuaranteeKind, TokenGuarantee
+
+_DIGIT_RUNS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class SurrogateSet:
+    """Made-up values of one type and the format features the utility compares."""
+
+    category: str
+    values: tuple[str, ...]
+    features: Callable[[str], tuple]
+    _table: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        table = np.empty((len(self.values), len(self.features(self.values[0]))), dtype=object)
+        for i, v in enumerate(self.values):
+            table[i] = self.features(v)
+        object.__setattr__(self, "_table", table)
+
+    def utility(self, value: str) -> np.ndarray:
+        """u(value, s) for every surrogate s: the share of format features in common."""
+        mine = np.empty(self._table.shape[1], dtype=object)
+        mine[:] = self.features(value)
+        return (self._table == mine).mean(axis=1)
+
+    def distribution(self, value: str, epsilon: float) -> np.ndarray:
+        """The exact output distribution for ``value`` (module docstring)."""
+        logits = epsilon * self.utility(value) / 2.0
+        weights = np.exp(logits - logits.max())
+        return weights / weights.sum()
+
+    def draw(self, value: str, epsilon: float, rng: np.random.Generator) -> str:
+        return self.values[int(rng.choice(len(self.values), p=self.distribution(value, epsilon)))]
+
+    def guarantee(self, epsilon: float) -> TokenGuarantee:
+        return TokenGuarantee(
+            GuaranteeKind.PURE, epsilon,
+            scope=f"any two {self.category} values; replaced whole by a surrogate, one "
+            f"exponential-mechanism draw over {len(self.values)} made-up values (utility: "
+            "shared format features, sensitivity 1)")
+
+
+def placeholder_guarantee(category: str, placeholder: str) -> TokenGuarantee:
+    return TokenGuarantee(
+        GuaranteeKind.INDEPENDENT,
+        scope=f"{category} values; replaced whole by {placeholder!r}")
+
+
+# ------------------------------------------------------------------ features
+def _digits(value: str) -> str:
+    return "".join(c for c in value if c.isdigit())
+
+
+def _separators(value: str) -> str:
+    return "".join(sorted({c for c in value if not c.isalnum()}))
+
+
+def _email(value: str) -> tuple:
+    local, _, domain = value.rpartition("@")
+    tld = domain.rsplit(".", 1)[-1].lower()
+    return (tld if tld in ("com", "org", "net") else "other",
+            any(c.isdigit() for c in local), any(c in "._-+" for c in local))
+
+
+def _phone(value: str) -> tuple:
+    return (value.lstrip().startswith("+"), len(_digits(value)), _separators(value.strip()))
+
+
+def _card(value: str) -> tuple:
+    d = _digits(value)
+    return (d[:1], len(d), " " in value, "-" in value)
+
+
+def _iban(value: str) -> tuple:
+    return (value.strip()[:2].upper(), " " in value.strip())
+
+
+def _ip(value: str) -> tuple:
+    return ("v6" if ":" in value else "v4",)
+
+
+def _url(value: str) -> tuple:
+    low = value.lower()
+    scheme = "https" if low.startswith("https:") else "http" if low.startswith("http:") else ""
+    rest = low.split("://", 1)[-1]
+    return (scheme, rest.startswith("www."), "/" in rest.rstrip("/"))
+
+
+def _separated(value: str) -> tuple:
+    return ("-" in value, " " in value.strip())
+
+
+def _id(value: str) -> tuple:
+    return (any(c.isalpha() for c in value), len(value.strip()) >= 9)
+
+
+_MONTHS = ("january february march april may june july august september october november "
+           "december jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+
+
+def _date(value: str) -> tuple:
+    low = value.lower()
+    words = re.findall(r"[a-z]+", low)
+    if re.fullmatch(r"\s*\d{4}-\d{1,2}-\d{1,2}\s*", low):
+        kind = "iso"
+    elif re.search(r"\d{1,4}[/.]\d{1,2}[/.]\d{1,4}", low):
+        kind = "numeric"
+    elif any(w in _MONTHS for w in words):
+        kind = "month-day" if re.search(r"\b\d{1,2}(st|nd|rd|th)?\b", low) else "month"
+    elif any(w in _WEEKDAYS for w in words):
+        kind = "weekday"
+    elif re.search(r"\d", low):
+        kind = "year"
+    else:
+        kind = "words"
+    return (kind,)
+
+
+def _time(value: str) -> tuple:
+    low = value.lower()
+    if re.search(r"\d", low):
+        return ("clock12" if re.search(r"\b[ap]\.?m\b|\d[ap]m", low) else "clock24",)
+    return ("words",)
+
+
+def _number(value: str) -> tuple:
+    d = _digits(value)
+    return (bool(d), min(len(d), 4), any(c in value for c in "$€£¥"))
+
+
+# ------------------------------------------------------------------- values
+def _phones() -> tuple[str, ...]:
+    out = []
+    for area, line in (("201", "0123"), ("312", "0147"), ("415", "0162"), ("617", "0189")):
+        out += [f"({area}) 555-{line}", f"{area}-555-{line}", f"{area}.555.{line}",
+                f"{area} 555 {line}", f"{area}555{line}", f"+1 {area} 555 {line}",
+                f"+1-{area}-555-{line}", f"+1 ({area}) 555-{line}", f"555-{line}"]
+    for line in ("0123", "0456", "0789"):  # Ofcom numbers reserved for drama
+        out += [f"+44 20 7946 {line}", f"020 7946 {line}"]
+    return tuple(out)
+
+
+def _cards() -> tuple[str, ...]:
+    numbers = ("4111111111111111", "4242424242424242", "4012888888881881", "5555555555554444",
+               "5105105105105100", "378282246310005", "371449635398431", "6011111111111117",
+               "6011000990139424", "3530111333300000", "30569309025904")
+    out = []
+    for n in numbers:
+        groups = [n[i:i + 4] for i in range(0, len(n), 4)]
+        out += [n, " ".join(groups), "-".join(groups)]
+    return tuple(out)
+
+
+def _ibans() -> tuple[str, ...]:
+    compact = ("GB82WEST12345698765432", "DE89370400440532013000", "FR1420041010050500013M02606",
+               "NL91ABNA0417164300", "ES9121000418450200051332", "BE68539007547034",
+               "CH9300762011623852957", "IT60X0542811101000000123456")
+    return compact + tuple(" ".join(c[i:i + 4] for i in range(0, len(c), 4)) for c in compact)
+
+
+_SETS = (
+    SurrogateSet("EMAIL_ADDRESS", tuple(
+        f"{local}@{domain}"
+        for local in ("alex", "sam.lee", "jo_smith", "kim42", "r.taylor7", "morgan-b", "chris",
+                      "pat.kay", "lee99", "drew_m3")
+        for domain in ("example.com", "example.org", "example.net", "mail.example")), _email),
+    SurrogateSet("PHONE_NUMBER", _phones(), _phone),
+    SurrogateSet("CREDIT_CARD", _cards(), _card),
+    SurrogateSet("IBAN_CODE", _ibans(), _iban),
+    SurrogateSet("IP_ADDRESS", ("192.0.2.1", "192.0.2.44", "198.51.100.7", "198.51.100.23",
+                                "203.0.113.5", "203.0.113.200", "2001:db8::1",
+                                "2001:db8:85a3::8a2e:370:7334", "2001:db8:0:1::17"), _ip),
+    SurrogateSet("URL", tuple(
+        f"{scheme}{www}{domain}{path}"
+        for scheme in ("https://", "http://", "")
+        for www in ("www.", "")
+        for domain in ("example.com", "example.org")
+        for path in ("", "/about", "/page?id=1")), _url),
+    SurrogateSet("US_SSN", tuple(
+        f"{a}{s}{b}{s}{c}" for a, b, c in (("000", "12", "3456"), ("666", "01", "2345"),
+                                           ("000", "98", "7654"), ("666", "45", "6789"))
+        for s in ("-", " ", "")), _separated),
+    SurrogateSet("US_PASSPORT", ("A00000001", "B00000002", "C00000003", "000000001",
+                                 "000000002", "X0000004", "00000005"), _id),
+    SurrogateSet("US_DRIVER_LICENSE", ("D0000001", "S000-0000-0001", "A00000000001",
+                                       "00000001", "000000000002", "X0000003"), _id),
+    SurrogateSet("DATE", ("2001-01-01", "1999-12-31", "2010-06-15", "01/02/2003", "12/31/1999",
+                          "15.06.2010", "January 1, 2001", "12 March 1999", "June 15th",
+                          "March 2004", "September", "2001", "the 1990s", "Monday", "Friday",
+                          "yesterday", "last week", "two days ago", "next year"), _date),
+    SurrogateSet("TIME", ("9:00", "14:30", "18:45", "9am", "3:30 pm", "11 a.m.", "noon",
+                          "midnight", "this morning", "tonight", "an hour"), _time),
+    SurrogateSet("CARDINAL", ("two", "three", "several", "dozens", "7", "12", "40", "250",
+                              "1,000", "36,000", "1.5 million"), _number),
+    SurrogateSet("ORDINAL", ("first", "second", "third", "tenth", "1st", "2nd", "3rd", "21st",
+                             "100th"), _number),
+    SurrogateSet("MONEY", ("$5", "$40", "$1,200", "$3.50", "$25,000", "€20", "£300",
+                           "ten dollars", "a million dollars", "50 cents"), _number),
+    SurrogateSet("PERCENT", ("5%", "12%", "40%", "99%", "12.5%", "3 percent", "half",
+                             "a third"), _number),
+    SurrogateSet("QUANTITY", ("5 km", "3 pounds", "10 miles", "2 litres", "150 kg",
+                              "1,000 feet", "two tons", "a mile"), _number),
+)
+SURROGATE_SETS: dict[str, SurrogateSet] = {s.category: s for s in _SETS}

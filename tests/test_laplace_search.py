@@ -1,0 +1,74 @@
+"""Nearest-word search of the multivariate Laplace mechanism (dptext.mechanisms.nearest)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dptext import mechanism
+from dptext.embeddings import EmbeddingSpace
+from dptext.errors import DPTextError
+from dptext.mechanisms.nearest import ExactSearch, make_search
+
+
+def _brute_force(points64: np.ndarray, words: np.ndarray) -> np.ndarray:
+    w = words.astype(np.float64)
+    d2 = ((points64[:, None, :] - w[None, :, :]) ** 2).sum(-1)
+    return d2.argmin(1)
+
+
+@pytest.mark.parametrize("block, tile", [(7, 13), (256, 4096), (1, 50)])
+def test_exact_search_equals_brute_force_float64(block, tile):
+    rng = np.random.default_rng(0)
+    words = rng.standard_normal((300, 24)).astype(np.float32)
+    words /= np.linalg.norm(words, axis=1, keepdims=True)
+    points = words[rng.integers(0, 300, 200)].astype(np.float64)
+    points += rng.standard_normal(points.shape) * rng.choice([0.01, 0.3, 5.0], (200, 1))
+    got = ExactSearch(words, block=block, tile=tile)(points)
+    np.testing.assert_array_equal(got, _brute_force(points, words))
+
+
+def test_near_ties_are_resolved_in_float64():
+    """Points equidistant from two words up to 1e-12 (far below float32 resolution): the
+    float32 scores cannot order them; the re-check returns the truly nearer word."""
+    rng = np.random.default_rng(1)
+    words = rng.standard_normal((50, 16)).astype(np.float32)
+    a, b = words[3].astype(np.float64), words[40].astype(np.float64)
+    mid = (a + b) / 2.0
+    push = (b - a) / np.linalg.norm(b - a)
+    points = np.stack([mid + 1e-12 * push, mid - 1e-12 * push] * 5)
+    search = ExactSearch(words, block=4, tile=16)
+    got = search(points)
+    assert list(got) == [40, 3] * 5
+    assert search.rechecked == len(points)
+    # an exact tie (a duplicated word) goes to the lower row, like argmin
+    dup = np.vstack([words, words[3:4]])
+    assert ExactSearch(dup)(words[3:4].astype(np.float64) + 1e-3)[0] == 3
+
+
+def test_laplace_uses_the_chosen_search_and_rejects_unknown_ones():
+    rng = np.random.default_rng(2)
+    words = [f"w{i}" for i in range(200)]
+    space = EmbeddingSpace(words, rng.standard_normal((200, 8)), name="search-test")
+    m = mechanism("laplace", epsilon=50.0, space=space).fit(cache=False)
+    pts = space.vectors[:20].astype(np.float64) + 0.01
+    np.testing.assert_array_equal(m.nearest(pts), _brute_force(pts, space.vectors))
+    with pytest.raises(DPTextError, match="search must be one of"):
+        mechanism("laplace", epsilon=1.0, search="kd-tree")
+    with pytest.raises(DPTextError, match="search must be one of"):
+        make_search(space.vectors, "kd-tree")
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw"])
+def test_indexed_search_finds_words_near_their_own_vector(kind):
+    pytest.importorskip("faiss")
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((500, 16)).astype(np.float32)
+    search = make_search(vectors, kind)
+    rows = rng.integers(0, 500, 100)
+    got = search(vectors[rows].astype(np.float64) + 1e-4)
+    assert (got == rows).mean() >= 0.95  # a word's own vector: any sane index finds it
+    m = mechanism("laplace", epsilon=10.0, search=kind,
+                  space=EmbeddingSpace([f"w{i}" for i in range(500)], vectors, name="ivf"))
+    out = m.fit(cache=False).privatize("w1 w2 w3", rng=0)
+    assert len(out.text.split()) == 3 and out.report.tokens_privatized == 3

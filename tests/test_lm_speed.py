@@ -1,0 +1,200 @@
+"""Speed machinery of the LM mechanisms (issue 19) on the tiny random models of
+test_lm_mechanisms: thread policy, pass widths, cost groups, no head-of-line blocking,
+segmented long texts and independent draws give the scores of plain forward passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_lm_mechanisms import CLIP, WORDS, _llama  # noqa: E402
+
+from dptext import mechanism  # noqa: E402
+from dptext.errors import DPTextError  # noqa: E402
+from dptext.lm import decoding, threads  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _single_thread(one_torch_thread):
+    """Every test of this module starts with one torch thread (tests/conftest.py)."""
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    return _llama(tmp_path_factory.mktemp("lms") / "llama")
+
+
+def _causal(path, **kw):
+    return mechanism("dpmlm", model=path, keep_stopwords=False, **{**CLIP, **kw}).fit()
+
+
+# ------------------------------------------------------------------ threads
+def test_small_passes_get_one_thread_and_large_ones_the_free_cores():
+    policy = threads.ThreadPolicy(4, measure=lambda: 3)
+    assert policy.threads_for(1) == 1 and policy.threads_for(threads.SMALL_PASS - 1) == 1
+    assert policy.threads_for(threads.SMALL_PASS) == 3  # free cores below the ceiling
+    assert threads.ThreadPolicy(2, measure=lambda: 3).threads_for(10_000) == 2  # the ceiling
+    assert threads.ThreadPolicy(1, measure=lambda: 8).threads_for(10_000) == 1
+
+
+def test_free_cores_sees_a_busy_process():
+    """A busy loop on one core leaves at most (cores - 1) free; the measure stays in range."""
+    import multiprocessing as mp
+
+    cores = threads.usable_cores()
+    assert 1 <= threads.free_cores() <= cores
+    if cores > 2 or threads._cpu_times() is None:
+        pytest.skip("needs /proc/stat and a machine of at most 2 usable cores")
+    ctx = mp.get_context("spawn")
+    busy = [ctx.Process(target=_spin, daemon=True) for _ in range(cores)]
+    for p in busy:
+        p.start()
+    try:
+        import time
+
+        time.sleep(0.3)
+        assert threads.free_cores(0.2) == 1  # every core busy: never more than the floor of 1
+    finally:
+        for p in busy:
+            p.kill()
+            p.join()
+
+
+def _spin():  # pragma: no cover - runs in a child process
+    while True:
+        pass
+
+
+def test_thread_policy_restores_torch_threads():
+    before = torch.get_num_threads()
+    with threads.thread_policy() as policy:
+        policy.before_pass(threads.SMALL_PASS * 100)
+        policy.before_pass(1)
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
+# ------------------------------------------------------------ pass shapes
+@pytest.mark.parametrize("lengths, expected", [
+    ([5], 5),  # alone: the whole queue
+    ([1] * 32 + [300], 1),  # many rows: the shortest queue, no padding for them
+    ([1, 2], 2),  # two rows: padding one token is cheaper than a second pass
+])
+def test_width_minimises_cost_per_token(lengths, expected):
+    assert decoding.width(lengths) == expected
+
+
+def test_cost_groups_put_a_long_prompt_alone_and_respect_the_batch_size():
+    groups = decoding.cost_groups([20, 22, 900, 21, 25, 19], batch_size=3)
+    # by length: 19 20 21 | 22 25 | 900
+    assert sorted(map(sorted, groups)) == [[0, 3, 5], [1, 4], [2]]
+    assert all(len(g) <= 3 for g in groups)
+
+
+def _feed_counter(monkeypatch):
+    fed = {"token_rows": 0, "passes": 0}
+    forward = decoding.ScoreHead.forward
+
+    def counting(self, ids, *args):
+        fed["token_rows"] += ids.numel()
+        fed["passes"] += 1
+        return forward(self, ids, *args)
+
+    monkeypatch.setattr(decoding.ScoreHead, "forward", counting)
+    return fed
+
+
+def test_one_hostile_row_does_not_hold_32_normal_ones(llama, monkeypatch):
+    """Work (token-rows fed, the cost of the passes) of a hostile row with long literal text
+    beside 32 normal texts stays within 1.5x of the two batches run apart (issue 19: it was
+    11x, the first pass padded every row to the hostile prompt)."""
+    m = _causal(llama, epsilon=5.0)
+    rng = np.random.default_rng(0)
+    normal = [" ".join(rng.choice(WORDS, size=rng.integers(4, 12))) for _ in range(32)]
+    hostile = "john" + " ." * 120 + " anna saw the river."
+    fed = _feed_counter(monkeypatch)
+    apart = 0
+    for texts in (normal, [hostile]):
+        m.privatize_batch(texts, rng=1)
+        apart += fed["token_rows"]
+        fed["token_rows"] = 0
+    together = m.privatize_batch(normal + [hostile], rng=1)
+    assert fed["token_rows"] <= 1.5 * apart
+    assert all(r.report.tokens_privatized for r in together)
+
+
+# ------------------------------------------------- scores of plain passes
+def _full_scores(m, seq):
+    model = m._lm[0]
+    with torch.inference_mode():
+        return model(input_ids=torch.tensor([seq])).logits[0, -1, m._backend.candidate_ids]
+
+
+def test_segments_give_the_scores_of_their_own_context(llama):
+    """A long text in segments: every slot's scores equal a plain forward pass over the
+    segment's context - original + separator, the original's tail before the segment
+    (teacher forcing), then the segment's own output so far."""
+    m = _causal(llama, epsilon=5.0, segment_words=8)
+    text = " ".join(WORDS[i % len(WORDS)] for i in range(40)) + "."
+    aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+    backend = m._backend
+    jobs = [(aligned.ids, [(s.glue, s.start) for s in slots])]
+    segs = backend.segments(len(slots))
+    assert len(segs) == backend.max_segments
+    rows: dict = {}
+
+    def greedy(_, scores):
+        return scores.argmax(1).tolist()
+
+    seen = []
+    chosen = backend.rewrite_batch(jobs, lambda r, sc: (seen.extend(sc.clone()), greedy(r, sc))[1])
+    assert len(chosen[0]) == len(slots) and len(seen) == len(slots)
+    cids = backend.candidate_ids
+    for a, b in segs:
+        head = backend._prefix(aligned.ids, (slots[a].start + slots[b - 1].start) // 2, [])
+        seq = head + (backend.encode(slots[0].glue.rstrip(" ")) if a == 0 else
+                      list(aligned.ids[max(0, slots[a].start - backend.TAIL): slots[a].start]))
+        for k in range(a, b):
+            if k > a:
+                glue = slots[k].glue[:-1] if slots[k].glue.endswith(" ") else slots[k].glue
+                seq = seq + [int(cids[chosen[0][k - 1]])] + backend.encode(glue)
+            rows[k] = _full_scores(m, seq)
+    # segments draw in parallel, so ``seen`` is in pass order: match each by value
+    for k, want in rows.items():
+        assert int(want.argmax()) == chosen[0][k]
+        assert any(torch.allclose(want, got, atol=1e-4) for got in seen)
+
+
+def test_independent_draws_score_each_word_after_the_original_prefix(llama):
+    m = _causal(llama, epsilon=5.0, draws="independent")
+    text = "the dog sat, john went to paris"
+    aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+    got = m._backend.score_independent([(aligned.ids, [(s.glue, s.start) for s in slots])])[0]
+    head = m._backend._prefix(aligned.ids, 0, [])
+    assert got.shape == (len(slots), len(m._backend.candidate_ids))
+    for k, s in enumerate(slots):
+        assert torch.allclose(got[k], _full_scores(m, head + list(aligned.ids[: s.start])),
+                              atol=1e-4)
+    res = m.privatize(text, rng=3)
+    assert res.report.tokens_privatized == len(slots)
+
+
+def test_independent_draws_need_the_causal_backend():
+    with pytest.raises(DPTextError, match="causal backend"):
+        mechanism("dpmlm", epsilon=1, backend="mlm", model="x", draws="independent")
+    with pytest.raises(DPTextError, match="precision"):
+        mechanism("dpmlm", epsilon=1, precision="int4")
+
+
+def test_int8_model_scores_stay_close_to_fp32(llama):
+    fp32, int8 = _causal(llama, epsilon=5.0), _causal(llama, epsilon=5.0, precision="int8")
+    quantized = [type(x).__module__ for x in int8._lm[0].modules()]
+    assert any("quantized" in q for q in quantized)
+    text = "the red car saw a green tree"
+    aligned, _, slots, _ = fp32._plan(text, np.random.default_rng(0))
+    job = [(aligned.ids, [(s.glue, s.start) for s in slots])]
+    a = fp32._backend.score_independent(job)[0]
+    b = int8._backend.score_independent(job)[0]
+    assert (a - b).abs().max() < 0.1 * a.std()

@@ -1,0 +1,246 @@
+"""The service through its API: keys, owners, limits, budgets, spans, jobs (in process with
+FastAPI's TestClient, and against a real uvicorn on a loopback port)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the service extra (fastapi) is not installed")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from dptext.service.app import Settings, create_app  # noqa: E402
+from dptext.service.limits import Limits  # noqa: E402
+
+TEXT = "Alice Smith met Dr. Jones in Boston, and they talked."
+
+
+@pytest.fixture()
+def service(tmp_path):
+    app = create_app(Settings(ledger=str(tmp_path / "ledger.sqlite"),
+                              data_dir=tmp_path / "data",
+                              limits=Limits(max_texts=8, max_chars=2000, rate_burst=1000,
+                                            rate_per_second=1000.0, max_body_bytes=200_000,
+                                            max_upload_bytes=200_000)))
+    client = TestClient(app)
+    a, b = app.state.keys.create("clinic-a"), app.state.keys.create("clinic-b")
+    return app, client, {"Authorization": f"Bearer {a}"}, {"Authorization": f"Bearer {b}"}
+
+
+def _privatize(client, headers, texts, **kw):
+    body = {"texts": texts, "mechanism": "custext", "params": {"epsilon": 2}, **kw}
+    return client.post("/v1/privatize", headers=headers, json=body)
+
+
+def _wait(client, headers, job_id, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
+        if job["state"] in ("done", "failed"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError("job did not finish")
+
+
+@pytest.mark.parametrize("header", [None, "Bearer nope", "Basic abc",
+                                    "Bearer dpt_0123456789abcdef_" + "x" * 43])
+def test_every_v1_endpoint_refuses_without_a_valid_key(service, header):
+    app, client, _, _ = service
+    headers = {} if header is None else {"Authorization": header}
+    calls = [("get", "/v1/mechanisms"), ("post", "/v1/privatize"), ("get", "/v1/jobs"),
+             ("post", "/v1/jobs"), ("get", "/v1/jobs/abc"), ("get", "/v1/jobs/abc/output"),
+             ("get", "/v1/units/u/budget"), ("post", "/v1/budgets")]
+    paths = {r.path for r in app.routes if getattr(r, "path", "").startswith("/v1")}
+    assert {p for _, p in calls} >= {"/v1/mechanisms", "/v1/privatize", "/v1/jobs"}
+    assert len(paths) == 7  # every /v1 route is in the list above (by its template)
+    for method, path in calls:
+        r = getattr(client, method)(path, headers=headers)
+        assert r.status_code == 401, (method, path, r.status_code)
+        assert r.json()["error"].startswith("a valid API key is needed")
+        assert "Traceback" not in r.text
+
+
+def test_keys_are_stored_hashed_and_revocable(service, tmp_path):
+    app, client, a, _ = service
+    key = a["Authorization"].split()[1]
+    secret = key.split("_", 2)[2]
+    assert secret.encode() not in (tmp_path / "ledger.sqlite").read_bytes()
+    assert _privatize(client, a, ["hello there"]).status_code == 200
+    assert app.state.keys.revoke(key)
+    r = _privatize(client, a, ["hello there"])
+    assert r.status_code == 401
+    assert app.state.ledger.spent("request:x", owner="clinic-a").records == 0
+
+
+def test_a_refused_request_charges_nothing(service):
+    app, client, a, _ = service
+    r = client.post("/v1/privatize", headers={"Authorization": "Bearer bad"},
+                    json={"texts": [TEXT], "units": ["alice"]})
+    assert r.status_code == 401
+    assert app.state.ledger.spent("alice", owner="clinic-a").records == 0
+
+
+def test_privatize_returns_texts_reports_and_spans_covering_the_output(service):
+    app, client, a, _ = service
+    r = _privatize(client, a, [TEXT, "Call 555-1234 now!"], units=["alice", "bob"])
+    assert r.status_code == 200, r.text
+    for res in r.json()["results"]:
+        text, spans = res["text"], res["spans"]
+        assert res["report"]["tokens_total"] > 0
+        # sorted, disjoint, inside the text, and every non-space character in one span
+        covered = [False] * len(text)
+        for prev, s in zip([None, *spans[:-1]], spans, strict=True):
+            assert 0 <= s["start"] < s["end"] <= len(text)
+            assert prev is None or prev["end"] <= s["start"]
+            covered[s["start"]:s["end"]] = [True] * (s["end"] - s["start"])
+        assert all(c or ch.isspace() for c, ch in zip(covered, text, strict=True))
+        kinds = {s["kind"] for s in spans}
+        assert "privatized" in kinds and "punctuation" in kinds
+        assert all(s["reason"] for s in spans)
+    spent = app.state.ledger.spent("alice", owner="clinic-a", dataset="default")
+    assert spent.records == 1
+    assert spent.epsilon_basic == pytest.approx(
+        r.json()["results"][0]["report"]["document_epsilon"])
+
+
+def test_budget_withholds_and_does_not_charge_what_it_withholds(service):
+    app, client, a, _ = service
+    assert client.post("/v1/budgets", headers=a,
+                       json={"dataset": "notes", "epsilon": 25}).status_code == 200
+    first = _privatize(client, a, [TEXT], units=["alice"], dataset="notes").json()
+    cost = first["results"][0]["report"]["document_epsilon"]
+    assert cost < 25
+    second = _privatize(client, a, [TEXT, "Bob is fine."], units=["alice", "bob"],
+                        dataset="notes").json()["results"]
+    assert second[0]["withheld"] and second[0]["text"] is None
+    assert "budget" in second[0]["reason"]
+    assert not second[1]["withheld"]
+    spent = app.state.ledger.spent("alice", owner="clinic-a", dataset="notes")
+    assert spent.epsilon_basic == pytest.approx(cost) and spent.records == 1
+    budget = client.get("/v1/units/alice/budget?dataset=notes", headers=a).json()
+    assert budget["remaining_epsilon"] == pytest.approx(25 - cost)
+
+
+def test_owners_are_isolated(service):
+    app, client, a, b = service
+    assert _privatize(client, a, [TEXT], units=["alice"]).status_code == 200
+    assert client.get("/v1/units/alice/budget", headers=a).status_code == 200
+    assert client.get("/v1/units/alice/budget", headers=b).status_code == 404
+    up = client.post("/v1/jobs", headers=a, files={"file": ("n.jsonl", b'{"text": "hi Bob"}\n')},
+                     data={"params": json.dumps({"epsilon": 2})})
+    assert up.status_code == 201, up.text
+    job = _wait(client, a, up.json()["id"])
+    assert job["state"] == "done"
+    for path in (f"/v1/jobs/{job['id']}", f"/v1/jobs/{job['id']}/output",
+                 f"/v1/jobs/{job['id']}/report"):
+        assert client.get(path, headers=b).status_code == 404
+        assert client.get(path, headers=a).status_code == 200
+    assert client.get("/v1/jobs", headers=b).json() == []
+
+
+@pytest.mark.parametrize("limit,body", [
+    ("max_texts", {"texts": ["a"] * 9}),
+    ("max_chars", {"texts": ["a" * 2001]}),
+])
+def test_limits_are_4xx_naming_the_limit(service, limit, body):
+    _, client, a, _ = service
+    r = client.post("/v1/privatize", headers=a, json={"mechanism": "custext",
+                                                     "params": {"epsilon": 2}, **body})
+    assert r.status_code == 413 and r.json()["limit"] == limit
+
+
+def test_body_size_limit(service):
+    _, client, a, _ = service
+    r = client.post("/v1/privatize", headers={**a, "Content-Type": "application/json"},
+                    content=b'{"texts": ["' + b"a" * 300_000 + b'"]}')
+    assert r.status_code == 413 and r.json()["limit"] == "max_body_bytes"
+
+
+def test_rate_limit(tmp_path):
+    app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d",
+                              limits=Limits(rate_per_second=0.01, rate_burst=3)))
+    client = TestClient(app)
+    h = {"Authorization": f"Bearer {app.state.keys.create('x')}"}
+    codes = [client.get("/v1/mechanisms", headers=h).status_code for _ in range(5)]
+    assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429]
+    assert client.get("/v1/mechanisms", headers=h).json()["limit"] == "rate_per_second"
+
+
+def test_concurrent_jobs_per_owner(tmp_path):
+    app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d",
+                              limits=Limits(max_jobs_per_owner=0)))
+    client = TestClient(app)
+    h = {"Authorization": f"Bearer {app.state.keys.create('x')}"}
+    r = client.post("/v1/jobs", headers=h, files={"file": ("a.jsonl", b'{"text": "hi"}\n')})
+    assert r.status_code == 429 and r.json()["limit"] == "max_jobs_per_owner"
+
+
+def test_bad_requests_are_one_line_json_errors(service):
+    _, client, a, _ = service
+    for body in ({"texts": []}, {"texts": ["x"], "mechanism": "nope"},
+                 {"texts": ["x"], "params": {"epsilon": -1}},
+                 {"texts": ["x"], "params": {"space": "/etc/passwd"}},
+                 {"texts": ["x"], "units": ["a", "b"]}):
+        r = client.post("/v1/privatize", headers=a, json=body)
+        assert 400 <= r.status_code < 500, (body, r.status_code)
+        assert "\n" not in r.json()["error"] and "Traceback" not in r.text
+
+
+def test_job_file_names_cannot_escape_the_job_directory(service, tmp_path):
+    _, client, a, _ = service
+    up = client.post("/v1/jobs", headers=a,
+                     files={"file": ("../../../../escape.jsonl", b'{"text": "hi Bob"}\n')},
+                     data={"params": json.dumps({"epsilon": 2})})
+    assert up.status_code == 201
+    _wait(client, a, up.json()["id"])
+    assert not list(tmp_path.rglob("escape.jsonl"))
+    job_dir = tmp_path / "data" / "jobs" / up.json()["id"]
+    assert (job_dir / "input.jsonl").is_file()
+    assert client.get("/v1/jobs/..%2F..%2Fledger/output", headers=a).status_code == 404
+
+
+def test_csv_job_with_units_and_a_budget(service):
+    app, client, a, _ = service
+    client.post("/v1/budgets", headers=a, json={"dataset": "d", "epsilon": 15})
+    rows = "note,author\n" + "".join(f'"Alice was seen in Boston today {i}",alice\n'
+                                     for i in range(3)) + '"Bob went home",bob\n'
+    up = client.post("/v1/jobs", headers=a, files={"file": ("notes.csv", rows.encode())},
+                     data={"fields": "note", "unit_field": "author", "dataset": "d",
+                           "params": json.dumps({"epsilon": 2})})
+    assert up.status_code == 201, up.text
+    job = _wait(client, a, up.json()["id"])
+    assert job["state"] == "done", job
+    out = client.get(f"/v1/jobs/{job['id']}/output", headers=a).text.splitlines()
+    rejects = client.get(f"/v1/jobs/{job['id']}/rejects", headers=a).text.splitlines()
+    assert out[0] == "note,author"
+    assert len(out) - 1 + len(rejects) == 4  # every record released or withheld
+    assert job["released"] == len(out) - 1 and job["withheld"] == len(rejects)
+    assert job["withheld"] >= 1  # alice: 7 words * 2 = 14 per note, budget 15
+    spent = app.state.ledger.spent("alice", owner="clinic-a", dataset="d")
+    assert spent.epsilon_basic <= 15 and spent.pending == 0
+
+
+def test_real_server_on_loopback(tmp_path):
+    import httpx
+    from service_helpers import Server
+
+    from dptext.ledger import Ledger
+    from dptext.service.keys import KeyStore
+
+    ledger = tmp_path / "l.sqlite"
+    key = KeyStore(Ledger(str(ledger)).url).create("clinic")
+    server = Server(ledger, tmp_path / "d").start()
+    try:
+        h = {"Authorization": f"Bearer {key}"}
+        assert httpx.get(f"{server.url}/v1/mechanisms").status_code == 401
+        r = httpx.post(f"{server.url}/v1/privatize", headers=h, timeout=60,
+                       json={"texts": [TEXT], "params": {"epsilon": 2}, "units": ["alice"]})
+        assert r.status_code == 200 and r.json()["results"][0]["text"]
+        assert httpx.get(f"{server.url}/readyz").json()["ready"] is True
+        assert httpx.get(f"{server.url}/").text.startswith("<!doctype html>")
+        assert httpx.get(f"{server.url}/openapi.json").json()["info"]["title"] == "dptext"
+    finally:
+        server.stop()
