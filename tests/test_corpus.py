@@ -154,7 +154,7 @@ def test_strict_json_output(mech, tmp_path):
     src.write_text('{"text": "alice", "a": "x\u2028y\u2029z\u0085", "s": "\\ud800"}\n',
                    encoding="utf-8")
     out = tmp_path / "odd.out.jsonl"
-    run(job(mech, src, out, on_error="skip"))
+    run(job(mech, src, out))
     raw = out.read_bytes()
     assert raw.count(b"\n") == 1
     assert "\u2028".encode() not in raw and b"\\u2028" in raw and b"\\ud800" in raw
@@ -167,6 +167,10 @@ def test_strict_json_output(mech, tmp_path):
     with pytest.raises(DPTextError, match="line 2"):
         run(job(mech, bad, tmp_path / "big.out.jsonl", on_error="skip"))
     assert not (tmp_path / "big.out.jsonl").exists()
+    from dptext.corpus.writers import dumps_strict
+
+    with pytest.raises(ValueError):  # never NaN/Infinity
+        dumps_strict({"x": float("inf")})
 
 
 def test_on_error_skip_writes_rejects_without_their_text(mech, tmp_path):

@@ -204,3 +204,44 @@ def test_without_user_field_each_record_is_its_own_unit(mech, tmp_path):
     assert result.summary["units"]["units"] == 10
     assert {len(split_words(json.loads(x)["text"])[1::2]) for x in
             (tmp_path / "o.jsonl").read_text().splitlines()} == {1, 2}
+
+
+# ------------------------------------------------------------------ the real ledger
+def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, tmp_path):
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src = write(tmp_path / "in.jsonl", 100)
+    out = tmp_path / "o.jsonl"
+    make = lambda: run(job(mech, src, out, ledger, budget=12.0, batch_size=8,  # noqa: E731
+                           shard_records=16))
+    from dptext.corpus import engine
+
+    original, calls = engine._Runner._commit_shard, {"n": 0}
+
+    def commit(self, wd, shard):
+        original(self, wd, shard)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    engine._Runner._commit_shard = commit
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            make()
+    finally:
+        engine._Runner._commit_shard = original
+    result = make()
+    expected, spent = 0, {}
+    for i in range(100):
+        u, cost = i % 5, i % 4 + 1
+        if spent.get(u, 0) + cost <= 12:
+            spent[u] = spent.get(u, 0) + cost
+            expected += 1
+    assert result.summary["records"] == expected == len(out.read_text().splitlines())
+    assert result.summary["records_withheld"] == 100 - expected
+    for u, eps in spent.items():
+        s = ledger.spent(f"u{u}", owner="clinic", dataset="notes", pld=False)
+        assert s.epsilon_basic == pytest.approx(eps) and s.pending == 0
+    assert ledger.pending() == []
+    ledger.verify()

@@ -185,9 +185,9 @@ def test_stdin_to_stdout_with_report_on_stderr(runs):
 
 
 def test_sigterm_is_handled_like_sigint_and_the_run_continues(work):
-    lines = [" ".join(WORDS[(i + j) % 10] for j in range(6)) for i in range(30_000)]
+    lines = [" ".join(WORDS[(i + j) % 10] for j in range(6)) for i in range(12_000)]
     (work / "big.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args = ["-i", "big.txt", "--seed", "4", "--shard-size", "1000", "--batch-size", "200"]
+    args = ["-i", "big.txt", "--seed", "4", "--shard-size", "500", "--batch-size", "100"]
     ref = dptext(work, *args, "-o", "ref.txt")
     assert ref.returncode == 0, ref.stderr
     env = {**os.environ, "DPTEXT_CACHE": str(work / "cache"), "OMP_NUM_THREADS": "1"}

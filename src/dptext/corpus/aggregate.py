@@ -19,7 +19,8 @@ from pathlib import Path
 from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 
-_BASE_FIELDS = {f.name for f in dataclasses.fields(PrivacyReport)}
+# fields serialized explicitly; every other dataclass field (JSON-able) goes into "extra"
+_EXPLICIT = {"mechanism", "per_token", "events", "records", "max_record_epsilon"}
 
 
 # ------------------------------------------------------------------ serialization
@@ -60,7 +61,7 @@ def report_state(r: PrivacyReport) -> dict:
         "records": r.records,
         "max_record_epsilon": r.max_record_epsilon,
         "extra": {f.name: _extra_state(getattr(r, f.name)) for f in dataclasses.fields(r)
-                  if f.name not in _BASE_FIELDS},
+                  if f.name not in _EXPLICIT},
     }
 
 

@@ -394,7 +394,6 @@ class _Runner:
     def _process(self, ctx: _Ctx, out: BatchOutput, shard: _Shard) -> list[tuple[int, bytes]]:
         """Encode, reserve and return the lines to write for one batch; rejects into shard."""
         source = self.sources[ctx.source]
-        j = self.job
         good_pos = {i: n for n, i in enumerate(ctx.good)}
         candidates: list[tuple[int, int, bytes | dict]] = []  # (record index, good index, out)
         for i, record in enumerate(ctx.records):

@@ -208,8 +208,7 @@ class RayExecutor:
             with open(ctx_path, "rb") as f:
                 contexts = pickle.load(f)
             outputs = pickle.loads(row["result"])
-            for c, o in zip(contexts, outputs, strict=True):
-                yield c, o
+            yield from zip(contexts, outputs, strict=True)
             tasks_path.unlink(missing_ok=True)
             ctx_path.unlink(missing_ok=True)
             expected += 1
