@@ -3,6 +3,7 @@ and the cryptographically secure generator, each measured against what it replac
 process, interleaved, best of REPEATS (the machine is shared; the minimum is the least noisy).
 
     python benchmarks/bench_reliability.py [--tokens 100000]
+        [--parts glue,tokenizer,sampling,pipeline,raw]
 
 Uses the default 50k-word space and the 100k-token text of bench_mechanisms.py.
 """
@@ -47,10 +48,30 @@ def old_custext_sample(cum, members, set_of, rows, rng):
     return members[set_of[rows], j]
 
 
+def glue_letters(n: int = 10_000) -> None:
+    """Letters/marks the tokenizer leaves in the (released) glue of n fuzzed records."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import fuzz_corpus as fc
+
+    from dptext.text import split_words
+
+    rng = np.random.default_rng(0)
+    texts = [fc.fuzz_text(rng, long_words=False) for _ in range(n)]
+    for name, split in (("before", old_split), ("after", split_words)):
+        counts = [sum(fc.has_letter_property(c) for g in split(t)[0::2] for c in g)
+                  for t in texts]
+        print(f"letters/marks in the glue of {n} fuzzed records, {name}: {sum(counts)} "
+              f"characters in {sum(c > 0 for c in counts)} records", flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--tokens", type=int, default=100_000)
+    p.add_argument("--parts", default="glue,tokenizer,sampling,pipeline,raw")
     args = p.parse_args()
+    parts = set(args.parts.split(","))
+    if "glue" in parts:
+        glue_letters()
     import dptext
     from dptext.resources import default_space
     from dptext.rng import secure_generator
@@ -60,7 +81,7 @@ def main() -> None:
     lines = text.split(". ")
     mixed = [line + " caf\u00e9 \u24b6\u24db\u24d8 \u0930\u092e\u0947\u0936" for line in lines]
     print("tokenizer (split_words over the text's sentences), s, best of", REPEATS)
-    for name, data in (("ASCII", lines), ("non-ASCII", mixed)):
+    for name, data in (("ASCII", lines), ("non-ASCII", mixed)) if "tokenizer" in parts else ():
         t_old = best(lambda d=data: [old_split(x) for x in d])
         t_new = best(lambda d=data: [split_words(x) for x in d])
         print(f"  {name:10s} before {t_old:.3f}  after {t_new:.3f}  ratio {t_new / t_old:.2f}",
@@ -83,15 +104,18 @@ def main() -> None:
     rows = np.array([space.lookup(w) for w in text.split()], dtype=np.int64)
     rows = rows[rows >= 0]
     gen = np.random.default_rng(0)
-    t_old = best(lambda: old_custext_sample(cum_old, members, set_of, rows, gen))
-    t_new = best(lambda: m._sample(rows, gen))
+    t_old = t_new = 0.0
+    for _ in range(3):  # alternate, keep each one's best
+        t_old = min(t_old or 1e9, best(lambda: old_custext_sample(cum_old, members, set_of,
+                                                                   rows, gen)))
+        t_new = min(t_new or 1e9, best(lambda: m._sample(rows, gen)))
     print(f"custext sampling of {len(rows)} tokens, s: grid inverse CDF {t_old:.4f}, exact "
           f"{t_new:.4f} (ratio {t_new / t_old:.2f}); {len(rows) / t_new:,.0f} tokens/s",
           flush=True)
 
     print("privatize_batch tokens/s (whole pipeline), PCG64 vs ChaCha20 (rng='secure')",
           flush=True)
-    for name, eps in (("custext", 2.0), ("laplace", 10.0)):
+    for name, eps in (("custext", 2.0), ("laplace", 10.0)) if "pipeline" in parts else ():
         mech = m if name == "custext" else dptext.mechanism(name, epsilon=eps, space=space).fit()
         part = lines if name == "custext" else lines[: len(lines) // 20]  # laplace: ~5k tokens
         n_tok = sum(r.report.tokens_total for r in mech.privatize_batch(part, rng=0))
@@ -101,6 +125,8 @@ def main() -> None:
         print(f"  {name:8s} PCG64 {n_tok / t_pcg:10,.0f}  ChaCha20 {n_tok / t_sec:10,.0f}  "
               f"(cost {100 * (t_sec / t_pcg - 1):+.0f}%)", flush=True)
 
+    if "raw" not in parts:
+        return
     from randomgen import AESCounter
 
     print("raw generator throughput, million draws/s (10M doubles / normals)")

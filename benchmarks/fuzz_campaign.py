@@ -172,6 +172,15 @@ def bad_inputs(root: Path, space_path: Path) -> dict:
     return results
 
 
+def peak_rss_mb() -> int:
+    """This process's peak RSS (VmHWM; unlike ru_maxrss it is not inherited from the parent
+    across fork + exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 def rss_one(n: int, space_name: str) -> dict:
     import dptext
     from dptext.sanitize import sanitize
@@ -185,15 +194,15 @@ def rss_one(n: int, space_name: str) -> dict:
             block = rng.choice(vocab, size=(min(n, 10_000), 12))
             f.write("\n".join(" ".join(r) for r in block) + "\n")
     m = dptext.mechanism("custext", epsilon=2.0, space=space).fit()
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_rss_mb()
     start = time.perf_counter()
     report = sanitize(m, path, path.with_suffix(".out"), rng=0)
     took = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_mb()
     path.unlink()
     path.with_suffix(".out").unlink()
-    return {"records": report.records, "peak_rss_mb": round(peak / 1024),
-            "rss_before_sanitize_mb": round(base / 1024), "seconds": round(took, 1)}
+    return {"records": report.records, "peak_rss_mb": peak,
+            "rss_before_sanitize_mb": base, "seconds": round(took, 1)}
 
 
 def main() -> None:
