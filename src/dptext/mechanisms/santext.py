@@ -27,8 +27,8 @@ from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import WordMechanism, check_probability, register
-from dptext.validation import check_bool
 from dptext.mechanisms.frequency import frequency_order
+from dptext.validation import check_bool
 
 _BLOCK = 1024
 
