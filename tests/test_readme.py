@@ -22,16 +22,25 @@ NOTES = [
 ]
 
 
-def readme_commands() -> list[str]:
-    """Shell lines of the README's bash blocks that run dptext (comments stripped)."""
+def readme_blocks() -> list[list[str]]:
+    """The shell lines of each ```bash block of the README that run dptext (comments
+    stripped); a block's lines run in order in one directory (a later line may use what an
+    earlier one wrote, e.g. the ledger)."""
     text = README.read_text(encoding="utf-8")
-    commands = []
+    blocks = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        lines = []
         for line in block.splitlines():
             line = re.sub(r"\s+#.*$", "", line).strip()
             if re.search(r"(^|\|\s*)dptext\s", line):
-                commands.append(line)
-    return commands
+                lines.append(line)
+        if lines:
+            blocks.append(lines)
+    return blocks
+
+
+def readme_commands() -> list[str]:
+    return [line for block in readme_blocks() for line in block]
 
 
 def write_inputs(d: Path) -> None:
@@ -57,12 +66,13 @@ def test_readme_has_commands():
     assert any("sanitize" in c for c in commands)
 
 
-@pytest.mark.parametrize("command", readme_commands())
-def test_readme_command_runs(command, tmp_path):
+@pytest.mark.parametrize("block", readme_blocks(), ids=lambda b: b[0][:40])
+def test_readme_commands_run(block, tmp_path):
     write_inputs(tmp_path)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "DPTEXT_LEDGER": str(tmp_path / "ledger.sqlite")}
-    result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+           "DPTEXT_LEDGER": str(tmp_path / "default-ledger.sqlite")}
+    for command in block:
+        result = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=tmp_path,
+                                env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"

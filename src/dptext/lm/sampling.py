@@ -3,10 +3,9 @@
 Score u(x, y) = clip(logit_y(x), lo, hi); the sensitivity of u is Delta_u = hi - lo for ANY two
 inputs x, x'. Sampling y with probability proportional to exp(epsilon * u / (2 Delta_u)) is the
 exponential mechanism (McSherry & Talwar 2007): epsilon-DP. In the paper's terms this is
-temperature sampling with T = 2 Delta_u / epsilon. We sample all rows at once in torch by
-inversion: one uniform per row against the float64 cumulative sum of the probabilities (exact
-up to float64 rounding, and ~10x cheaper than Gumbel-max, which needs one random number and two
-logarithms per candidate), never a Python loop over the vocabulary.
+temperature sampling with T = 2 Delta_u / epsilon. Draws are exact for every probability,
+also below 2^-53 (:func:`sample`, through :mod:`dptext.exact_sampling`), never a Python loop
+over the vocabulary.
 """
 
 from __future__ import annotations
@@ -36,12 +35,18 @@ def torch_generator(rng: np.random.Generator):
 
 
 def sample(scores, *, epsilon: float, lo: float, hi: float, generator) -> np.ndarray:
-    """One draw per row of ``scores`` (rows x candidates): the index of the chosen candidate."""
+    """One draw per row of ``scores`` (rows x candidates): the index of the chosen candidate.
+
+    Exact: a plain inverse CDF against one double uniform realizes probabilities only on the
+    2^-53 grid, so a candidate whose probability is below 2^-53 (at epsilon 150 over 31,664
+    candidates, most of them) would be drawn with probability 0 or ~2^-53, and the realized
+    privacy loss would be unbounded. :func:`dptext.exact_sampling.sample_logits` draws every
+    probability exactly (block first, then within the block; docs/reliability.md). Its
+    generator is seeded from ``generator``'s stream (itself OS entropy unless seeded)."""
     import torch
 
+    from dptext.exact_sampling import sample_logits
+
     z = scores.double().clamp(lo, hi) / temperature(epsilon, lo, hi)
-    cdf = (z - z.amax(dim=-1, keepdim=True)).exp_().cumsum(dim=-1)
-    u = torch.rand((cdf.shape[0], 1), generator=generator, dtype=torch.float64) * cdf[:, -1:]
-    # the first index whose cumulative mass exceeds u: P(i) = p_i / sum(p)
-    index = torch.searchsorted(cdf, u, right=True).squeeze(-1)
-    return index.clamp_max(cdf.shape[-1] - 1).numpy()
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return sample_logits(z.numpy(), np.random.default_rng(seed))
