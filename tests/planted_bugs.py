@@ -31,12 +31,12 @@ def tiny_space(n: int, dim: int, seed: int, *, outliers: int = 0) -> EmbeddingSp
 class HotCusText(CusText):
     """CusText with the temperature off by 2: p proportional to exp(eps*u), not exp(eps*u/2)."""
 
-    def _probabilities(self, space, m):
-        self.epsilon *= 2.0
-        try:
-            return super()._probabilities(space, m)
-        finally:
-            self.epsilon /= 2.0
+    def _log_weights(self, space, m):
+        return 2.0 * super()._log_weights(space, m)
+
+    def validate_tables(self, tables):
+        """The planted bug's own tables would fail CusText's realized-loss check; the point
+        here is that the black-box auditor catches it, so that check is skipped."""
 
 
 class PassThrough:
@@ -183,7 +183,10 @@ def per_tensor_clipping_train(*args, **kw):
     """The real trainer with per-tensor clipping in place of the global clip."""
     import dptext.training.trainer as trainer
 
-    with mock.patch.object(trainer, "clip_updates", per_tensor_clip):
+    def per_tensor_clipped_sum(updates, beta):
+        return {k: v.sum(dim=0) for k, v in per_tensor_clip(updates, beta).items()}
+
+    with mock.patch.object(trainer, "clipped_sum", per_tensor_clipped_sum):
         return trainer.train(*args, **kw)
 
 
@@ -192,12 +195,12 @@ def squared_std_train(*args, **kw):
     the standard deviation belongs, UeDP's released code)."""
     import dptext.training.trainer as trainer
 
-    real = trainer.noised_sum
+    real = trainer.gaussian_release
 
-    def noised(updates, std, denominator, generator=None):
-        return real(updates, std ** 2, denominator, generator)
+    def noised(total, std, denominator, generator=None):
+        return real(total, std ** 2, denominator, generator)
 
-    with mock.patch.object(trainer, "noised_sum", noised):
+    with mock.patch.object(trainer, "gaussian_release", noised):
         return trainer.train(*args, **kw)
 
 

@@ -23,6 +23,9 @@ class DefaultsFormatter(argparse.HelpFormatter):
         if ("%(default)" in text or default in (None, False, argparse.SUPPRESS)
                 or action.option_strings == [] and action.nargs in ("?", "*")):
             return text
+        if isinstance(default, list | tuple):
+            shown = ",".join(map(str, default)).replace("%", "%%")
+            return f"{text} (default: {shown})"
         return f"{text} (default: %(default)s)"
 
 

@@ -110,7 +110,7 @@ class RecordReader:
         try:
             header = next(rows, None)
             if header is None:
-                return
+                raise DPTextError(f"{where}: empty CSV file (no header)")
             self.header = header
             seen: dict[str, int] = {}
             for i, col in enumerate(header, start=1):

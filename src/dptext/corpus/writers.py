@@ -20,7 +20,7 @@ from dptext.corpus.sources import suffix_format
 from dptext.errors import DPTextError
 
 _UNSAFE_IN_JSON = re.compile("[\u2028\u2029\x85\ud800-\udfff]")
-_LINE_BREAKS = re.compile("[\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = re.compile("[\r\n]")  # what splits a record of dptext's text reader
 #: conversions ``--output-format`` may ask for (the same format is always allowed)
 CONVERSIONS = {("csv", "jsonl"), ("txt", "jsonl"), ("parquet", "jsonl"), ("jsonl", "txt"),
                ("csv", "txt"), ("parquet", "txt")}
