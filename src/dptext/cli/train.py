@@ -146,7 +146,8 @@ def _job(args):
         local_steps=args.local_steps, local_lr=args.local_lr, server_lr=args.server_lr,
         max_sentences=args.max_sentences, users_per_chunk=args.users_per_chunk,
         vocab_size=args.vocab_size, max_len=args.max_len, normalizer=args.normalizer,
-        checkpoint_every=args.checkpoint_every,
+        checkpoint_every=args.checkpoint_every, ledger=args.ledger, owner=args.owner,
+        ledger_dataset=args.dataset,
         progress=not args.no_progress and sys.stderr.isatty())
 
 
@@ -172,6 +173,11 @@ def cmd_train(args) -> int:
     finally:
         if bar is not None:
             bar.close()
+    if "ledger" in summary:
+        c = summary["ledger"]
+        print(f"dptext: charged {c['users_charged']} training users ({c['epsilon']:.4g}, "
+              f"{c['delta']:g}) each in the ledger (owner {c['owner']}, dataset "
+              f"{c['dataset']})", file=sys.stderr)
     wide = summary.get("wide_entities")
     if wide:
         print(f"note: {wide['note']} (docs/uedp.md)", file=sys.stderr)
@@ -234,6 +240,11 @@ def register(subparsers) -> None:
                    help="a sampled user's loss is divided by the weight of its usable "
                         "sentences of the round (usable) or by --max-sentences (constant); "
                         "docs/uedp.md")
+    t.add_argument("--ledger", metavar="URL",
+                   help="charge every training user the run's (epsilon, delta) in this ledger "
+                        "before any model is written (docs/ledger.md)")
+    t.add_argument("--owner", default="default", help="ledger owner of the data")
+    t.add_argument("--dataset", help="ledger dataset name (default: the --data name)")
     t.add_argument("--checkpoint-every", type=int_type(0), default=10, metavar="N",
                    help="write checkpoint.pt and the private training_state.pt every N rounds "
                         "(0: only at the end); metrics.json is rewritten every round")

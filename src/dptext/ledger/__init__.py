@@ -23,7 +23,7 @@ from dptext.ledger.core import (
     data_dir,
     default_ledger_url,
 )
-from dptext.ledger.training import TrainingCharge, charge_training
+from dptext.ledger.training import TrainingCharge, charge_training, training_preflight
 
 __all__ = [
     "ANY",
@@ -35,6 +35,7 @@ __all__ = [
     "UnitRow",
     "VerifyResult",
     "charge_training",
+    "training_preflight",
     "data_dir",
     "default_ledger_url",
 ]

@@ -90,6 +90,11 @@ class TrainJob:
     max_len: int | None = None
     normalizer: str = "usable"
     checkpoint_every: int = 10
+    # the ledger every training user is charged in (the run's (epsilon, delta), before any
+    # model is written); owner and dataset name the budget (docs/ledger.md)
+    ledger: str | None = None
+    owner: str = "default"
+    ledger_dataset: str | None = None
     progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -136,6 +141,9 @@ class TrainJob:
         for key in ("q_u", "q_e", "q_s"):
             check_probability(getattr(self, key), f"--{key.replace('_', '-')}")
         check_delta(self.delta, "--delta")
+        if self.ledger is not None and not self.private:
+            raise DPTextError(f"--ledger charges a run's (epsilon, delta): {self.algo} training "
+                              f"has no DP guarantee to charge")
         if self.limit is not None:
             check_int(self.limit, "--limit", minimum=1)
         if self.synthetic_users is not None:
@@ -230,6 +238,8 @@ class TrainJob:
             trainer.load_state_dict(saved["trainer"])
             for row in trainer.metrics:
                 guard.check(row)
+        if self.ledger is not None:
+            summary["ledger"] = self._charge(config, train_corpus, fingerprint, resumed=bool(saved))
 
         def write_metrics(completed: bool, stopped: str | None = None) -> None:
             summary["rounds"] = trainer.metrics
@@ -262,6 +272,38 @@ class TrainJob:
         write_metrics(True)
         (out / STATE_FILE).unlink(missing_ok=True)
         return summary
+
+    def _charge(self, config, corpus, fingerprint: dict, *, resumed: bool) -> dict:
+        """Charge every training user the whole run's (epsilon, delta) before any model is
+        written (a checkpoint is a release too). All or nothing: a user over budget stops the
+        run before it trains. A resumed run continues the same release (its key is the run's
+        fingerprint), so nobody is charged twice."""
+        import hashlib
+
+        from dptext.ledger import Ledger, charge_training, training_preflight
+
+        privacy = config.privacy()
+        epsilon = privacy.epsilon(config.rounds, config.delta)
+        users = list(corpus.users)
+        dataset = self.ledger_dataset or Path(self.data).name.replace("dataset:", "")
+        ledger = Ledger(self.ledger)
+        if not resumed:
+            over = training_preflight(ledger, users, epsilon, config.delta, owner=self.owner,
+                                      dataset=dataset, mechanism=self.algo)
+            if over:
+                raise DPTextError(f"{len(over)} of {len(users)} training users would exceed "
+                                  f"their budget with this run's ({epsilon:.4g}, "
+                                  f"{config.delta:g}) (first: {over[0]!r}); nothing was trained "
+                                  f"or charged")
+        key = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode())
+        charge = charge_training(ledger, users, epsilon, config.delta, owner=self.owner,
+                                 dataset=dataset, mechanism=self.algo,
+                                 params={"rounds": config.rounds, "z": config.z,
+                                         "q_u": config.q_u},
+                                 release_key="train:" + key.hexdigest())
+        return {"release_id": charge.release_id, "users_charged": len(users),
+                "epsilon": epsilon, "delta": config.delta, "owner": self.owner,
+                "dataset": dataset}
 
     def _fingerprint(self) -> dict:
         """The settings a resumed run must share (all but the number of rounds, the
