@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 
+from dptext.cli.common import parse_value
 from dptext.errors import DPTextError
 
 EXIT_VIOLATION = 3
@@ -16,17 +17,6 @@ EXIT_VIOLATION = 3
 LM_EPSILON = 25.0
 
 
-def _value(text: str):
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
 
 def _params(items: list[str] | None) -> dict:
     out = {}
@@ -34,7 +24,7 @@ def _params(items: list[str] | None) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise DPTextError(f"--param takes NAME=VALUE, got {item!r}")
-        out[name.strip().replace("-", "_")] = _value(value.strip())
+        out[name.strip().replace("-", "_")] = parse_value(value.strip())
     return out
 
 
