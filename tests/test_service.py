@@ -198,7 +198,7 @@ def test_job_file_names_cannot_escape_the_job_directory(service, tmp_path):
     _wait(client, a, up.json()["id"])
     assert not list(tmp_path.rglob("escape.jsonl"))
     job_dir = tmp_path / "data" / "jobs" / up.json()["id"]
-    assert (job_dir / "input.jsonl").is_file()
+    assert (job_dir / f"{up.json()['id']}.jsonl").is_file()  # a name of its own
     assert client.get("/v1/jobs/..%2F..%2Fledger/output", headers=a).status_code == 404
 
 

@@ -62,7 +62,8 @@ def test_kill_9_mid_job_then_restart_resumes_exactly_once(tmp_path):
         assert job["state"] == "done", job
         out = httpx.get(f"{restarted.url}/v1/jobs/{job_id}/output", headers=h).text
         # a sample of units, read through the service's own ledger: each charged exactly once
-        spent = {i: httpx.get(f"{restarted.url}/v1/units/r{i}/budget", headers=h).json()
+        spent = {i: httpx.get(f"{restarted.url}/v1/units/r{i}/budget", headers=h,
+                              timeout=60).json()
                  for i in range(0, n, 37)}
     finally:
         restarted.stop()
@@ -70,6 +71,10 @@ def test_kill_9_mid_job_then_restart_resumes_exactly_once(tmp_path):
     assert len(ids) == len(set(ids)) == n  # none lost, none twice (no budget: none withheld)
     for i, answer in spent.items():
         assert answer["spent"]["records"] == 1 and answer["spent"]["pending"] == 0, (i, answer)
+    ledger = Ledger(str(ledger_path))  # every unit, read from the database itself
+    for i in range(n):
+        s = ledger.spent(f"r{i}", owner="clinic", pld=False)
+        assert (s.records, s.pending, s.withheld) == (1, 0, 0), (i, s)
 
 
 def test_32_concurrent_clients(tmp_path):

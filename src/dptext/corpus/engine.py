@@ -98,6 +98,7 @@ class CorpusJob:
     spec: tuple[str, dict] | None = None
     progress: bool = False
     log: Any = None  # a callable taking one line (progress without a terminal), or None
+    on_commit: Any = None  # a callable given the job's counts after each committed shard
 
 
 @dataclass
@@ -692,6 +693,8 @@ class _Runner:
             wd.write(m)
         else:
             m["ledger_committed"] = len(m["shards"])
+        if self.job.on_commit is not None:
+            self.job.on_commit(dict(counts))
 
     @staticmethod
     def _parquet_bytes(rows: list[dict], schema) -> bytes:

@@ -111,7 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     from dptext.service.jobs import JobStore
 
-    jobs = JobStore(data_dir / "jobs", privatize=pool.privatize, ledger=ledger,
+    jobs = JobStore(data_dir / "jobs", mechanisms=pool.get, ledger=ledger,
                     max_per_owner=limits.max_jobs_per_owner)
     jobs_lock = threading.Lock()
 
@@ -322,17 +322,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/v1/jobs/{job_id}/{what}")
     def download(job_id: str, what: str, owner: Owner) -> Response:
         job = own_job(job_id, owner)
-        names = {"output": f"output.{job.format}", "rejects": "rejects.jsonl",
-                 "report": "report.json"}
-        if what not in names:
-            raise StarletteHTTPException(404, f"nothing called {what!r}; "
-                                              f"one of {', '.join(names)}")
+        try:
+            path = jobs.output_path(job, what)
+        except KeyError:
+            raise StarletteHTTPException(404, f"nothing called {what!r}; one of output, "
+                                              "rejects, report") from None
         if job.state != "done":
             raise StarletteHTTPException(409, f"job {job_id} is {job.state}, not done")
-        path = jobs.dir(job_id) / names[what]
         if not path.is_file():
             raise StarletteHTTPException(404, f"no {what} for job {job_id}")
-        return FileResponse(path, filename=f"{job_id}-{names[what]}")
+        return FileResponse(path, filename=f"{job_id}-{path.name}")
+
+    # dp_accounting (the PLD column of every budget answer) takes seconds to import: do it
+    # now, not in the first budget request
+    import dp_accounting.pld.privacy_loss_distribution  # noqa: F401
 
     jobs.resume_all()
     return app

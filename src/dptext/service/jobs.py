@@ -1,39 +1,39 @@
-"""File jobs: an uploaded JSONL or CSV file privatized in the background, with every record
-charged to its privacy unit in the ledger before its output is written, and resumed after a
-restart.
+"""File jobs: an uploaded JSONL or CSV file privatized in the background by the library's
+corpus engine (:mod:`dptext.corpus`), with every record charged to its privacy unit in the
+ledger before its output becomes durable, and resumed after a restart.
 
-A job lives in its own directory (``<data>/jobs/<id>/``, the id random, the uploaded file
-stored as ``input.jsonl`` / ``input.csv`` whatever it was called, so no file name from a
-client reaches the file system). ``job.json`` is its state; ``output.part`` grows batch by
-batch, each batch fsynced and then recorded in ``progress.json`` (records done, bytes); on
-restart the part file is cut back to the recorded size and the job continues from the next
-record. Records are charged by key ``<job id>:<record number>`` (the ledger's ``reserve`` is
-idempotent per key), so a record whose batch was charged before a kill is not charged again;
-charges are committed (released) once the batch is durable. The output, rejects and report can
-be downloaded when the job is done.
+A job lives in its own directory (``<data>/jobs/<id>/``, the id random). The uploaded file is
+stored as ``<id>.jsonl`` / ``<id>.csv`` whatever it was called, so no file name from a client
+reaches the file system, and the engine's record keys (``<id>.jsonl#<n>``) - and, without a
+unit field, the record-level privacy units - are unique to the job. ``job.json`` is the
+job's state (what ``GET /v1/jobs/{id}`` shows). The engine commits the output in shards of
+``SHARD_RECORDS`` records (or every ``SHARD_SECONDS``) in ``output.<fmt>.partial/`` with a
+manifest; ``records_done`` is the number of records in committed shards. A server killed at any
+point continues the job on restart from the last committed shard: the engine's release key is
+derived from the job's identity, so the resumed run continues the same ledger release and
+``reserve`` answers "already decided" for every record charged before the kill - no record is
+charged twice, none is released uncharged (docs/scale.md, "Resume"). Records that cannot be
+privatized (a field that is not a string) and records withheld by a unit's budget go to
+``rejects.jsonl`` with the reason (``on_error="skip"``); the report is the engine's.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
-from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-from dptext.io import read_json_objects, read_lines
 
 FORMATS = ("jsonl", "csv")
-BATCH = 64
 STATES = ("queued", "running", "done", "failed")
+BATCH_RECORDS = 64  # records per batch (one ledger transaction each)
+SHARD_RECORDS = 256  # progress and resume granularity
+SHARD_SECONDS = 2.0
 
 
 @dataclass
@@ -71,26 +71,34 @@ def _fsync_write(path: Path, data: str) -> None:
     os.replace(tmp, path)
 
 
-def _records(path: Path, fmt: str) -> Iterator[dict]:
-    if fmt == "jsonl":
-        for _, obj in read_json_objects(path):
-            yield obj
-        return
-    text = "".join(line for _, line in read_lines(path, strip_bom=True))
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    for row in reader:
-        if None in row:
-            raise DPTextError(f"CSV row {reader.line_num} has more fields than the header")
-        yield row
+def _count_records(path: Path, fmt: str, fields: list[str], unit_field: str | None) -> int:
+    """Records in an uploaded file, read as the engine will read it; a record without a named
+    field is an error before the job is accepted."""
+    from dptext.corpus.records import RecordReader
+    from dptext.corpus.sources import expand
+
+    source = expand(str(path), fmt)[0]
+    names = fields + ([unit_field] if unit_field else [])
+    total = 0
+    for record in RecordReader(source, names):  # a CSV without a named column fails here
+        total += 1
+        if isinstance(record.payload, dict):
+            missing = [f for f in names if f not in record.payload]
+            if missing:
+                raise DPTextError(f"record {total} (line {record.line}) has no field "
+                                  f"{missing[0]!r}")
+    return total
 
 
 class JobStore:
     """Jobs of every owner under ``root``; ``run(job)`` works through a job in a thread."""
 
-    def __init__(self, root: Path, *, privatize: Callable, ledger, max_per_owner: int) -> None:
+    def __init__(self, root: Path, *, mechanisms, ledger, max_per_owner: int) -> None:
+        """``mechanisms``: ``(name, params) -> fitted Mechanism`` (the service's shared
+        pool); ``ledger``: the service's :class:`~dptext.ledger.Ledger`."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.privatize, self.ledger = privatize, ledger
+        self.mechanisms, self.ledger = mechanisms, ledger
         self.max_per_owner = max_per_owner
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
@@ -100,6 +108,15 @@ class JobStore:
         if not job_id.isalnum():
             raise KeyError(job_id)
         return self.root / job_id
+
+    def input_path(self, job: Job) -> Path:
+        return self.dir(job.id) / f"{job.id}.{job.format}"
+
+    def output_path(self, job: Job, what: str) -> Path:
+        """``output``, ``rejects`` or ``report`` of a job (KeyError for anything else)."""
+        name = {"output": f"output.{job.format}", "rejects": "rejects.jsonl",
+                "report": "report.json"}[what]
+        return self.dir(job.id) / name
 
     def load(self, job_id: str) -> Job:
         path = self.dir(job_id) / "job.json"
@@ -133,16 +150,15 @@ class JobStore:
                   params=params, fields=fields, unit_field=unit_field, format=fmt)
         d = self.dir(job.id)
         d.mkdir(mode=0o700)
-        (d / f"input.{fmt}").write_bytes(data)
-        # check the file before accepting the job: parsable, fields present
-        total = 0
-        for number, record in enumerate(_records(d / f"input.{fmt}", fmt), start=1):
-            missing = [f for f in fields + ([unit_field] if unit_field else [])
-                       if f not in record]
-            if missing:
-                raise DPTextError(f"record {number} has no field {missing[0]!r}")
-            total += 1
-        job.records_total = total
+        path = self.input_path(job)
+        path.write_bytes(data)
+        try:  # check the file before accepting the job: parsable, fields present
+            job.records_total = _count_records(path, fmt, fields, unit_field)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(d, ignore_errors=True)
+            raise
         self.save(job)
         return job
 
@@ -197,130 +213,49 @@ class JobStore:
             self.save(job)
 
     def _run(self, job: Job) -> None:
-        d = self.dir(job.id)
-        progress_path = d / "progress.json"
-        progress = (json.loads(progress_path.read_text()) if progress_path.is_file()
-                    else {"records": 0, "bytes": 0, "rejects_bytes": 0, "report": None,
-                          "released": 0, "withheld": 0, "rejected": 0})
-        part, rejects = d / "output.part", d / "rejects.jsonl"
-        for path, size in ((part, progress["bytes"]), (rejects, progress["rejects_bytes"])):
-            with open(path, "a+b") as f:  # cut back what a killed run wrote after the record
-                f.truncate(size)
+        from dptext.corpus import CorpusJob, prepare
+
         job.state = "running"
         self.save(job)
-        release = self.ledger.open_release(owner=job.owner, dataset=job.dataset,
-                                           mechanism=job.mechanism, params=job.params,
-                                           release_key=f"service-job:{job.id}")
-        report = (None if progress["report"] is None
-                  else _report_from(progress["report"]))
-        records = _records(d / f"input.{job.format}", job.format)
-        header_written = progress["bytes"] > 0
-        batch: list[tuple[int, dict]] = []
-        for number, record in enumerate(records):
-            if number < progress["records"]:
-                continue
-            batch.append((number, record))
-            if len(batch) == BATCH:
-                report = self._batch(job, release, batch, part, rejects, progress, report,
-                                     header_written)
-                header_written = True
-                batch = []
-        if batch:
-            report = self._batch(job, release, batch, part, rejects, progress, report,
-                                 header_written)
-        out = d / f"output.{job.format}"
-        os.replace(part, out)
-        summary = {} if report is None else report.to_dict()
-        summary.update(released=progress["released"], withheld=progress["withheld"],
-                       rejected=progress["rejected"], release_id=release)
-        _fsync_write(d / "report.json", json.dumps(summary, indent=1))
+
+        def committed(counts: dict) -> None:  # after every durable shard
+            j = self.load(job.id)
+            j.records_done, j.released = counts["records_in"], counts["records_out"]
+            j.withheld, j.rejected = counts["withheld"], counts["rejected"]
+            self.save(j)
+
+        output, report = self.output_path(job, "output"), self.output_path(job, "report")
+        if output.is_file() and report.is_file() and not _partial(output).exists():
+            # the engine committed everything before a kill: finish the job, draw nothing
+            self._done(job, json.loads(report.read_text(encoding="utf-8")))
+            return
+
+        corpus_job = CorpusJob(
+            mechanism=self.mechanisms(job.mechanism, job.params),
+            input=str(self.input_path(job)), input_format=job.format,
+            output=str(self.output_path(job, "output")),
+            report=str(self.output_path(job, "report")),
+            rejects=str(self.output_path(job, "rejects")),
+            fields=list(job.fields), user_field=job.unit_field, on_error="skip",
+            ledger=self.ledger, owner=job.owner, dataset=job.dataset,
+            parameters=job.params, spec=(job.mechanism, job.params),
+            batch_size=BATCH_RECORDS, shard_records=SHARD_RECORDS,
+            shard_seconds=SHARD_SECONDS, on_commit=committed)
+        result = prepare(corpus_job).run()
+        self._done(job, result.summary)
+
+    def _done(self, job: Job, summary: dict) -> None:
+        rejects = self.output_path(job, "rejects")
+        if not rejects.exists():  # always downloadable, empty when nothing was left out
+            _fsync_write(rejects, "")
         job = self.load(job.id)
         job.state, job.finished = "done", time.time()
-        job.records_done, job.released = progress["records"], progress["released"]
-        job.withheld, job.rejected = progress["withheld"], progress["rejected"]
+        job.records_done = summary["records_in"]
+        job.released, job.withheld = summary["records"], summary["records_withheld"]
+        job.rejected = summary["records_rejected"]
         self.save(job)
 
-    def _batch(self, job: Job, release: str, batch, part: Path, rejects: Path, progress: dict,
-               report, header_written: bool):
-        texts = [str(record[f]) for _, record in batch for f in job.fields]
-        bad = [i for i, (_, r) in enumerate(batch) for f in job.fields
-               if not isinstance(r.get(f), str)]
-        if bad:
-            raise DPTextError(f"record {batch[bad[0]][0] + 1}: a field is not a string")
-        results = self.privatize(job.mechanism, job.params, texts)
-        n = len(job.fields)
-        items, per_record = [], []
-        for i, (number, record) in enumerate(batch):
-            rs = results[i * n:(i + 1) * n]
-            combined = PrivacyReport.combine([r.report for r in rs])
-            unit = (str(record[job.unit_field]) if job.unit_field
-                    else f"record:{job.id}:{number}")
-            items.append((f"{job.id}:{number}", unit, combined.privacy_events()))
-            per_record.append((number, record, rs, combined))
-        decisions = self.ledger.reserve(release, items)  # charged before anything is written
-        lines, reject_lines, allowed_ids = [], [], []
-        for (number, record, rs, combined), decision in zip(per_record, decisions, strict=True):
-            if not decision.allowed:
-                progress["withheld"] += 1
-                reject_lines.append(json.dumps({"record": number + 1, "reason": decision.reason},
-                                               ensure_ascii=True) + "\n")
-                continue
-            if decision.charge_id is not None:
-                allowed_ids.append(decision.charge_id)
-            new = dict(record)
-            for f, r in zip(job.fields, rs, strict=True):
-                new[f] = r.text
-            lines.append(new)
-            report = combined if report is None else PrivacyReport.combine([report, combined])
-            progress["released"] += 1
-        with open(part, "ab") as f:
-            if job.format == "jsonl":
-                f.write("".join(json.dumps(r, ensure_ascii=True) + "\n" for r in lines).encode())
-            else:
-                buf = io.StringIO(newline="")
-                names = list(batch[0][1].keys())
-                writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
-                if not header_written:
-                    writer.writeheader()
-                writer.writerows(lines)
-                f.write(buf.getvalue().encode())
-            f.flush()
-            os.fsync(f.fileno())
-            size = f.tell()
-        with open(rejects, "ab") as f:
-            f.write("".join(reject_lines).encode())
-            f.flush()
-            os.fsync(f.fileno())
-            rsize = f.tell()
-        progress.update(records=batch[-1][0] + 1, bytes=size, rejects_bytes=rsize,
-                        report=None if report is None else _report_state(report))
-        _fsync_write(part.parent / "progress.json", json.dumps(progress))
-        self.ledger.commit(release, allowed_ids)  # released only once the batch is durable
-        job = self.load(job.id)
-        job.records_done, job.released, job.withheld = (progress["records"],
-                                                        progress["released"],
-                                                        progress["withheld"])
-        self.save(job)
-        return report
 
-
-def _guarantee_state(g: TokenGuarantee) -> list:
-    return [g.kind.value, g.epsilon, g.scope, g.metric, g.diameter]
-
-
-def _report_state(report: PrivacyReport) -> dict:
-    """A running report as plain JSON (restored by :func:`_report_from` after a restart)."""
-    return {"mechanism": report.mechanism, "per_token": _guarantee_state(report.per_token),
-            "events": [[_guarantee_state(e.guarantee), e.count, e.reason]
-                       for e in report.events],
-            "records": report.records, "max_record_epsilon": report.max_record_epsilon}
-
-
-def _report_from(state: dict) -> PrivacyReport:
-    def guarantee(g: list) -> TokenGuarantee:
-        return TokenGuarantee(GuaranteeKind(g[0]), g[1], g[2], g[3], g[4])
-
-    return PrivacyReport(state["mechanism"], guarantee(state["per_token"]),
-                         [TokenEvent(guarantee(g), c, r) for g, c, r in state["events"]],
-                         records=state["records"],
-                         max_record_epsilon=state["max_record_epsilon"])
+def _partial(output: Path) -> Path:
+    """The engine's work directory of ``output`` (docs/scale.md)."""
+    return output.with_name(output.name + ".partial")
