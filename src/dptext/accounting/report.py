@@ -141,7 +141,8 @@ class PrivacyReport:
                 text += f", {self.document_scope}"
             if self.records > 1:
                 text += (
-                    f"; composed over all {self.records} records (one owner). "
+                    f"; composed over all {self.records} records (the bound if one person "
+                    f"wrote them all). "
                     f"Largest single record: {self.max_record_epsilon:.4g}-DP"
                 )
         if self.tokens_kept:

@@ -55,6 +55,24 @@ def _is_word_mechanism(name: str) -> bool:
     return cls is not None and issubclass(cls, WordMechanism)
 
 
+def _units_line(summary: dict, user_field: str | None) -> str:
+    """Who the guarantee is about: the per-person distribution with ``--user-field``, else
+    the reminder that each record counts as one person."""
+    from dptext.accounting.units import RECORD_IS_UNIT
+
+    units = (summary or {}).get("units")
+    if user_field is None or not isinstance(units, dict):
+        return f"  privacy unit       the record: {RECORD_IS_UNIT}"
+    if not units.get("units"):
+        return f"  privacy units      --user-field {user_field}: no record was released"
+    worst = units.get("worst_unit") or {}
+    return (f"  privacy units      {units['units']} (--user-field {user_field}); each unit "
+            f"composes its own records (basic composition): worst "
+            f"{worst.get('epsilon', units.get('epsilon_max')):.4g}-DP over its "
+            f"{worst.get('records', '?')} records, median {units.get('epsilon_median', 0):.4g}, "
+            f"p95 {units.get('epsilon_p95', 0):.4g}")
+
+
 def _interrupted_message(output: str | None, err: KeyboardInterrupt) -> str:
     what = "terminated" if isinstance(err, _Terminated) else "interrupted"
     if output not in (None, "-") and (Path(f"{output}.partial") / "manifest.json").is_file():
@@ -164,6 +182,7 @@ def cmd_sanitize(args) -> int:
 
         print(json.dumps(result.summary, indent=2), file=sys.stderr)
     print(result.report, file=sys.stderr)
+    print(_units_line(result.summary, args.user_field), file=sys.stderr)
     counts = result.counts
     if counts["records_rejected"] or counts["records_withheld"]:
         print(f"dptext: {counts['records_rejected']} records rejected, "

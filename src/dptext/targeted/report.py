@@ -93,7 +93,8 @@ class TargetedReport(PrivacyReport):
                          f"distinct entity, reused for {reused} further occurrence(s) at no "
                          "cost, and which spans are the same entity is released")
             if self.records > 1:
-                text += (f"; composed over all {self.records} records (one owner), largest "
+                text += (f"; composed over all {self.records} records (the bound if one "
+                         f"person wrote them all), largest "
                          f"single record {self.max_record_epsilon:.4g}-DP")
         text += (f". Released verbatim and NOT protected: {self.tokens_undetected} tokens "
                  "outside the detected spans (anything the detector missed is among them)")
