@@ -41,11 +41,12 @@ from dptext.corpus.paths import (
     write_durably,
 )
 from dptext.corpus.randomness import check_seed, seed_description
+from dptext.corpus.ranges import RANGE_FORMATS, scan
 from dptext.corpus.records import MAX_RECORD_BYTES, TEXT_FIELD, Record, RecordReader
 from dptext.corpus.sources import Source, expand
-from dptext.corpus.work import BatchOutput, BatchTask
+from dptext.corpus.work import BatchResult, BatchTask, JobLayout, max_record_epsilon, reject_line
 from dptext.corpus.workdir import WorkDir, changed_input, changed_settings
-from dptext.corpus.writers import RecordWriter, dumps_strict, output_format
+from dptext.corpus.writers import RecordWriter, output_format
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism
 from dptext.mechanisms.word import WordMechanism
@@ -179,22 +180,6 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _reject_line(source: Source, record: Record, reason: str) -> bytes:
-    """A rejects entry names the record and the reason; it never holds the record's text
-    (the rejects sit beside an output that may be shared)."""
-    return (dumps_strict({"source": source.name, "record": record.ordinal,
-                          "line": record.line, "reason": reason}) + "\n").encode()
-
-
-@dataclass
-class _Ctx:
-    batch_id: int
-    source: int
-    records: list[Record]
-    good: list[int]  # indices into records of the privatizable ones
-    units: list[str | None]  # per good record
-
-
 class _Shard:
     """The shard being written: its part file (open), rejects, charges and unit totals."""
 
@@ -271,9 +256,6 @@ class _Runner:
         self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields)
         if j.output == "-" and self.skip and not j.rejects:
             raise DPTextError("--on-error skip with --output - needs --rejects FILE")
-        if j.engine == "ray" and j.output == "-":
-            raise DPTextError("--engine ray stages its batches beside the output: give "
-                              "--output FILE")
         inputs = [s.path for s in self.sources if s.path is not None]
         if j.input != "-" and Path(j.input).is_dir():
             inputs.append(Path(j.input))
@@ -308,11 +290,19 @@ class _Runner:
         }
 
     # ------------------------------------------------------------------ reading
-    def _batches(self, start: int) -> Iterator[tuple[Any, BatchTask]]:
-        """(context, task) for every batch from ``start`` on (earlier ones are read only)."""
+    def _batches(self, start: int) -> Iterator[BatchTask]:
+        """The task of every batch from ``start`` on. Plain-text and JSONL files are cut into
+        byte ranges without decoding them (the workers read their own ranges); other inputs
+        are read here and their records travel in the tasks. Earlier batches are skipped."""
         batch_id = 0
         j = self.job
         for s_index, source in enumerate(self.sources):
+            if source.fmt in RANGE_FORMATS and source.path is not None:
+                for rng in scan(source.path, source.fmt, self.batch_size):
+                    if batch_id >= start:
+                        yield BatchTask(batch_id, s_index, range=rng)
+                    batch_id += 1
+                continue
             reader = RecordReader(source, self.fields, max_record_bytes=j.max_record_bytes)
             records: list[Record] = []
             header_done = False
@@ -323,14 +313,15 @@ class _Runner:
                 records.append(record)
                 if len(records) == self.batch_size:
                     if batch_id >= start:
-                        yield self._task(batch_id, s_index, records)
+                        yield BatchTask(batch_id, s_index, records=records,
+                                        header=self.writer.header)
                     batch_id += 1
                     records = []
             if not header_done:
                 self._note_header(reader, source)
             if records:
                 if batch_id >= start:
-                    yield self._task(batch_id, s_index, records)
+                    yield BatchTask(batch_id, s_index, records=records, header=self.writer.header)
                 batch_id += 1
 
     def _note_header(self, reader: RecordReader, source: Source) -> None:
@@ -338,132 +329,88 @@ class _Runner:
         if reader.schema is not None and self.schema is None:
             self.schema = reader.schema
 
-    def _unit(self, record: Record, key: str) -> tuple[str | None, str | None]:
-        uf = self.job.user_field
-        if uf is None:
-            return (key if self.job.ledger is not None else None), None
-        if self.in_fmt == "csv":
-            header = self.writer.header
-            if uf not in header:
-                raise DPTextError(f"--user-field {uf!r}: no such column in the CSV header")
-            value = record.payload[header.index(uf)]
-        else:
-            value = record.payload.get(uf) if isinstance(record.payload, dict) else None
-        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
-            return None, f"line {record.line}: no privacy unit (--user-field {uf!r})"
-        return str(value), None
-
-    def _task(self, batch_id: int, s_index: int, records: list[Record]):
-        source = self.sources[s_index]
-        good, keys, units = [], [], []
-        for i, r in enumerate(records):
-            key = f"{source.name}#{r.ordinal}"
-            if r.error is None:
-                unit, err = self._unit(r, key)
-                if err is not None:
-                    r.error = err
-            if r.error is not None:
-                if not self.skip:
-                    raise DPTextError(f"{source.shown}: {r.error}")
-                continue
-            good.append(i)
-            keys.append(key)
-            units.append(unit)
-        texts = [[records[i].texts[f] for i in good] for f in range(len(self.fields))]
-        task = BatchTask(batch_id, f"{source.name}#{records[0].ordinal}", keys, texts)
-        return _Ctx(batch_id, s_index, records, good, units), task
-
     # ------------------------------------------------------------------ executors
+    def _layout(self) -> JobLayout:
+        j = self.job
+        return JobLayout(self.sources, self.fields, self.in_fmt, self.out_fmt, self.seed,
+                         self.skip, j.max_record_bytes, j.user_field,
+                         ledger=j.ledger is not None, units=self.units_tracked)
+
     def _executor(self, shared_dir: Path | None):
         j = self.job
+        layout = self._layout()
         if j.engine == "local" and j.workers == 1:
             if j.torch_threads is not None:
                 _set_threads(j.torch_threads)
-            return InlineExecutor(self.m, self.seed, skip=self.skip)
+            return InlineExecutor(self.m, layout)
         threads = j.torch_threads or 1
         from dptext.corpus.shared import export
 
         shared = export(self.m, shared_dir, j.spec)
         if j.engine == "ray":
-            return RayExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
-                               stage_dir=self.plan.workdir / "stage", torch_threads=threads)
-        return ProcessExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
-                               torch_threads=threads)
+            return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
+        return ProcessExecutor(shared, layout, workers=j.workers, torch_threads=threads)
 
     # ------------------------------------------------------------------ one batch
-    def _process(self, ctx: _Ctx, out: BatchOutput, shard: _Shard) -> list[tuple[int, bytes]]:
-        """Encode, reserve and return the lines to write for one batch; rejects into shard."""
-        source = self.sources[ctx.source]
-        good_pos = {i: n for n, i in enumerate(ctx.good)}
-        candidates: list[tuple[int, int, bytes | dict]] = []  # (record index, good index, out)
-        for i, record in enumerate(ctx.records):
-            n = good_pos.get(i)
-            if n is None:
-                shard.rejects.append(_reject_line(source, record, record.error))
-                continue
-            reason = out.errors.get(n)
-            if reason is None:
-                new = [col[n] for col in out.texts]
-                try:
-                    if self.out_fmt == "parquet":
-                        encoded: bytes | dict = self.writer.row(record, new)
-                    else:
-                        encoded = self.writer.encode(record, new).encode("utf-8")
-                except (DPTextError, UnicodeEncodeError) as err:
-                    reason = f"line {record.line}: output {err}"
-            if reason is not None:
-                if not self.skip:
-                    raise DPTextError(f"{source.shown}: {reason}")
-                shard.rejects.append(_reject_line(source, record, reason))
-                continue
-            candidates.append((i, n, encoded))
-        released = candidates
-        if self.ledger is not None and candidates:
-            items = []
-            for i, n, _ in candidates:
-                rec_report = combine([col[n] for col in out.reports])
-                items.append((f"{source.name}#{ctx.records[i].ordinal}", ctx.units[n],
-                              budget_mod.privacy_events(rec_report)))
-            decisions = self.ledger.reserve(items)
-            released = []
-            for (i, n, enc), d in zip(candidates, decisions, strict=True):
+    def _process(self, out: BatchResult, shard: _Shard) -> bytes | list[dict]:
+        """Reserve the batch's records in the ledger (before their shard can become durable)
+        and fold what is released into the report; the bytes (or Parquet rows) to write."""
+        if out.rejects:
+            shard.rejects.append(out.rejects)
+        parquet = self.out_fmt == "parquet"
+        payload: bytes | list[dict] = (out.rows or []) if parquet else out.data
+        parts, max_eps, units = out.field_reports, out.max_record_epsilon, out.units
+        released = out.written
+        if self.ledger is not None and out.items:
+            decisions = self.ledger.reserve(out.items)
+            keep = []
+            for i, d in enumerate(decisions):
                 if d.allowed:
-                    released.append((i, n, enc))
+                    keep.append(i)
                     if d.charge_id is not None:
                         shard.charges.append(d.charge_id)
                 else:
                     shard.withheld += 1
-                    shard.rejects.append(_reject_line(
-                        source, ctx.records[i], f"withheld by the ledger: {d.reason}"))
-        # the report counts exactly the released records
-        if len(released) == len(ctx.good) and not out.errors:
-            parts = out.field_reports
-        else:
-            parts = [combine([col[n] for _, n, _ in released]) if released else None
-                     for col in out.reports]
-        for f, r in zip(self.fields, parts, strict=True):
+                    ordinal, line = out.where[i]
+                    shard.rejects.append(reject_line(
+                        self.sources[out.source], ordinal, line,
+                        f"withheld by the ledger: {d.reason}"))
+            if len(keep) < out.written:
+                released = len(keep)
+                if parquet:
+                    payload = [out.rows[i] for i in keep]
+                else:
+                    starts = [0, *out.ends[:-1]]
+                    payload = b"".join(out.data[starts[i]:out.ends[i]] for i in keep)
+                parts = [combine([col[i] for i in keep]) if keep else None
+                         for col in out.reports]
+                rec_eps = None if out.record_epsilon is None else \
+                    [out.record_epsilon[i] for i in keep]
+                max_eps = max_record_epsilon(parts, rec_eps) if keep else None
+            if self.units_tracked:
+                units = {}
+                for i in keep:
+                    _, unit, events = out.items[i]
+                    if unit is None:
+                        continue
+                    eps, delta = budget_mod.event_totals(events)
+                    t = units.setdefault(unit, [0.0, 0.0, 0])
+                    t[0] += eps
+                    t[1] += delta
+                    t[2] += 1
+        for f, r in zip(self.fields, parts, strict=True):  # the report counts what is released
             if r is not None:
                 self.agg.add(f, r)
-        if out.record_epsilon is None:  # one field
-            if parts[0] is not None:
-                r = parts[0]
-                self.agg.note_record_epsilon(r.epsilon if r.records == 1
-                                             else r.max_record_epsilon)
-        else:
-            for _, n, _ in released:
-                self.agg.note_record_epsilon(out.record_epsilon[n])
-        for _, n, _ in released if self.units_tracked else ():
-            unit = ctx.units[n]
-            if unit is not None:
-                rec = combine([col[n] for col in out.reports])
-                eps, delta = budget_mod.event_totals(budget_mod.privacy_events(rec))
-                t = shard.units.setdefault(unit, [0.0, 0.0, 0])
-                t[0] += eps
-                t[1] += delta
-                t[2] += 1
-        shard.rejected += len(ctx.records) - len(candidates)
-        shard.records += len(released)
-        return [(i, enc) for i, _, enc in released]
+        if max_eps is not None:
+            self.agg.note_record_epsilon(max_eps)
+        for unit, (eps, delta, n) in (units or {}).items():
+            t = shard.units.setdefault(unit, [0.0, 0.0, 0])
+            t[0] += eps
+            t[1] += delta
+            t[2] += n
+        shard.rejected += out.records_in - out.written
+        shard.records += released
+        return payload
 
     # ------------------------------------------------------------------ the run
     def run(self) -> JobResult:
@@ -606,16 +553,16 @@ class _Runner:
         try:
             executor = self._executor(shared_dir)
             shard = self._new_shard(wd)
-            for ctx, out in executor.map(self._batches(m["next_batch"])):
-                lines = self._process(ctx, out, shard)
+            for out in executor.map(self._batches(m["next_batch"])):
+                payload = self._process(out, shard)
                 if self.out_fmt == "parquet":
-                    shard.rows.extend(enc for _, enc in lines)
-                elif lines:
-                    shard.write(b"".join(enc for _, enc in lines))
+                    shard.rows.extend(payload)
+                elif payload:
+                    shard.write(payload)
                 shard.batches += 1
-                self._batch_done(len(ctx.records))
+                self._batch_done(out.records_in)
                 if bar is not None:
-                    bar.update(len(ctx.records))
+                    bar.update(out.records_in)
                 if (shard.records + shard.rejected >= self.shard_records
                         or time.monotonic() - shard.started >= self.job.shard_seconds):
                     self._commit_shard(wd, shard)
@@ -911,31 +858,31 @@ class _Runner:
         rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
         rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
         bar = self._progress(0)
-        executor = self._executor(None if j.workers == 1 else _stream_shared_dir())
+        inline = j.workers == 1 and j.engine == "local"
+        executor = self._executor(None if inline else _stream_shared_dir())
         header_written = False
         try:
-            for ctx, batch_out in executor.map(self._batches(0)):
+            for batch_out in executor.map(self._batches(0)):
                 shard = _Shard(0, 0, None, self.out_fmt)
-                lines = self._process(ctx, batch_out, shard)
+                payload = self._process(batch_out, shard)
                 if not header_written:
                     out.write(self.writer.header_text().encode())
                     header_written = True
-                for _, enc in lines:
-                    out.write(enc)
+                out.write(payload)
                 out.flush()
                 if rejects_f is not None and shard.rejects:
                     rejects_f.write(b"".join(shard.rejects))
                 if self.ledger is not None:
                     self.ledger.commit(shard.charges)
                 c = self.agg.counts
-                c["records_in"] += len(ctx.records)
+                c["records_in"] += batch_out.records_in
                 c["records_out"] += shard.records
                 c["rejected"] += shard.rejected
                 c["withheld"] += shard.withheld
                 if shard.units:
                     self.units.add(0, shard.units)
                 if bar is not None:
-                    bar.update(len(ctx.records))
+                    bar.update(batch_out.records_in)
             if not header_written:
                 out.write(self.writer.header_text().encode())
             out.flush()
