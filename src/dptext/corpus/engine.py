@@ -274,6 +274,7 @@ class _Runner:
         self.started = _now()
         self.schema = None
         self._pending_in = 0
+        self._pool: ProcessExecutor | None = None
 
     # ------------------------------------------------------------------ identity
     def settings(self) -> dict:
@@ -349,7 +350,14 @@ class _Runner:
         shared = export(self.m, shared_dir, j.spec)
         if j.engine == "ray":
             return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
-        return ProcessExecutor(shared, layout, workers=j.workers, torch_threads=threads)
+        self._start_pool()
+        return self._pool.configure(shared, layout)
+
+    def _start_pool(self) -> None:
+        """Start the worker processes (they import while this process loads the mechanism)."""
+        j = self.job
+        if j.engine == "local" and j.workers > 1 and self._pool is None:
+            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1)
 
     # ------------------------------------------------------------------ one batch
     def _process(self, out: BatchResult, shard: _Shard) -> bytes | list[dict]:
@@ -414,9 +422,13 @@ class _Runner:
 
     # ------------------------------------------------------------------ the run
     def run(self) -> JobResult:
-        if self.plan.workdir is None:
-            return self._run_stream()
-        return self._run_sharded()
+        try:
+            if self.plan.workdir is None:
+                return self._run_stream()
+            return self._run_sharded()
+        finally:
+            if self._pool is not None:
+                self._pool.close()
 
     def _ledger_session(self, release_key: str):
         j = self.job
@@ -466,6 +478,7 @@ class _Runner:
             for _, target in plan.targets():
                 if target != plan.workdir:
                     remove_stale_temps(target)
+            self._start_pool()
             self._fit()
             settings = self.settings()
             fingerprints = [s.fingerprint() for s in self.sources]
@@ -848,6 +861,7 @@ class _Runner:
         j, plan = self.job, self.plan
         for _, target in plan.targets():
             remove_stale_temps(target)
+        self._start_pool()
         self._fit()
         self.units = UnitTotals(None)
         settings = self.settings()

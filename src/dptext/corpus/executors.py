@@ -22,6 +22,7 @@ import logging
 import os
 import pickle
 import signal
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -49,7 +50,11 @@ class InlineExecutor:
 _WORKER: dict = {}
 
 
-def _set_threads(torch_threads: int) -> None:
+def _set_threads(torch_threads: int, *, imported_only: bool = False) -> None:
+    """Torch's intra-op threads. ``imported_only``: only if torch is loaded already (a word
+    mechanism never needs torch: importing it costs a worker about a second of CPU)."""
+    if imported_only and "torch" not in sys.modules:
+        return
     try:
         import torch
 
@@ -58,31 +63,57 @@ def _set_threads(torch_threads: int) -> None:
         pass
 
 
-def _init_worker(shared: dict, layout: JobLayout, torch_threads: int) -> None:
+def _init_worker(torch_threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles ^C and stops the pool
-    os.environ.setdefault("OMP_NUM_THREADS", str(torch_threads))
-    _set_threads(torch_threads)
-    from dptext.corpus.shared import attach
-
-    _WORKER["w"] = Worker(attach(shared), layout)
+    # read by torch when (if) a language-model mechanism imports it
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
+    _WORKER["threads"] = torch_threads
 
 
-def _work(task: BatchTask) -> BatchResult:
+def _warm() -> None:
+    """Import what a batch needs while the driver loads the mechanism."""
+    import dptext.corpus.shared  # noqa: F401
+    import dptext.corpus.work  # noqa: F401
+    import dptext.mechanisms.registry  # noqa: F401
+
+
+def _work(config: bytes, task: BatchTask) -> BatchResult:
+    """Run ``task``; ``config`` (the pickled shared mechanism and job layout, a few kB) is
+    attached once per worker process."""
+    if _WORKER.get("config") != config:
+        from dptext.corpus.shared import attach
+
+        old = _WORKER.pop("w", None)
+        if old is not None:
+            old.close()
+        shared, layout = pickle.loads(config)
+        _WORKER["w"] = Worker(attach(shared), layout)
+        _WORKER["config"] = config
+        _set_threads(_WORKER.get("threads", 1), imported_only=True)
     return _WORKER["w"].run(task)
 
 
 class ProcessExecutor:
+    """N spawned processes. The pool starts (and imports) as soon as it is made - the engine
+    makes it before it loads the mechanism - and :meth:`configure` then names the mechanism and
+    the job, which every worker attaches with its first batch."""
+
     name = "processes"
 
-    def __init__(self, shared: dict, layout: JobLayout, *, workers: int,
-                 torch_threads: int = 1) -> None:
+    def __init__(self, workers: int, torch_threads: int = 1) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
+        self.config: bytes | None = None
         self.pool = ProcessPoolExecutor(
             workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-            initargs=(shared, layout, torch_threads))
+            initargs=(torch_threads,))
+        self._warming = [self.pool.submit(_warm) for _ in range(workers)]
+
+    def configure(self, shared: dict, layout: JobLayout) -> ProcessExecutor:
+        self.config = pickle.dumps((shared, layout), protocol=pickle.HIGHEST_PROTOCOL)
+        return self
 
     def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
         from concurrent.futures.process import BrokenProcessPool
@@ -90,8 +121,10 @@ class ProcessExecutor:
         pending: deque = deque()
         limit = 3 * self.workers
         try:
+            for f in self._warming:
+                f.result()
             for task in tasks:
-                pending.append(self.pool.submit(_work, task))
+                pending.append(self.pool.submit(_work, self.config, task))
                 while len(pending) >= limit:
                     yield pending.popleft().result()
             while pending:
@@ -101,10 +134,14 @@ class ProcessExecutor:
                               "committed shards are kept: rerun to continue") from None
 
     def close(self) -> None:
-        for p in list(getattr(self.pool, "_processes", {}).values()):
+        if self.pool is None:
+            return
+        procs = getattr(self.pool, "_processes", None) or {}
+        for p in list(procs.values()):
             if p.is_alive():
                 p.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
 
 
 # ------------------------------------------------------------------ ray
@@ -112,10 +149,11 @@ class _RayPrivatizer:
     """A Ray Data actor: attaches the mechanism once, then runs task after task."""
 
     def __init__(self, shared: dict, layout: JobLayout, torch_threads: int) -> None:
-        _set_threads(torch_threads)
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
         from dptext.corpus.shared import attach
 
         self.worker = Worker(attach(shared), layout)
+        _set_threads(torch_threads, imported_only=True)
 
     def __call__(self, batch: dict) -> dict:
         import numpy as np
