@@ -189,13 +189,13 @@ class RayExecutor:
     window - one Ray Data execution, one actor pool, for ten million records at the default
     batch size; tasks that carry records (CSV, Parquet) go ``record_window`` records to a
     window, which bounds the driver's memory. ``per_call`` tasks make one ``map_batches``
-    call (one Ray Data batch)."""
+    call and one Ray Data block (None: up to 16, at least 4 blocks per actor)."""
 
     name = "ray"
     RANGE_WINDOW = 20_000
 
     def __init__(self, shared: dict, layout: JobLayout, *, workers: int, torch_threads: int = 1,
-                 per_call: int = 2, record_window: int = 50_000) -> None:
+                 per_call: int | None = None, record_window: int = 50_000) -> None:
         self.ray = ray_init(workers)
         self.shared, self.layout = shared, layout
         self.workers, self.torch_threads = workers, torch_threads
@@ -227,11 +227,14 @@ class RayExecutor:
         for window in self._windows(tasks):
             items = [{"batch": t.batch_id,
                       "task": pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)} for t in window]
-            blocks = max(1, -(-len(items) // self.per_call))
+            # one Ray Data block per call: large enough that Ray's per-block cost (measured
+            # in benchmarks/bench_corpus.py) is small, small enough that every actor gets work
+            per_call = self.per_call or max(1, min(16, len(items) // (4 * self.workers)))
+            blocks = max(1, -(-len(items) // per_call))
             ds = ray.data.from_items(items, override_num_blocks=blocks)
             ds = ds.map_batches(
-                _RayPrivatizer, batch_size=self.per_call, num_cpus=1,
-                concurrency=min(self.workers, blocks),
+                _RayPrivatizer, batch_size=per_call, num_cpus=1,
+                compute=ray.data.ActorPoolStrategy(size=min(self.workers, blocks)),
                 fn_constructor_kwargs={"shared": self.shared, "layout": self.layout,
                                        "torch_threads": self.torch_threads})
             del items
