@@ -53,7 +53,11 @@ from dptext.mechanisms.word import WordMechanism
 
 ON_ERROR = ("fail", "skip")
 ENGINES = ("local", "ray")
-WORD_BATCH, LM_BATCH = 512, 16
+#: default --batch-size: word mechanisms that tabulate their output distribution (CusText,
+#: SanText, ...: ~50 us a short record), those that search the space for every token (the
+#: Laplace family: ~10 ms a record, so that 2 workers have batches to share on 800 records),
+#: language-model mechanisms
+WORD_BATCH, SEARCH_BATCH, LM_BATCH = 512, 64, 16
 WORD_SHARD, LM_SHARD = 10_000, 64
 PART_SUFFIX = {"jsonl": ".jsonl", "csv": ".csv", "txt": ".txt", "parquet": ".parquet"}
 
@@ -123,6 +127,13 @@ def run(job: CorpusJob) -> JobResult:
 
 
 # ====================================================================== helpers
+def default_batch_size(m: Mechanism) -> int:
+    """The batch size of a job that does not give one (part of a seeded job's identity)."""
+    if not isinstance(m, WordMechanism):
+        return LM_BATCH
+    return WORD_BATCH if "distribution" in m.capabilities else SEARCH_BATCH
+
+
 def _canonical(value: Any) -> Any:
     from dptext.embeddings import EmbeddingSpace
 
@@ -238,7 +249,7 @@ class _Runner:
         self.skip = j.on_error == "skip"
         self.m = j.mechanism
         self.word = isinstance(self.m, WordMechanism)
-        self.batch_size = j.batch_size or (WORD_BATCH if self.word else LM_BATCH)
+        self.batch_size = j.batch_size or default_batch_size(self.m)
         self.shard_records = j.shard_records or (WORD_SHARD if self.word else LM_SHARD)
 
         self.sources = expand(j.input, j.input_format)
