@@ -1,11 +1,13 @@
-"""Kill -9 at random points of a 50k-record job, resume each time, compare with an uninterrupted run.
+"""Kill -9 at random points of a 50k-record job, resume each time, compare with a clean run.
 
-The issue's full-size version of ``tests/test_corpus.py::test_kill9_at_random_points_then_resume_is_byte_identical``
-(which runs 6,000 records to keep ``make test`` short). A seeded CusText job (eps 2, K 5, a
+The issue's full-size version of the test
+``test_corpus.py::test_kill9_at_random_points_then_resume_is_byte_identical`` (which runs 6,000
+records to keep ``make test`` short). A seeded CusText job (eps 2, K 5, a
 200-word random space: the engine, not the mechanism, is under test) over ``--records`` JSONL
 records is run once uninterrupted (the reference), then started again and again and killed with
 SIGKILL (the whole process group: driver and workers) at ``--kills`` points spread at random over
-the job, each run continuing the previous one's committed shards; a last run finishes it. After
+the job - after a random number of committed shards, at a random moment of the next shard - each
+run continuing the previous one's committed shards; a last run finishes it. After
 every kill the final output either does not exist or is complete and identical; at the end the
 output and its report are byte-identical to the reference's, and no temporary is left behind.
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+SHARD = 1000
 WORDS = ["alice", "bob", "met", "in", "paris", "the", "and", "city", "river", "dog"]
 
 
@@ -58,13 +61,14 @@ def write_jsonl(path: Path, n: int, seed: int = 3) -> Path:
 def run_job(m, src: Path, out: Path, workers: int):
     from dptext.corpus import CorpusJob, run
 
-    return run(CorpusJob(m, str(src), str(out), seed=11, batch_size=100, shard_records=1000,
+    return run(CorpusJob(m, str(src), str(out), seed=11, batch_size=100, shard_records=SHARD,
                          workers=workers))
 
 
-def kill_after(fn, delay: float) -> bool:
-    """Run ``fn`` in a forked child (own process group), SIGKILL the group after ``delay``
-    seconds; whether the child was still running when killed."""
+def kill_at(fn, partial: Path, shards: int, extra: float, limit: float) -> bool:
+    """Run ``fn`` in a forked child (own process group) and SIGKILL the group ``extra``
+    seconds after the job has committed ``shards`` shards (or after ``limit`` seconds);
+    whether the child was still running when killed."""
     pid = os.fork()
     if pid == 0:
         code = 0
@@ -79,21 +83,23 @@ def kill_after(fn, delay: float) -> bool:
         os.setpgid(pid, pid)
     except OSError:
         pass
-    deadline = time.monotonic() + delay
-    alive = True
-    while time.monotonic() < deadline:
+    start, reached = time.monotonic(), None
+    while True:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done:
-            alive = False
+            return False
+        now = time.monotonic()
+        if reached is None and (committed(partial) >= shards or now - start > limit):
+            reached = now
+        if reached is not None and now - reached >= extra:
             break
-        time.sleep(0.01)
-    if alive:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        os.waitpid(pid, 0)
-    return alive
+        time.sleep(0.005)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+    return True
 
 
 def committed(partial: Path) -> int:
@@ -121,23 +127,21 @@ def main() -> None:
         t = time.monotonic()
         run_job(m, src, d / "ref.jsonl", a.workers)
         total = time.monotonic() - t
-        t = time.monotonic()
-        tiny = write_jsonl(d / "tiny.jsonl", 10)
-        run_job(m, tiny, d / "tiny-out.jsonl", a.workers)
-        startup = time.monotonic() - t
-        work = max(0.5, total - startup)
-        print(f"reference: {a.records:,} records in {total:.1f} s (start-up {startup:.1f} s)",
+        n_shards = -(-a.records // SHARD)
+        shard_time = total / n_shards
+        print(f"reference: {a.records:,} records in {total:.1f} s ({n_shards} shards)",
               flush=True)
         out, partial = d / "out.jsonl", d / "out.jsonl.partial"
         ref = (d / "ref.jsonl").read_bytes()
         rnd = random.Random(a.seed)
-        points = sorted(rnd.uniform(0.0, 0.95) for _ in range(a.kills))  # fractions of the job
-        previous, effective, shards = 0.0, 0, []
+        # kill points spread over the job: after a random number of committed shards, at a
+        # random moment of the next shard (mid-batch, mid-commit, before the first...)
+        points = sorted(rnd.randrange(n_shards) for _ in range(a.kills))
+        effective, shards = 0, []
         t = time.monotonic()
-        for f in points:
-            delay = startup + (f - previous) * work
-            previous = f
-            if kill_after(lambda: run_job(m, src, out, a.workers), delay):
+        for k in points:
+            if kill_at(lambda: run_job(m, src, out, a.workers), partial, k,
+                       rnd.uniform(0.0, shard_time), limit=4 * total):
                 effective += 1
             shards.append(committed(partial))
             if out.exists() and out.read_bytes() != ref:

@@ -169,8 +169,10 @@ def tables_fingerprint(m: Mechanism) -> str | None:
         return None
     import numpy as np
 
+    from dptext.corpus.shared import fitted_tables
+
     h = hashlib.sha256(m.space.fingerprint().encode())
-    for name, array in sorted(m._tables.items()):
+    for name, array in sorted(fitted_tables(m).items()):
         h.update(name.encode())
         h.update(np.ascontiguousarray(array))
     return "sha256:" + h.hexdigest()[:32]
@@ -521,7 +523,7 @@ class _Runner:
             if manifest.get("header") and self.in_fmt == "csv":
                 self.writer.set_header(manifest["header"], self.sources[0].name)
             self.started = manifest["started"]
-            self.units = UnitTotals(plan.workdir / "units.sqlite")
+            self.units = UnitTotals(plan.workdir / "units.sqlite", j.user_field)
             self.units.keep_shards_below(len(manifest["shards"]))
             release_key = hashlib.sha256(json.dumps(
                 [settings, fingerprints, str(plan.output.resolve())],
@@ -874,7 +876,7 @@ class _Runner:
             remove_stale_temps(target)
         self._start_pool()
         self._fit()
-        self.units = UnitTotals(None)
+        self.units = UnitTotals(None, j.user_field)
         settings = self.settings()
         self.manifest = {"settings": settings, "inputs": [], "shards": []}
         self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
