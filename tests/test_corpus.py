@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dptext.corpus import CorpusJob, ResumableError, run
 from dptext.accounting.events import PrivacyEvent
 from dptext.accounting.units import UnitComposer
+from dptext.corpus import CorpusJob, ResumableError, run
 from dptext.corpus.aggregate import UnitTotals
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError

@@ -31,7 +31,7 @@ from typing import Any
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
-from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor, _set_threads
+from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor
 from dptext.corpus.paths import (
     OutputPlan,
     file_mode,
@@ -354,9 +354,7 @@ class _Runner:
         j = self.job
         layout = self._layout()
         if j.engine == "local" and j.workers == 1:
-            if j.torch_threads is not None:
-                _set_threads(j.torch_threads)
-            return InlineExecutor(self.m, layout)
+            return InlineExecutor(self.m, layout, j.torch_threads)
         threads = j.torch_threads or 1
         from dptext.corpus.shared import export
 

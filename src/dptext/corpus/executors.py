@@ -32,14 +32,23 @@ from dptext.errors import DPTextError
 
 
 class InlineExecutor:
+    """In this process. ``torch_threads`` is applied once torch is loaded - never by importing
+    it, which costs a word mechanism that does not use torch a second or two (a mechanism that
+    imports it on its first batch runs that batch with torch's default; results do not depend
+    on the thread count)."""
+
     name = "inline"
 
-    def __init__(self, mechanism, layout: JobLayout) -> None:
+    def __init__(self, mechanism, layout: JobLayout, torch_threads: int | None = None) -> None:
         self.worker = Worker(mechanism, layout)
         self.workers = 1
+        self.threads = torch_threads
 
     def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
         for task in tasks:
+            if self.threads is not None and "torch" in sys.modules:
+                _set_threads(self.threads)
+                self.threads = None
             yield self.worker.run(task)
 
     def close(self) -> None:
