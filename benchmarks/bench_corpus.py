@@ -12,7 +12,8 @@ the fixed cost (starting processes or Ray, loading the tables) apart from the en
 
     python benchmarks/bench_corpus.py quick      # workers + ray + dpmlm: < 3 min on 2 quiet cores
     python benchmarks/bench_corpus.py workers    # --workers 2 vs 1, custext and laplace
-    python benchmarks/bench_corpus.py ray        # --engine ray vs one process; per-batch cost
+    python benchmarks/bench_corpus.py ray        # --engine ray vs one process, end to end
+    python benchmarks/bench_corpus.py raybatch   # Ray's cost per batch, timed inside the actors
     python benchmarks/bench_corpus.py dpmlm      # DP-MLM words/min: 1 x 1 thread, 1 x 2, 2 x 1
     python benchmarks/bench_corpus.py scale      # 100k vs 1M records, txt and JSONL, custext (long)
     python benchmarks/bench_corpus.py quick --repeat 3 --out results.json
@@ -205,6 +206,91 @@ def bench_ray(d: Path, repeat: int) -> dict:
     return res
 
 
+class _TimedPrivatizer:
+    """The engine's Ray actor, timing each call (CPU and wall) inside the actor."""
+
+    def __init__(self, shared: dict, layout) -> None:
+        from dptext.corpus.shared import attach
+        from dptext.corpus.work import Worker
+
+        self.worker = Worker(attach(shared), layout)
+
+    def __call__(self, batch: dict) -> dict:
+        import pickle
+
+        import numpy as np
+
+        t, c = time.monotonic(), time.process_time()
+        out = [pickle.dumps(self.worker.run(pickle.loads(x))) for x in batch["task"]]
+        n = len(out)
+        return {"batch": np.asarray(batch["batch"]), "result": np.array(out, dtype=object),
+                "wall": np.full(n, (time.monotonic() - t) / n),
+                "cpu": np.full(n, (time.process_time() - c) / n), "pid": np.full(n, os.getpid())}
+
+
+def bench_ray_batches(d: Path, n: int = 200_000, per_call: int = 16) -> dict:
+    """Ray's cost per batch, from inside: the actors' CPU seconds per 512-record batch (the
+    engine's pipeline: from_items -> map_batches on 2 actors -> iter_batches) against the same
+    batches run inline; and how long the pipeline takes to return its first result (actor
+    start-up). CPU seconds are not depressed by the load of other jobs; wall seconds are."""
+    import pickle
+
+    sys.path.insert(0, SRC)
+    os.environ["PYTHONPATH"] = SRC
+    from dptext.corpus import executors
+    from dptext.corpus.ranges import scan
+    from dptext.corpus.shared import export
+    from dptext.corpus.sources import expand
+    from dptext.corpus.work import BatchTask, JobLayout, Worker
+    from dptext.mechanisms.registry import mechanism
+
+    src = make_records(d / f"rb-{n}.txt", n, "txt")
+    m = mechanism("custext", epsilon=2.0).fit()
+    sources = expand(str(src))
+    layout = JobLayout(sources, ["text"], "txt", "txt", 1, False, 4 << 20)
+    tasks = [BatchTask(i, 0, range=r) for i, r in enumerate(scan(src, "txt", 512))]
+    w = Worker(m, layout)
+    c = time.process_time()
+    inline = [w.run(t) for t in tasks]
+    inline_cpu = (time.process_time() - c) / len(tasks)
+    t = time.monotonic()
+    ray = executors.ray_init(2)
+    init = time.monotonic() - t
+    shared = export(m, d / "rb-shared")
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True
+    items = [{"batch": k.batch_id, "task": pickle.dumps(k)} for k in tasks]
+    t = time.monotonic()
+    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // per_call)).map_batches(
+        _TimedPrivatizer, batch_size=per_call, num_cpus=1,
+        compute=ray.data.ActorPoolStrategy(size=2),
+        fn_constructor_kwargs={"shared": shared, "layout": layout})
+    first, cpu, wall, pids, got = None, 0.0, 0.0, set(), []
+    for b in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        first = first or time.monotonic() - t
+        cpu += float(b["cpu"].sum())
+        wall += float(b["wall"].sum())
+        pids.update(int(p) for p in b["pid"])
+        got.extend(pickle.loads(x).data for x in b["result"])
+    total = time.monotonic() - t
+    if got != [r.data for r in inline]:
+        raise SystemExit("Ray and inline batches differ")
+    res = {"batches": len(tasks), "records": n, "per_call": per_call, "actors": len(pids),
+           "ray_init_s": init, "first_result_s": first, "pipeline_s": total,
+           "actor_cpu_ms_per_batch": 1000 * cpu / len(tasks),
+           "actor_wall_ms_per_batch": 1000 * wall / len(tasks),
+           "inline_cpu_ms_per_batch": 1000 * inline_cpu,
+           "overhead_cpu_ms_per_batch": 1000 * (cpu / len(tasks) - inline_cpu),
+           "uptime": uptime()}
+    print(f"ray batches: {len(tasks)} of 512 records, blocks of {per_call}: actor CPU "
+          f"{res['actor_cpu_ms_per_batch']:.1f} ms/batch vs inline "
+          f"{res['inline_cpu_ms_per_batch']:.1f} ms/batch "
+          f"(overhead {res['overhead_cpu_ms_per_batch']:+.1f} ms); actor wall "
+          f"{res['actor_wall_ms_per_batch']:.1f} ms/batch; ray.init {init:.1f} s, first result "
+          f"after {first:.1f} s, pipeline {total:.1f} s | {res['uptime']}", flush=True)
+    return res
+
+
 def bench_dpmlm(d: Path, repeat: int, words: int) -> dict:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_lm import sample_texts
@@ -232,7 +318,8 @@ def bench_dpmlm(d: Path, repeat: int, words: int) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=("quick", "scale", "workers", "ray", "dpmlm", "all"))
+    p.add_argument("what", choices=("quick", "scale", "workers", "ray", "raybatch", "dpmlm",
+                                    "all"))
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--words", type=int, default=None,
                    help="DP-MLM: words of headlines (default 200 for quick, else 600)")
@@ -241,13 +328,16 @@ def main() -> None:
     results = {"load_start": load(), "uptime_start": uptime()}
     print("start:", results["uptime_start"], flush=True)
     t = time.monotonic()
-    parts = {"quick": ("workers", "ray", "dpmlm"), "all": ("scale", "workers", "ray", "dpmlm")}
+    parts = {"quick": ("workers", "ray", "raybatch", "dpmlm"),
+             "all": ("scale", "workers", "ray", "raybatch", "dpmlm")}
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as tmp:
         d = Path(tmp)
         for what in parts.get(a.what, (a.what,)):
             if what == "dpmlm":
                 words = a.words or (200 if a.what == "quick" else 600)
                 results[what] = bench_dpmlm(d, a.repeat, words)
+            elif what == "raybatch":
+                results[what] = bench_ray_batches(d)
             else:
                 results[what] = {"scale": bench_scale, "workers": bench_workers,
                                  "ray": bench_ray}[what](d, a.repeat)
