@@ -4,13 +4,15 @@
 Python API (:func:`dptext.sanitize`) and other jobs all come here.
 
 The order of one batch (docs/scale.md): records are cut into batches by the reader
-(``batch_size`` consecutive records of one source); an executor privatizes a batch's texts with
-the batch's own generator; in the driver, each record's output line is encoded (a record that
-cannot be written strictly is rejected), the ledger reserves the records' charges (withheld
-records are rejected with its reason) and the allowed lines go into the open shard. A shard is
-committed (fsync, rename, manifest) every ``shard_records`` records or ``shard_seconds``
-seconds; then the ledger commits its charges. The final output is assembled from the shards and
-renamed into place together with the report, the provenance manifest and the rejects.
+(``batch_size`` consecutive records of one source; for plain text and JSONL as byte ranges the
+driver never decodes); an executor's worker reads the batch, privatizes its texts with the
+batch's own generator, encodes each record's output line (a record that cannot be written
+strictly is rejected) and returns the bytes with the batch's report; in the driver, the ledger
+reserves the records' charges (withheld records are dropped and rejected with its reason) and the
+allowed bytes go into the open shard. A shard is committed (fsync, rename, manifest) every
+``shard_records`` records or ``shard_seconds`` seconds; then the ledger commits its charges. The
+final output is assembled from the shards and renamed into place together with the report, the
+provenance manifest and the rejects.
 """
 
 from __future__ import annotations
