@@ -140,7 +140,7 @@ def bench_scale(d: Path, repeat: int) -> dict:
 
 def bench_workers(d: Path, repeat: int) -> dict:
     res: dict = {}
-    for mech, sizes, eps in (("custext", (50_000, 200_000), "2"), ("laplace", (200, 800), "10")):
+    for mech, sizes, eps in (("custext", (50_000, 200_000), "2"), ("laplace", (400, 1600), "10")):
         for n in sizes:
             src = make_records(d / f"w-{mech}-{n}.txt", n, "txt")
             for workers in (1, 2):

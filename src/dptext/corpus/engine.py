@@ -370,7 +370,10 @@ class _Runner:
         """Start the worker processes (they import while this process loads the mechanism)."""
         j = self.job
         if j.engine == "local" and j.workers > 1 and self._pool is None:
-            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1)
+            # language-model mechanisms and word mechanisms that search the space per token
+            # (nearest words through torch) import torch; the tabulated ones never do
+            uses_torch = default_batch_size(self.m) != WORD_BATCH
+            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1, uses_torch=uses_torch)
 
     # ------------------------------------------------------------------ one batch
     def _process(self, out: BatchResult, shard: _Shard) -> bytes | list[dict]:

@@ -79,11 +79,15 @@ def _init_worker(torch_threads: int) -> None:
     _WORKER["threads"] = torch_threads
 
 
-def _warm() -> None:
-    """Import what a batch needs while the driver loads the mechanism."""
+def _warm(torch: bool) -> None:
+    """Import what a batch needs while the driver loads the mechanism (torch too for a
+    mechanism that uses it: a second or two of CPU per worker, overlapped with the driver)."""
     import dptext.corpus.shared  # noqa: F401
     import dptext.corpus.work  # noqa: F401
     import dptext.mechanisms.registry  # noqa: F401
+
+    if torch:
+        _set_threads(_WORKER.get("threads", 1))
 
 
 def _work(config: bytes, task: BatchTask) -> BatchResult:
@@ -109,7 +113,8 @@ class ProcessExecutor:
 
     name = "processes"
 
-    def __init__(self, workers: int, torch_threads: int = 1) -> None:
+    def __init__(self, workers: int, torch_threads: int = 1, *, uses_torch: bool = False
+                 ) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
@@ -118,7 +123,7 @@ class ProcessExecutor:
         self.pool = ProcessPoolExecutor(
             workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
             initargs=(torch_threads,))
-        self._warming = [self.pool.submit(_warm) for _ in range(workers)]
+        self._warming = [self.pool.submit(_warm, uses_torch) for _ in range(workers)]
 
     def configure(self, shared: dict, layout: JobLayout) -> ProcessExecutor:
         self.config = pickle.dumps((shared, layout), protocol=pickle.HIGHEST_PROTOCOL)
