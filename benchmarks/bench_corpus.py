@@ -2,16 +2,23 @@
 
 Each measurement runs ``dptext sanitize`` as a subprocess on generated short records (8 words
 drawn from the 5,000 most frequent English words of wordfreq, a public list) and samples the
-resident memory of its whole process tree every 0.1 s. Reported: wall time, records/s (or
-words/min), peak RSS, and the 1-minute load average before and after (the machine is shared).
+resident memory of its whole process tree every 0.1 s. Reported per run: wall time, records/s
+(or words/min), peak RSS, the CPU seconds of the whole process tree (driver and workers, from
+``getrusage``) and ``uptime`` before and after (the machine may be shared: a wall-clock ratio
+measured under load is a lower bound; the CPU seconds are not depressed by load).
 
-    python benchmarks/bench_corpus.py scale      # 100k vs 1M records, txt and JSONL, custext
+Two sizes per setting give the steady-state rate (the slope: what a larger job approaches) and
+the fixed cost (starting processes or Ray, loading the tables) apart from the end-to-end figure.
+
+    python benchmarks/bench_corpus.py quick      # workers + ray + dpmlm: < 3 min on 2 quiet cores
     python benchmarks/bench_corpus.py workers    # --workers 2 vs 1, custext and laplace
-    python benchmarks/bench_corpus.py ray        # --engine ray vs one process; per-batch cost
-    python benchmarks/bench_corpus.py dpmlm      # DP-MLM words/min, 1 and 2 workers
-    python benchmarks/bench_corpus.py all [--repeat 3] [--out results.json]
+    python benchmarks/bench_corpus.py ray        # --engine ray vs one process, end to end
+    python benchmarks/bench_corpus.py raybatch   # Ray's cost per batch, timed inside the actors
+    python benchmarks/bench_corpus.py dpmlm      # DP-MLM words/min: 1 x 1 thread, 1 x 2, 2 x 1
+    python benchmarks/bench_corpus.py scale      # 100k vs 1M records, txt and JSONL, custext (long)
+    python benchmarks/bench_corpus.py quick --repeat 3 --out results.json
 
-Medians over ``--repeat`` runs.
+Medians over ``--repeat`` runs (default 1).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,6 +42,13 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
+def uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "load average: {:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
+
+
 def make_records(path: Path, n: int, fmt: str, seed: int = 0) -> Path:
     import wordfreq
 
@@ -46,22 +61,30 @@ def make_records(path: Path, n: int, fmt: str, seed: int = 0) -> Path:
     return path
 
 
+def _cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def sanitize(args: list[str], cwd: Path) -> dict:
-    """Run ``dptext sanitize ARGS``; wall seconds and the peak RSS of the process tree."""
+    """Run ``dptext sanitize ARGS``: wall seconds, CPU seconds of the process tree, peak RSS."""
     import psutil
 
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
-    before = load()
+    before, up = load(), uptime()
+    cpu0 = _cpu_children()
     t = time.monotonic()
     p = subprocess.Popen([sys.executable, "-m", "dptext.cli", "sanitize", "--no-progress",
                           *args], cwd=cwd, env=env, stderr=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, text=True)
-    proc, peak = psutil.Process(p.pid), 0
+    proc, peak, driver = psutil.Process(p.pid), 0, 0.0
     while p.poll() is None:
         try:
             rss = proc.memory_info().rss + sum(c.memory_info().rss
                                                for c in proc.children(recursive=True))
             peak = max(peak, rss)
+            c = proc.cpu_times()
+            driver = c.user + c.system  # the driver alone (its last sample: <= 0.1 s short)
         except psutil.Error:
             pass
         time.sleep(0.1)
@@ -69,8 +92,9 @@ def sanitize(args: list[str], cwd: Path) -> dict:
     wall = time.monotonic() - t
     if p.returncode != 0:
         raise SystemExit(f"dptext sanitize {' '.join(args)} failed:\n{err}")
-    return {"seconds": wall, "peak_rss_mb": peak / 2**20, "load_before": before,
-            "load_after": load()}
+    return {"seconds": wall, "cpu_seconds": _cpu_children() - cpu0, "driver_cpu_seconds": driver,
+            "peak_rss_mb": peak / 2**20,
+            "load_before": before, "load_after": load(), "uptime": up}
 
 
 def median_run(args: list[str], cwd: Path, repeat: int, out: str) -> dict:
@@ -79,9 +103,24 @@ def median_run(args: list[str], cwd: Path, repeat: int, out: str) -> dict:
         (cwd / out).unlink(missing_ok=True)
         runs.append(sanitize([*args, "-o", out], cwd))
     return {"seconds": statistics.median(r["seconds"] for r in runs),
+            "cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+            "driver_cpu_seconds": statistics.median(r["driver_cpu_seconds"] for r in runs),
             "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
             "loads": [(round(r["load_before"], 1), round(r["load_after"], 1)) for r in runs],
-            "runs": len(runs)}
+            "uptime_before": runs[0]["uptime"], "runs": len(runs)}
+
+
+def _show(label: str, r: dict) -> None:
+    rate = f"{r['records_per_s']:,.0f} records/s" if "records_per_s" in r else \
+        f"{r['words_per_min']:,.0f} words/min"
+    print(f"{label:28s} {r['seconds']:7.2f} s  {rate:>20s}  cpu {r['cpu_seconds']:6.2f} s "
+          f"(driver {r['driver_cpu_seconds']:5.2f})  rss {r['peak_rss_mb']:5.0f} MB  | "
+          f"{r['uptime_before']}", flush=True)
+
+
+def _steady(res: dict, key_small: str, key_big: str, n_small: int, n_big: int) -> float:
+    """Records/s from the slope between two sizes (the fixed cost cancels)."""
+    return (n_big - n_small) / max(1e-9, res[key_big]["seconds"] - res[key_small]["seconds"])
 
 
 def bench_scale(d: Path, repeat: int) -> dict:
@@ -100,25 +139,44 @@ def bench_scale(d: Path, repeat: int) -> dict:
 
 
 def bench_workers(d: Path, repeat: int) -> dict:
-    res = {}
-    for mech, n, eps in (("custext", 200_000, "2"), ("laplace", 1_000, "10")):
-        src = make_records(d / f"w-{mech}.txt", n, "txt")
-        for workers in (1, 2):
-            r = median_run(["-m", mech, "-e", eps, "-i", src.name, "--seed", "1", "--workers",
-                            str(workers)], d, repeat, f"w-{mech}-{workers}.out")
-            r["records_per_s"] = n / r["seconds"]
-            res[f"{mech}-workers{workers}"] = r
-            print(mech, workers, json.dumps(r), flush=True)
-        res[f"{mech}-speedup"] = (res[f"{mech}-workers1"]["seconds"]
-                                  / res[f"{mech}-workers2"]["seconds"])
-        if (d / f"w-{mech}-1.out").read_bytes() != (d / f"w-{mech}-2.out").read_bytes():
-            raise SystemExit(f"{mech}: 1 and 2 workers gave different bytes")
+    res: dict = {}
+    for mech, sizes, eps in (("custext", (50_000, 200_000), "2"), ("laplace", (300, 1200), "10")):
+        for n in sizes:
+            src = make_records(d / f"w-{mech}-{n}.txt", n, "txt")
+            for workers in (1, 2):
+                r = median_run(["-m", mech, "-e", eps, "-i", src.name, "--seed", "1",
+                                "--workers", str(workers)], d, repeat,
+                               f"w-{mech}-{n}-{workers}.out")
+                r["records_per_s"] = n / r["seconds"]
+                res[f"{mech}-{n}-workers{workers}"] = r
+                _show(f"{mech} {n:,} --workers {workers}", r)
+            if (d / f"w-{mech}-{n}-1.out").read_bytes() != (d / f"w-{mech}-{n}-2.out").read_bytes():
+                raise SystemExit(f"{mech}: 1 and 2 workers gave different bytes")
+        small, big = sizes
+        one, two = res[f"{mech}-{big}-workers1"], res[f"{mech}-{big}-workers2"]
+        s1 = _steady(res, f"{mech}-{small}-workers1", f"{mech}-{big}-workers1", small, big)
+        s2 = _steady(res, f"{mech}-{small}-workers2", f"{mech}-{big}-workers2", small, big)
+        res[f"{mech}-speedup"] = one["seconds"] / two["seconds"]
+        res[f"{mech}-steady_records_per_s"] = {"workers1": s1, "workers2": s2}
+        res[f"{mech}-steady_speedup"] = s2 / s1
+        res[f"{mech}-cpu_ratio"] = two["cpu_seconds"] / one["cpu_seconds"]
+        # what the CPU seconds allow on 2 idle cores, the driver counted as fully serial (an
+        # estimate, not a measurement: the driver overlaps the workers for most of its time)
+        workers_cpu = two["cpu_seconds"] - two["driver_cpu_seconds"]
+        res[f"{mech}-cpu_bound_estimate"] = one["cpu_seconds"] / (
+            two["driver_cpu_seconds"] + workers_cpu / 2)
+        print(f"{mech}: --workers 2 / --workers 1 = {res[f'{mech}-speedup']:.2f}x end to end "
+              f"({big:,} records), {s2 / s1:.2f}x steady state ({s1:,.0f} -> {s2:,.0f} "
+              f"records/s); CPU seconds x{res[f'{mech}-cpu_ratio']:.2f}; estimate on 2 idle "
+              f"cores from the CPU seconds {res[f'{mech}-cpu_bound_estimate']:.2f}x",
+              flush=True)
     return res
 
 
 def bench_ray(d: Path, repeat: int) -> dict:
-    res = {}
-    for n in (50_000, 200_000):
+    res: dict = {}
+    sizes = (50_000, 150_000)
+    for n in sizes:
         src = make_records(d / f"r-{n}.txt", n, "txt")
         for engine in ("local", "ray"):
             extra = ["--engine", "ray", "--workers", "2"] if engine == "ray" else []
@@ -126,17 +184,110 @@ def bench_ray(d: Path, repeat: int) -> dict:
                            d, repeat, f"r-{n}-{engine}.out")
             r["records_per_s"] = n / r["seconds"]
             res[f"{engine}-{n}"] = r
-            print(engine, n, json.dumps(r), flush=True)
+            _show(f"custext {n:,} {'ray x2' if engine == 'ray' else 'one process'}", r)
         if (d / f"r-{n}-local.out").read_bytes() != (d / f"r-{n}-ray.out").read_bytes():
             raise SystemExit("Ray and one process gave different bytes")
-    batches = (200_000 - 50_000) / 512
-    slope_ray = (res["ray-200000"]["seconds"] - res["ray-50000"]["seconds"]) / batches
-    slope_one = (res["local-200000"]["seconds"] - res["local-50000"]["seconds"]) / batches
-    res["speedup_200k"] = res["local-200000"]["seconds"] / res["ray-200000"]["seconds"]
-    res["fixed_cost_s"] = res["ray-50000"]["seconds"] - 50_000 / 512 * slope_ray
+    small, big = sizes
+    batches = (big - small) / 512
+    slope_ray = (res[f"ray-{big}"]["seconds"] - res[f"ray-{small}"]["seconds"]) / batches
+    slope_one = (res[f"local-{big}"]["seconds"] - res[f"local-{small}"]["seconds"]) / batches
+    res["speedup_big"] = res[f"local-{big}"]["seconds"] / res[f"ray-{big}"]["seconds"]
+    res["steady_speedup"] = slope_one / slope_ray
+    res["fixed_cost_s"] = res[f"ray-{small}"]["seconds"] - small / 512 * slope_ray
+    res["fixed_cost_one_process_s"] = res[f"local-{small}"]["seconds"] - small / 512 * slope_one
     # two actors work in parallel: a batch costs 2 * slope actor-seconds in the pipeline
     res["per_batch_overhead_ms"] = 1000 * (2 * slope_ray - slope_one)
     res["per_batch_inline_ms"] = 1000 * slope_one
+    print(f"ray: {res['speedup_big']:.2f}x one process end to end ({big:,} records), "
+          f"{res['steady_speedup']:.2f}x steady state; fixed cost {res['fixed_cost_s']:.1f} s "
+          f"(one process {res['fixed_cost_one_process_s']:.1f} s); per 512-record batch "
+          f"{res['per_batch_inline_ms']:.1f} ms inline, Ray overhead "
+          f"{res['per_batch_overhead_ms']:.1f} actor-ms", flush=True)
+    return res
+
+
+class _TimedPrivatizer:
+    """The engine's Ray actor, timing each call (CPU and wall) inside the actor."""
+
+    def __init__(self, shared: dict, layout) -> None:
+        from dptext.corpus.shared import attach
+        from dptext.corpus.work import Worker
+
+        self.worker = Worker(attach(shared), layout)
+
+    def __call__(self, batch: dict) -> dict:
+        import pickle
+
+        import numpy as np
+
+        t, c = time.monotonic(), time.process_time()
+        out = [pickle.dumps(self.worker.run(pickle.loads(x))) for x in batch["task"]]
+        n = len(out)
+        return {"batch": np.asarray(batch["batch"]), "result": np.array(out, dtype=object),
+                "wall": np.full(n, (time.monotonic() - t) / n),
+                "cpu": np.full(n, (time.process_time() - c) / n), "pid": np.full(n, os.getpid())}
+
+
+def bench_ray_batches(d: Path, n: int = 200_000, per_call: int = 16) -> dict:
+    """Ray's cost per batch, from inside: the actors' CPU seconds per 512-record batch (the
+    engine's pipeline: from_items -> map_batches on 2 actors -> iter_batches) against the same
+    batches run inline; and how long the pipeline takes to return its first result (actor
+    start-up). CPU seconds are not depressed by the load of other jobs; wall seconds are."""
+    import pickle
+
+    sys.path.insert(0, SRC)
+    os.environ["PYTHONPATH"] = SRC
+    from dptext.corpus import executors
+    from dptext.corpus.ranges import scan
+    from dptext.corpus.shared import export
+    from dptext.corpus.sources import expand
+    from dptext.corpus.work import BatchTask, JobLayout, Worker
+    from dptext.mechanisms.registry import mechanism
+
+    src = make_records(d / f"rb-{n}.txt", n, "txt")
+    m = mechanism("custext", epsilon=2.0).fit()
+    sources = expand(str(src))
+    layout = JobLayout(sources, ["text"], "txt", "txt", 1, False, 4 << 20)
+    tasks = [BatchTask(i, 0, range=r) for i, r in enumerate(scan(src, "txt", 512))]
+    w = Worker(m, layout)
+    c = time.process_time()
+    inline = [w.run(t) for t in tasks]
+    inline_cpu = (time.process_time() - c) / len(tasks)
+    t = time.monotonic()
+    ray = executors.ray_init(2)
+    init = time.monotonic() - t
+    shared = export(m, d / "rb-shared")
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True
+    items = [{"batch": k.batch_id, "task": pickle.dumps(k)} for k in tasks]
+    t = time.monotonic()
+    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // per_call)).map_batches(
+        _TimedPrivatizer, batch_size=per_call, num_cpus=1,
+        compute=ray.data.ActorPoolStrategy(size=2),
+        fn_constructor_kwargs={"shared": shared, "layout": layout})
+    first, cpu, wall, pids, got = None, 0.0, 0.0, set(), []
+    for b in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        first = first or time.monotonic() - t
+        cpu += float(b["cpu"].sum())
+        wall += float(b["wall"].sum())
+        pids.update(int(p) for p in b["pid"])
+        got.extend(pickle.loads(x).data for x in b["result"])
+    total = time.monotonic() - t
+    if got != [r.data for r in inline]:
+        raise SystemExit("Ray and inline batches differ")
+    res = {"batches": len(tasks), "records": n, "per_call": per_call, "actors": len(pids),
+           "ray_init_s": init, "first_result_s": first, "pipeline_s": total,
+           "actor_cpu_ms_per_batch": 1000 * cpu / len(tasks),
+           "actor_wall_ms_per_batch": 1000 * wall / len(tasks),
+           "inline_cpu_ms_per_batch": 1000 * inline_cpu,
+           "overhead_cpu_ms_per_batch": 1000 * (cpu / len(tasks) - inline_cpu),
+           "uptime": uptime()}
+    print(f"ray batches: {len(tasks)} of 512 records, blocks of {per_call}: actor CPU "
+          f"{res['actor_cpu_ms_per_batch']:.1f} ms/batch vs inline "
+          f"{res['inline_cpu_ms_per_batch']:.1f} ms/batch "
+          f"(overhead {res['overhead_cpu_ms_per_batch']:+.1f} ms); actor wall "
+          f"{res['actor_wall_ms_per_batch']:.1f} ms/batch; ray.init {init:.1f} s, first result "
+          f"after {first:.1f} s, pipeline {total:.1f} s | {res['uptime']}", flush=True)
     return res
 
 
@@ -157,31 +308,48 @@ def bench_dpmlm(d: Path, repeat: int, words: int) -> dict:
                        f"mlm-{workers}-{threads}.out")
         r["words_per_min"] = n_words / r["seconds"] * 60
         res[f"workers{workers}-threads{threads}"] = r
-        print(workers, threads, json.dumps(r), flush=True)
+        _show(f"dpmlm --workers {workers} --torch-threads {threads}", r)
+    best = max((k for k in res if k.startswith("workers")),
+               key=lambda k: res[k]["words_per_min"])
+    res["fastest"] = best
+    print(f"dpmlm: fastest {best} ({res[best]['words_per_min']:,.0f} words/min)", flush=True)
     return res
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=("scale", "workers", "ray", "dpmlm", "all"))
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--words", type=int, default=600, help="DP-MLM: words of headlines")
+    p.add_argument("what", choices=("quick", "scale", "workers", "ray", "raybatch", "dpmlm",
+                                    "all"))
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--words", type=int, default=None,
+                   help="DP-MLM: words of headlines (default 200 for quick, else 600)")
     p.add_argument("--out", help="write the results as JSON")
     a = p.parse_args()
-    results = {"load_start": load()}
+    results = {"load_start": load(), "uptime_start": uptime()}
+    print("start:", results["uptime_start"], flush=True)
+    t = time.monotonic()
+    parts = {"quick": ("workers", "ray", "raybatch", "dpmlm"),
+             "all": ("scale", "workers", "ray", "raybatch", "dpmlm")}
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as tmp:
         d = Path(tmp)
-        for what in ("scale", "workers", "ray", "dpmlm") if a.what == "all" else (a.what,):
+        for what in parts.get(a.what, (a.what,)):
             if what == "dpmlm":
-                results[what] = bench_dpmlm(d, a.repeat, a.words)
+                words = a.words or (200 if a.what == "quick" else 600)
+                results[what] = bench_dpmlm(d, a.repeat, words)
+            elif what == "raybatch":
+                results[what] = bench_ray_batches(d)
             else:
                 results[what] = {"scale": bench_scale, "workers": bench_workers,
                                  "ray": bench_ray}[what](d, a.repeat)
     results["load_end"] = load()
+    results["uptime_end"] = uptime()
+    results["seconds"] = time.monotonic() - t
+    print("end:", results["uptime_end"], f"({results['seconds']:.0f} s)", flush=True)
     text = json.dumps(results, indent=1)
-    print(text)
     if a.out:
         Path(a.out).write_text(text + "\n")
+    else:
+        print(text)
 
 
 if __name__ == "__main__":

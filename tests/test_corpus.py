@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dptext.accounting.events import PrivacyEvent
+from dptext.accounting.units import UnitComposer
 from dptext.corpus import CorpusJob, ResumableError, run
 from dptext.corpus.aggregate import UnitTotals
 from dptext.embeddings import EmbeddingSpace
@@ -217,12 +219,19 @@ def test_directory_and_glob_inputs(mech, tmp_path):
 
 
 def test_unit_summary_is_exact(tmp_path):
-    units = UnitTotals(tmp_path / "u.sqlite")
+    """The summary of dptext.accounting.units (nearest-rank quantiles), computed in SQLite."""
+    units = UnitTotals(tmp_path / "u.sqlite", "user")
     units.add(0, {f"u{i}": [float(i), 0.0, 1] for i in range(1, 11)})  # 1..10
     units.add(1, {"u10": [5.0, 0.0, 1]})  # u10: 15
     s = units.summary()
-    assert s["units"] == 10 and s["worst_unit"]["unit"] == "u10"
-    assert s["epsilon_max"] == 15 and s["epsilon_median"] == 5.5 and s["epsilon_p95"] == 15
+    assert s["units"] == 10 and s["worst_unit"]["unit"] == "u10" and s["records"] == 11
+    # nearest rank: the 5th and the 10th smallest of 1..9, 15
+    assert s["epsilon_max"] == 15 and s["epsilon_median"] == 5 and s["epsilon_p95"] == 15
+    composer = UnitComposer("user")  # the in-memory composer gives the same summary
+    for i in range(1, 11):
+        composer.add(f"u{i}", [PrivacyEvent("pure", float(i))])
+    composer.add("u10", [PrivacyEvent("pure", 5.0)])
+    assert s["summary"] == composer.summary().describe()
     units.keep_shards_below(1)  # shard 1 was not committed
     assert units.summary()["epsilon_max"] == 10
 
@@ -238,6 +247,7 @@ def test_user_field_report(mech, tmp_path):
     worst = max(per_user, key=lambda k: (per_user[k], -int(k[1:])))
     assert u["units"] == 7 and u["epsilon_max"] == pytest.approx(2.0 * per_user[worst])
     assert sorted(per_user.values())[3] * 2.0 == pytest.approx(u["epsilon_median"])
+    assert u["unit_field"] == "user" and u["records"] == 140
 
 
 # ------------------------------------------------------------------ determinism, resume

@@ -245,3 +245,23 @@ def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, 
         assert s.epsilon_basic == pytest.approx(eps) and s.pending == 0
     assert ledger.pending() == []
     ledger.verify()
+
+
+def test_two_workers_withhold_the_same_records_as_one(mech, tmp_path):
+    """The driver drops withheld records from the bytes a worker process sent (per-record
+    offsets) and reports only the released ones: the same files as inline."""
+    from dptext.ledger import Ledger
+
+    src = write(tmp_path / "in.jsonl", 100)
+    outs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"o{workers}.jsonl"
+        ledger = Ledger(tmp_path / f"ledger{workers}.sqlite")
+        result = run(job(mech, src, out, ledger, budget=12.0, batch_size=8, shard_records=16,
+                         seed=3, workers=workers))
+        assert 0 < result.summary["records_withheld"] < 100
+        outs[workers] = [p.read_bytes() for p in
+                         (out, tmp_path / f"o{workers}.jsonl.rejects.jsonl")]
+        outs[workers].append(json.dumps({k: v for k, v in result.summary.items()
+                                         if k != "ledger_release"}, sort_keys=True))
+    assert outs[1] == outs[2]

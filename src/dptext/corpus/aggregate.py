@@ -4,20 +4,21 @@ Per field, the reports of each batch are folded into one :class:`PrivacyReport` 
 by guarantee and reason, record count, largest record); the whole job's report adds the largest
 record over all fields. Its state is saved in the manifest with every shard, so a resumed job
 continues the same sums. Per-unit totals (``--user-field``) live in a small SQLite table in the
-job's work directory, not in memory: one row per unit and shard.
+job's work directory, not in memory: one row per unit and shard; their summary is the
+:class:`~dptext.accounting.units.UnitSummary` of :mod:`dptext.accounting.units`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import math
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
+from dptext.accounting.units import UnitSummary, nearest_rank
 
 # fields serialized explicitly; every other dataclass field (JSON-able) goes into "extra"
 _EXPLICIT = {"mechanism", "per_token", "events", "records", "max_record_epsilon"}
@@ -128,15 +129,35 @@ class JobAggregate:
                                    max_record_epsilon=self.max_record_epsilon)
 
 
+class _RankedEpsilons(Sequence):
+    """The units' epsilons in ascending order, read from SQLite one at a time (what
+    :func:`dptext.accounting.units.nearest_rank` needs, without holding every unit)."""
+
+    def __init__(self, db: sqlite3.Connection, query: str, n: int) -> None:
+        self.db, self.query, self.n = db, query, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, rank):
+        if isinstance(rank, slice) or not 0 <= rank < self.n:
+            raise IndexError(rank)
+        return self.db.execute(f"SELECT e FROM ({self.query}) ORDER BY e, d LIMIT 1 OFFSET ?",
+                               (rank,)).fetchone()[0]
+
+
 class UnitTotals:
     """What each privacy unit (``--user-field``) was charged by this job, on disk.
 
     Rows are (shard, unit, epsilon, delta, records); a resumed job drops the rows of shards
     that were not committed. Composition within a unit is basic (sums), which is what the
-    ledger's ``epsilon_basic`` reports too.
+    ledger's ``epsilon_basic`` reports too. The summary is :mod:`dptext.accounting.units`'
+    (:class:`~dptext.accounting.units.UnitSummary`, nearest-rank quantiles: each is one unit's
+    value), computed by queries rather than from every unit in memory.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, unit_field: str | None = None) -> None:
+        self.unit_field = unit_field
         self.db = sqlite3.connect(":memory:" if path is None else str(path))
         self.db.execute("CREATE TABLE IF NOT EXISTS charges (shard INTEGER, unit TEXT, "
                         "epsilon REAL, delta REAL, records INTEGER)")
@@ -155,23 +176,26 @@ class UnitTotals:
         """Unit count, the worst unit and the max / median / p95 of the units' epsilon."""
         q = ("SELECT unit, SUM(epsilon) AS e, SUM(delta) AS d, SUM(records) AS n "
              "FROM charges GROUP BY unit")
-        n = self.db.execute(f"SELECT COUNT(*) FROM ({q})").fetchone()[0]
+        n, records, max_delta = self.db.execute(
+            f"SELECT COUNT(*), COALESCE(SUM(n), 0), COALESCE(MAX(d), 0) FROM ({q})").fetchone()
         if n == 0:
             return {"units": 0}
-
-        def at(rank: int) -> float:
-            return self.db.execute(f"SELECT e FROM ({q}) ORDER BY e LIMIT 1 OFFSET ?",
-                                   (rank,)).fetchone()[0]
-
-        unit, eps, delta, records = self.db.execute(
+        unit, eps, delta, unit_records = self.db.execute(
             f"SELECT unit, e, d, n FROM ({q}) ORDER BY e DESC, unit LIMIT 1").fetchone()
-        median = at((n - 1) // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
+        ranked = _RankedEpsilons(self.db, q, n)
+        s = UnitSummary(unit_field=self.unit_field, units=n, records=records,
+                        worst_unit=unit if self.unit_field else None, max_epsilon=eps,
+                        median_epsilon=nearest_rank(ranked, 0.5),
+                        p95_epsilon=nearest_rank(ranked, 0.95), max_delta=max_delta)
         return {
             "units": n,
-            "worst_unit": {"unit": unit, "epsilon": eps, "delta": delta, "records": records},
-            "epsilon_max": eps, "epsilon_median": median,
-            "epsilon_p95": at(min(n - 1, math.ceil(0.95 * n) - 1)),
+            "worst_unit": {"unit": unit, "epsilon": eps, "delta": delta,
+                           "records": unit_records},
+            "epsilon_max": eps, "epsilon_median": s.median_epsilon,
+            "epsilon_p95": s.p95_epsilon,
             "composition": "basic (sum over the unit's records)",
+            "unit_field": self.unit_field, "records": records, "max_delta": max_delta,
+            "summary": s.describe(),
         }
 
     def close(self) -> None:

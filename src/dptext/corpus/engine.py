@@ -4,13 +4,15 @@
 Python API (:func:`dptext.sanitize`) and other jobs all come here.
 
 The order of one batch (docs/scale.md): records are cut into batches by the reader
-(``batch_size`` consecutive records of one source); an executor privatizes a batch's texts with
-the batch's own generator; in the driver, each record's output line is encoded (a record that
-cannot be written strictly is rejected), the ledger reserves the records' charges (withheld
-records are rejected with its reason) and the allowed lines go into the open shard. A shard is
-committed (fsync, rename, manifest) every ``shard_records`` records or ``shard_seconds``
-seconds; then the ledger commits its charges. The final output is assembled from the shards and
-renamed into place together with the report, the provenance manifest and the rejects.
+(``batch_size`` consecutive records of one source; for plain text and JSONL as byte ranges the
+driver never decodes); an executor's worker reads the batch, privatizes its texts with the
+batch's own generator, encodes each record's output line (a record that cannot be written
+strictly is rejected) and returns the bytes with the batch's report; in the driver, the ledger
+reserves the records' charges (withheld records are dropped and rejected with its reason) and the
+allowed bytes go into the open shard. A shard is committed (fsync, rename, manifest) every
+``shard_records`` records or ``shard_seconds`` seconds; then the ledger commits its charges. The
+final output is assembled from the shards and renamed into place together with the report, the
+provenance manifest and the rejects.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
-from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor, _set_threads
+from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor
 from dptext.corpus.paths import (
     OutputPlan,
     file_mode,
@@ -41,18 +43,23 @@ from dptext.corpus.paths import (
     write_durably,
 )
 from dptext.corpus.randomness import check_seed, seed_description
+from dptext.corpus.ranges import RANGE_FORMATS, scan
 from dptext.corpus.records import MAX_RECORD_BYTES, TEXT_FIELD, Record, RecordReader
 from dptext.corpus.sources import Source, expand
-from dptext.corpus.work import BatchOutput, BatchTask
+from dptext.corpus.work import BatchResult, BatchTask, JobLayout, max_record_epsilon, reject_line
 from dptext.corpus.workdir import WorkDir, changed_input, changed_settings
-from dptext.corpus.writers import RecordWriter, dumps_strict, output_format
+from dptext.corpus.writers import RecordWriter, output_format
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism
 from dptext.mechanisms.word import WordMechanism
 
 ON_ERROR = ("fail", "skip")
 ENGINES = ("local", "ray")
-WORD_BATCH, LM_BATCH = 512, 16
+#: default --batch-size: word mechanisms that tabulate their output distribution (CusText,
+#: SanText, ...: ~50 us a short record), those that search the space for every token (the
+#: Laplace family: ~10 ms a record, so that 2 workers have batches to share on 800 records),
+#: language-model mechanisms
+WORD_BATCH, SEARCH_BATCH, LM_BATCH = 512, 64, 16
 WORD_SHARD, LM_SHARD = 10_000, 64
 PART_SUFFIX = {"jsonl": ".jsonl", "csv": ".csv", "txt": ".txt", "parquet": ".parquet"}
 
@@ -123,6 +130,13 @@ def run(job: CorpusJob) -> JobResult:
 
 
 # ====================================================================== helpers
+def default_batch_size(m: Mechanism) -> int:
+    """The batch size of a job that does not give one (part of a seeded job's identity)."""
+    if not isinstance(m, WordMechanism):
+        return LM_BATCH
+    return WORD_BATCH if "distribution" in m.capabilities else SEARCH_BATCH
+
+
 def _canonical(value: Any) -> Any:
     from dptext.embeddings import EmbeddingSpace
 
@@ -158,8 +172,10 @@ def tables_fingerprint(m: Mechanism) -> str | None:
         return None
     import numpy as np
 
+    from dptext.corpus.shared import fitted_tables
+
     h = hashlib.sha256(m.space.fingerprint().encode())
-    for name, array in sorted(m._tables.items()):
+    for name, array in sorted(fitted_tables(m).items()):
         h.update(name.encode())
         h.update(np.ascontiguousarray(array))
     return "sha256:" + h.hexdigest()[:32]
@@ -178,22 +194,6 @@ def _version() -> str:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _reject_line(source: Source, record: Record, reason: str) -> bytes:
-    """A rejects entry names the record and the reason; it never holds the record's text
-    (the rejects sit beside an output that may be shared)."""
-    return (dumps_strict({"source": source.name, "record": record.ordinal,
-                          "line": record.line, "reason": reason}) + "\n").encode()
-
-
-@dataclass
-class _Ctx:
-    batch_id: int
-    source: int
-    records: list[Record]
-    good: list[int]  # indices into records of the privatizable ones
-    units: list[str | None]  # per good record
 
 
 class _Shard:
@@ -254,7 +254,7 @@ class _Runner:
         self.skip = j.on_error == "skip"
         self.m = j.mechanism
         self.word = isinstance(self.m, WordMechanism)
-        self.batch_size = j.batch_size or (WORD_BATCH if self.word else LM_BATCH)
+        self.batch_size = j.batch_size or default_batch_size(self.m)
         self.shard_records = j.shard_records or (WORD_SHARD if self.word else LM_SHARD)
 
         self.sources = expand(j.input, j.input_format)
@@ -272,9 +272,6 @@ class _Runner:
         self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields)
         if j.output == "-" and self.skip and not j.rejects:
             raise DPTextError("--on-error skip with --output - needs --rejects FILE")
-        if j.engine == "ray" and j.output == "-":
-            raise DPTextError("--engine ray stages its batches beside the output: give "
-                              "--output FILE")
         inputs = [s.path for s in self.sources if s.path is not None]
         if j.input != "-" and Path(j.input).is_dir():
             inputs.append(Path(j.input))
@@ -293,6 +290,7 @@ class _Runner:
         self.started = _now()
         self.schema = None
         self._pending_in = 0
+        self._pool: ProcessExecutor | None = None
 
     # ------------------------------------------------------------------ identity
     def settings(self) -> dict:
@@ -309,11 +307,19 @@ class _Runner:
         }
 
     # ------------------------------------------------------------------ reading
-    def _batches(self, start: int) -> Iterator[tuple[Any, BatchTask]]:
-        """(context, task) for every batch from ``start`` on (earlier ones are read only)."""
+    def _batches(self, start: int) -> Iterator[BatchTask]:
+        """The task of every batch from ``start`` on. Plain-text and JSONL files are cut into
+        byte ranges without decoding them (the workers read their own ranges); other inputs
+        are read here and their records travel in the tasks. Earlier batches are skipped."""
         batch_id = 0
         j = self.job
         for s_index, source in enumerate(self.sources):
+            if source.fmt in RANGE_FORMATS and source.path is not None:
+                for rng in scan(source.path, source.fmt, self.batch_size):
+                    if batch_id >= start:
+                        yield BatchTask(batch_id, s_index, range=rng)
+                    batch_id += 1
+                continue
             reader = RecordReader(source, self.fields, max_record_bytes=j.max_record_bytes)
             records: list[Record] = []
             header_done = False
@@ -324,14 +330,15 @@ class _Runner:
                 records.append(record)
                 if len(records) == self.batch_size:
                     if batch_id >= start:
-                        yield self._task(batch_id, s_index, records)
+                        yield BatchTask(batch_id, s_index, records=records,
+                                        header=self.writer.header)
                     batch_id += 1
                     records = []
             if not header_done:
                 self._note_header(reader, source)
             if records:
                 if batch_id >= start:
-                    yield self._task(batch_id, s_index, records)
+                    yield BatchTask(batch_id, s_index, records=records, header=self.writer.header)
                 batch_id += 1
 
     def _note_header(self, reader: RecordReader, source: Source) -> None:
@@ -339,138 +346,106 @@ class _Runner:
         if reader.schema is not None and self.schema is None:
             self.schema = reader.schema
 
-    def _unit(self, record: Record, key: str) -> tuple[str | None, str | None]:
-        uf = self.job.user_field
-        if uf is None:
-            return (key if self.job.ledger is not None else None), None
-        if self.in_fmt == "csv":
-            header = self.writer.header
-            if uf not in header:
-                raise DPTextError(f"--user-field {uf!r}: no such column in the CSV header")
-            value = record.payload[header.index(uf)]
-        else:
-            value = record.payload.get(uf) if isinstance(record.payload, dict) else None
-        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
-            return None, f"line {record.line}: no privacy unit (--user-field {uf!r})"
-        return str(value), None
-
-    def _task(self, batch_id: int, s_index: int, records: list[Record]):
-        source = self.sources[s_index]
-        good, keys, units = [], [], []
-        for i, r in enumerate(records):
-            key = f"{source.name}#{r.ordinal}"
-            if r.error is None:
-                unit, err = self._unit(r, key)
-                if err is not None:
-                    r.error = err
-            if r.error is not None:
-                if not self.skip:
-                    raise DPTextError(f"{source.shown}: {r.error}")
-                continue
-            good.append(i)
-            keys.append(key)
-            units.append(unit)
-        texts = [[records[i].texts[f] for i in good] for f in range(len(self.fields))]
-        task = BatchTask(batch_id, f"{source.name}#{records[0].ordinal}", keys, texts)
-        return _Ctx(batch_id, s_index, records, good, units), task
-
     # ------------------------------------------------------------------ executors
+    def _layout(self) -> JobLayout:
+        j = self.job
+        return JobLayout(self.sources, self.fields, self.in_fmt, self.out_fmt, self.seed,
+                         self.skip, j.max_record_bytes, j.user_field,
+                         ledger=j.ledger is not None, units=self.units_tracked)
+
     def _executor(self, shared_dir: Path | None):
         j = self.job
+        layout = self._layout()
         if j.engine == "local" and j.workers == 1:
-            if j.torch_threads is not None:
-                _set_threads(j.torch_threads)
-            return InlineExecutor(self.m, self.seed, skip=self.skip)
+            return InlineExecutor(self.m, layout, j.torch_threads)
         threads = j.torch_threads or 1
         from dptext.corpus.shared import export
 
         shared = export(self.m, shared_dir, j.spec)
         if j.engine == "ray":
-            return RayExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
-                               stage_dir=self.plan.workdir / "stage", torch_threads=threads)
-        return ProcessExecutor(shared, self.seed, skip=self.skip, workers=j.workers,
-                               torch_threads=threads)
+            return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
+        self._start_pool()
+        return self._pool.configure(shared, layout)
+
+    def _start_pool(self) -> None:
+        """Start the worker processes (they import while this process loads the mechanism)."""
+        j = self.job
+        if j.engine == "local" and j.workers > 1 and self._pool is None:
+            # language-model mechanisms and word mechanisms that search the space per token
+            # (nearest words through torch) import torch; the tabulated ones never do
+            uses_torch = default_batch_size(self.m) != WORD_BATCH
+            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1, uses_torch=uses_torch)
 
     # ------------------------------------------------------------------ one batch
-    def _process(self, ctx: _Ctx, out: BatchOutput, shard: _Shard) -> list[tuple[int, bytes]]:
-        """Encode, reserve and return the lines to write for one batch; rejects into shard."""
-        source = self.sources[ctx.source]
-        good_pos = {i: n for n, i in enumerate(ctx.good)}
-        candidates: list[tuple[int, int, bytes | dict]] = []  # (record index, good index, out)
-        for i, record in enumerate(ctx.records):
-            n = good_pos.get(i)
-            if n is None:
-                shard.rejects.append(_reject_line(source, record, record.error))
-                continue
-            reason = out.errors.get(n)
-            if reason is None:
-                new = [col[n] for col in out.texts]
-                try:
-                    if self.out_fmt == "parquet":
-                        encoded: bytes | dict = self.writer.row(record, new)
-                    else:
-                        encoded = self.writer.encode(record, new).encode("utf-8")
-                except (DPTextError, UnicodeEncodeError) as err:
-                    reason = f"line {record.line}: output {err}"
-            if reason is not None:
-                if not self.skip:
-                    raise DPTextError(f"{source.shown}: {reason}")
-                shard.rejects.append(_reject_line(source, record, reason))
-                continue
-            candidates.append((i, n, encoded))
-        released = candidates
-        if self.ledger is not None and candidates:
-            items = []
-            for i, n, _ in candidates:
-                rec_report = combine([col[n] for col in out.reports])
-                items.append((f"{source.name}#{ctx.records[i].ordinal}", ctx.units[n],
-                              budget_mod.privacy_events(rec_report)))
-            decisions = self.ledger.reserve(items)
-            released = []
-            for (i, n, enc), d in zip(candidates, decisions, strict=True):
+    def _process(self, out: BatchResult, shard: _Shard) -> bytes | list[dict]:
+        """Reserve the batch's records in the ledger (before their shard can become durable)
+        and fold what is released into the report; the bytes (or Parquet rows) to write."""
+        if out.rejects:
+            shard.rejects.append(out.rejects)
+        parquet = self.out_fmt == "parquet"
+        payload: bytes | list[dict] = (out.rows or []) if parquet else out.data
+        parts, max_eps, units = out.field_reports, out.max_record_epsilon, out.units
+        released = out.written
+        if self.ledger is not None and out.items:
+            decisions = self.ledger.reserve(out.items)
+            keep = []
+            for i, d in enumerate(decisions):
                 if d.allowed:
-                    released.append((i, n, enc))
+                    keep.append(i)
                     if d.charge_id is not None:
                         shard.charges.append(d.charge_id)
                 else:
                     shard.withheld += 1
-                    shard.rejects.append(_reject_line(
-                        source, ctx.records[i], f"withheld by the ledger: {d.reason}"))
-        # the report counts exactly the released records
-        if len(released) == len(ctx.good) and not out.errors:
-            parts = out.field_reports
-        else:
-            parts = [combine([col[n] for _, n, _ in released]) if released else None
-                     for col in out.reports]
-        for f, r in zip(self.fields, parts, strict=True):
+                    ordinal, line = out.where[i]
+                    shard.rejects.append(reject_line(
+                        self.sources[out.source], ordinal, line,
+                        f"withheld by the ledger: {d.reason}"))
+            if len(keep) < out.written:
+                released = len(keep)
+                if parquet:
+                    payload = [out.rows[i] for i in keep]
+                else:
+                    starts = [0, *out.ends[:-1]]
+                    payload = b"".join(out.data[starts[i]:out.ends[i]] for i in keep)
+                parts = [combine([col[i] for i in keep]) if keep else None
+                         for col in out.reports]
+                rec_eps = None if out.record_epsilon is None else \
+                    [out.record_epsilon[i] for i in keep]
+                max_eps = max_record_epsilon(parts, rec_eps) if keep else None
+            if self.units_tracked:
+                units = {}
+                for i in keep:
+                    _, unit, events = out.items[i]
+                    if unit is None:
+                        continue
+                    eps, delta = budget_mod.event_totals(events)
+                    t = units.setdefault(unit, [0.0, 0.0, 0])
+                    t[0] += eps
+                    t[1] += delta
+                    t[2] += 1
+        for f, r in zip(self.fields, parts, strict=True):  # the report counts what is released
             if r is not None:
                 self.agg.add(f, r)
-        if out.record_epsilon is None:  # one field
-            if parts[0] is not None:
-                r = parts[0]
-                self.agg.note_record_epsilon(r.epsilon if r.records == 1
-                                             else r.max_record_epsilon)
-        else:
-            for _, n, _ in released:
-                self.agg.note_record_epsilon(out.record_epsilon[n])
-        for _, n, _ in released if self.units_tracked else ():
-            unit = ctx.units[n]
-            if unit is not None:
-                rec = combine([col[n] for col in out.reports])
-                eps, delta = budget_mod.event_totals(budget_mod.privacy_events(rec))
-                t = shard.units.setdefault(unit, [0.0, 0.0, 0])
-                t[0] += eps
-                t[1] += delta
-                t[2] += 1
-        shard.rejected += len(ctx.records) - len(candidates)
-        shard.records += len(released)
-        return [(i, enc) for i, _, enc in released]
+        if max_eps is not None:
+            self.agg.note_record_epsilon(max_eps)
+        for unit, (eps, delta, n) in (units or {}).items():
+            t = shard.units.setdefault(unit, [0.0, 0.0, 0])
+            t[0] += eps
+            t[1] += delta
+            t[2] += n
+        shard.rejected += out.records_in - out.written
+        shard.records += released
+        return payload
 
     # ------------------------------------------------------------------ the run
     def run(self) -> JobResult:
-        if self.plan.workdir is None:
-            return self._run_stream()
-        return self._run_sharded()
+        try:
+            if self.plan.workdir is None:
+                return self._run_stream()
+            return self._run_sharded()
+        finally:
+            if self._pool is not None:
+                self._pool.close()
 
     def _ledger_session(self, release_key: str):
         j = self.job
@@ -520,6 +495,7 @@ class _Runner:
             for _, target in plan.targets():
                 if target != plan.workdir:
                     remove_stale_temps(target)
+            self._start_pool()
             self._fit()
             settings = self.settings()
             fingerprints = [s.fingerprint() for s in self.sources]
@@ -551,7 +527,7 @@ class _Runner:
             if manifest.get("header") and self.in_fmt == "csv":
                 self.writer.set_header(manifest["header"], self.sources[0].name)
             self.started = manifest["started"]
-            self.units = UnitTotals(plan.workdir / "units.sqlite")
+            self.units = UnitTotals(plan.workdir / "units.sqlite", j.user_field)
             self.units.keep_shards_below(len(manifest["shards"]))
             release_key = hashlib.sha256(json.dumps(
                 [settings, fingerprints, str(plan.output.resolve())],
@@ -607,16 +583,16 @@ class _Runner:
         try:
             executor = self._executor(shared_dir)
             shard = self._new_shard(wd)
-            for ctx, out in executor.map(self._batches(m["next_batch"])):
-                lines = self._process(ctx, out, shard)
+            for out in executor.map(self._batches(m["next_batch"])):
+                payload = self._process(out, shard)
                 if self.out_fmt == "parquet":
-                    shard.rows.extend(enc for _, enc in lines)
-                elif lines:
-                    shard.write(b"".join(enc for _, enc in lines))
+                    shard.rows.extend(payload)
+                elif payload:
+                    shard.write(payload)
                 shard.batches += 1
-                self._batch_done(len(ctx.records))
+                self._batch_done(out.records_in)
                 if bar is not None:
-                    bar.update(len(ctx.records))
+                    bar.update(out.records_in)
                 if (shard.records + shard.rejected >= self.shard_records
                         or time.monotonic() - shard.started >= self.job.shard_seconds):
                     self._commit_shard(wd, shard)
@@ -904,8 +880,9 @@ class _Runner:
         j, plan = self.job, self.plan
         for _, target in plan.targets():
             remove_stale_temps(target)
+        self._start_pool()
         self._fit()
-        self.units = UnitTotals(None)
+        self.units = UnitTotals(None, j.user_field)
         settings = self.settings()
         self.manifest = {"settings": settings, "inputs": [], "shards": []}
         self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
@@ -914,31 +891,31 @@ class _Runner:
         rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
         rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
         bar = self._progress(0)
-        executor = self._executor(None if j.workers == 1 else _stream_shared_dir())
+        inline = j.workers == 1 and j.engine == "local"
+        executor = self._executor(None if inline else _stream_shared_dir())
         header_written = False
         try:
-            for ctx, batch_out in executor.map(self._batches(0)):
+            for batch_out in executor.map(self._batches(0)):
                 shard = _Shard(0, 0, None, self.out_fmt)
-                lines = self._process(ctx, batch_out, shard)
+                payload = self._process(batch_out, shard)
                 if not header_written:
                     out.write(self.writer.header_text().encode())
                     header_written = True
-                for _, enc in lines:
-                    out.write(enc)
+                out.write(payload)
                 out.flush()
                 if rejects_f is not None and shard.rejects:
                     rejects_f.write(b"".join(shard.rejects))
                 if self.ledger is not None:
                     self.ledger.commit(shard.charges)
                 c = self.agg.counts
-                c["records_in"] += len(ctx.records)
+                c["records_in"] += batch_out.records_in
                 c["records_out"] += shard.records
                 c["rejected"] += shard.rejected
                 c["withheld"] += shard.withheld
                 if shard.units:
                     self.units.add(0, shard.units)
                 if bar is not None:
-                    bar.update(len(ctx.records))
+                    bar.update(batch_out.records_in)
             if not header_written:
                 out.write(self.writer.header_text().encode())
             out.flush()

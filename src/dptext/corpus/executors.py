@@ -1,17 +1,19 @@
-"""Executors: where :func:`~dptext.corpus.work.run_batch` runs.
+"""Executors: where :class:`~dptext.corpus.work.Worker` runs the batches.
 
-Every executor maps an iterator of ``(context, BatchTask)`` to ``(context, BatchOutput)`` in
-input order, with a bounded number of batches in flight (constant memory); ``context`` (the
-records themselves) never leaves the driver process.
+Every executor maps an iterator of :class:`BatchTask` to :class:`BatchResult` in input order,
+with a bounded number of batches in flight (constant memory). A task is a byte range of the
+input (or, for CSV, Parquet and stdin, the records the driver read), a result is encoded bytes
+plus the batch's report: the driver never decodes, privatizes or encodes a record.
 
 * :class:`InlineExecutor` (``--workers 1``): in this process.
 * :class:`ProcessExecutor` (``--workers N``): N spawned processes; each attaches the mechanism
   from memory-mapped arrays (:mod:`dptext.corpus.shared`) once, with one torch thread.
-* :class:`RayExecutor` (``--engine ray``): Ray Data. The driver stages the batches in chunk
-  files in the work directory, one ``ray.data.from_items`` over the chunk paths is mapped with
-  ``map_batches`` on an actor pool (each actor attaches the mechanism once) and the outputs are
-  read back in order. ``ray.init()`` joins the cluster named by ``RAY_ADDRESS`` or starts a
-  local one; on a cluster the work directory must be on storage every node mounts.
+* :class:`RayExecutor` (``--engine ray``): Ray Data, streaming. The tasks go in windows through
+  ``ray.data.from_items`` -> ``map_batches`` on an actor pool (each actor attaches the
+  mechanism once and reads its ranges from the input itself) -> ``iter_batches`` back in order;
+  nothing is staged in files. ``ray.init()`` joins the cluster named by ``RAY_ADDRESS`` or
+  starts a local one; on a cluster the input (and the shared tables) must be on storage every
+  node mounts at the same path.
 """
 
 from __future__ import annotations
@@ -20,37 +22,48 @@ import logging
 import os
 import pickle
 import signal
+import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
-from pathlib import Path
-from typing import Any
+from itertools import islice
 
-from dptext.corpus.work import BatchOutput, BatchTask, run_batch
+from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
 from dptext.errors import DPTextError
-
-Item = tuple[Any, BatchTask]
 
 
 class InlineExecutor:
+    """In this process. ``torch_threads`` is applied once torch is loaded - never by importing
+    it, which costs a word mechanism that does not use torch a second or two (a mechanism that
+    imports it on its first batch runs that batch with torch's default; results do not depend
+    on the thread count)."""
+
     name = "inline"
 
-    def __init__(self, mechanism, seed: int | None, *, skip: bool) -> None:
-        self.m, self.seed, self.skip = mechanism, seed, skip
+    def __init__(self, mechanism, layout: JobLayout, torch_threads: int | None = None) -> None:
+        self.worker = Worker(mechanism, layout)
         self.workers = 1
+        self.threads = torch_threads
 
-    def map(self, items: Iterable[Item]) -> Iterator[tuple[Any, BatchOutput]]:
-        for ctx, task in items:
-            yield ctx, run_batch(self.m, task, self.seed, skip=self.skip)
+    def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
+        for task in tasks:
+            if self.threads is not None and "torch" in sys.modules:
+                _set_threads(self.threads)
+                self.threads = None
+            yield self.worker.run(task)
 
     def close(self) -> None:
-        pass
+        self.worker.close()
 
 
 # ------------------------------------------------------------------ processes
 _WORKER: dict = {}
 
 
-def _set_threads(torch_threads: int) -> None:
+def _set_threads(torch_threads: int, *, imported_only: bool = False) -> None:
+    """Torch's intra-op threads. ``imported_only``: only if torch is loaded already (a word
+    mechanism never needs torch: importing it costs a worker about a second of CPU)."""
+    if imported_only and "torch" not in sys.modules:
+        return
     try:
         import torch
 
@@ -59,77 +72,109 @@ def _set_threads(torch_threads: int) -> None:
         pass
 
 
-def _init_worker(shared: dict, seed: int | None, skip: bool, torch_threads: int) -> None:
+def _init_worker(torch_threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles ^C and stops the pool
-    os.environ.setdefault("OMP_NUM_THREADS", str(torch_threads))
-    _set_threads(torch_threads)
-    from dptext.corpus.shared import attach
-
-    _WORKER.update(m=attach(shared), seed=seed, skip=skip)
+    # read by torch when (if) a language-model mechanism imports it
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
+    _WORKER["threads"] = torch_threads
 
 
-def _work(task: BatchTask) -> BatchOutput:
-    return run_batch(_WORKER["m"], task, _WORKER["seed"], skip=_WORKER["skip"])
+def _warm(torch: bool) -> None:
+    """Import what a batch needs while the driver loads the mechanism (torch too for a
+    mechanism that uses it: a second or two of CPU per worker, overlapped with the driver)."""
+    import dptext.corpus.shared  # noqa: F401
+    import dptext.corpus.work  # noqa: F401
+    import dptext.mechanisms.registry  # noqa: F401
+
+    if torch:
+        _set_threads(_WORKER.get("threads", 1))
+
+
+def _work(config: bytes, task: BatchTask) -> BatchResult:
+    """Run ``task``; ``config`` (the pickled shared mechanism and job layout, a few kB) is
+    attached once per worker process."""
+    if _WORKER.get("config") != config:
+        from dptext.corpus.shared import attach
+
+        old = _WORKER.pop("w", None)
+        if old is not None:
+            old.close()
+        shared, layout = pickle.loads(config)
+        _WORKER["w"] = Worker(attach(shared), layout)
+        _WORKER["config"] = config
+        _set_threads(_WORKER.get("threads", 1), imported_only=True)
+    return _WORKER["w"].run(task)
 
 
 class ProcessExecutor:
+    """N spawned processes. The pool starts (and imports) as soon as it is made - the engine
+    makes it before it loads the mechanism - and :meth:`configure` then names the mechanism and
+    the job, which every worker attaches with its first batch."""
+
     name = "processes"
 
-    def __init__(self, shared: dict, seed: int | None, *, skip: bool, workers: int,
-                 torch_threads: int = 1) -> None:
+    def __init__(self, workers: int, torch_threads: int = 1, *, uses_torch: bool = False
+                 ) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
+        self.config: bytes | None = None
         self.pool = ProcessPoolExecutor(
             workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-            initargs=(shared, seed, skip, torch_threads))
+            initargs=(torch_threads,))
+        self._warming = [self.pool.submit(_warm, uses_torch) for _ in range(workers)]
 
-    def map(self, items: Iterable[Item]) -> Iterator[tuple[Any, BatchOutput]]:
+    def configure(self, shared: dict, layout: JobLayout) -> ProcessExecutor:
+        self.config = pickle.dumps((shared, layout), protocol=pickle.HIGHEST_PROTOCOL)
+        return self
+
+    def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
         from concurrent.futures.process import BrokenProcessPool
 
         pending: deque = deque()
-        limit = 2 * self.workers
+        limit = 3 * self.workers
         try:
-            for ctx, task in items:
-                pending.append((ctx, self.pool.submit(_work, task)))
+            for f in self._warming:
+                f.result()
+            for task in tasks:
+                pending.append(self.pool.submit(_work, self.config, task))
                 while len(pending) >= limit:
-                    ctx0, fut = pending.popleft()
-                    yield ctx0, fut.result()
+                    yield pending.popleft().result()
             while pending:
-                ctx0, fut = pending.popleft()
-                yield ctx0, fut.result()
+                yield pending.popleft().result()
         except BrokenProcessPool:
             raise DPTextError("a worker process died (out of memory, or killed); the "
                               "committed shards are kept: rerun to continue") from None
 
     def close(self) -> None:
-        for p in list(getattr(self.pool, "_processes", {}).values()):
+        if self.pool is None:
+            return
+        procs = getattr(self.pool, "_processes", None) or {}
+        for p in list(procs.values()):
             if p.is_alive():
                 p.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.pool = None
 
 
 # ------------------------------------------------------------------ ray
 class _RayPrivatizer:
-    """A Ray Data actor: attaches the mechanism once, then privatizes chunk after chunk."""
+    """A Ray Data actor: attaches the mechanism once, then runs task after task."""
 
-    def __init__(self, shared: dict, seed: int | None, skip: bool, torch_threads: int) -> None:
-        _set_threads(torch_threads)
+    def __init__(self, shared: dict, layout: JobLayout, torch_threads: int) -> None:
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
         from dptext.corpus.shared import attach
 
-        self.m, self.seed, self.skip = attach(shared), seed, skip
+        self.worker = Worker(attach(shared), layout)
+        _set_threads(torch_threads, imported_only=True)
 
     def __call__(self, batch: dict) -> dict:
         import numpy as np
 
-        out = []
-        for path in batch["path"]:
-            with open(path, "rb") as f:
-                tasks = pickle.load(f)
-            out.append(pickle.dumps([run_batch(self.m, t, self.seed, skip=self.skip)
-                                     for t in tasks]))
-        return {"chunk": np.asarray(batch["chunk"]), "result": np.array(out, dtype=object)}
+        out = [pickle.dumps(self.worker.run(pickle.loads(t)), protocol=pickle.HIGHEST_PROTOCOL)
+               for t in batch["task"]]
+        return {"batch": np.asarray(batch["batch"]), "result": np.array(out, dtype=object)}
 
 
 def ray_init(workers: int):
@@ -154,64 +199,68 @@ def ray_init(workers: int):
 
 
 class RayExecutor:
+    """Ray Data over windows of tasks: range tasks (a few hundred bytes each) go 20,000 to a
+    window - one Ray Data execution, one actor pool, for ten million records at the default
+    batch size; tasks that carry records (CSV, Parquet) go ``record_window`` records to a
+    window, which bounds the driver's memory. ``per_call`` tasks make one ``map_batches``
+    call and one Ray Data block (None: up to 16, at least 4 blocks per actor)."""
+
     name = "ray"
+    RANGE_WINDOW = 20_000
 
-    def __init__(self, shared: dict, seed: int | None, *, skip: bool, workers: int,
-                 stage_dir: Path, chunk_batches: int = 8, torch_threads: int = 1) -> None:
+    def __init__(self, shared: dict, layout: JobLayout, *, workers: int, torch_threads: int = 1,
+                 per_call: int | None = None, record_window: int = 50_000) -> None:
         self.ray = ray_init(workers)
-        self.shared, self.seed, self.skip = shared, seed, skip
-        self.workers, self.stage, self.chunk = workers, stage_dir, chunk_batches
-        self.torch_threads = torch_threads
+        self.shared, self.layout = shared, layout
+        self.workers, self.torch_threads = workers, torch_threads
+        self.per_call, self.record_window = per_call, record_window
 
-    def _stage(self, items: Iterable[Item]) -> list[tuple[Path, Path]]:
-        self.stage.mkdir(parents=True, exist_ok=True)
-        chunks, ctxs, tasks = [], [], []
+    def _windows(self, tasks: Iterable[BatchTask]) -> Iterator[list[BatchTask]]:
+        it = iter(tasks)
+        while True:
+            first = next(it, None)
+            if first is None:
+                return
+            window = [first]
+            if first.records is None:
+                window.extend(islice(it, self.RANGE_WINDOW - 1))
+            else:
+                size = len(first.records)
+                while size < self.record_window:
+                    t = next(it, None)
+                    if t is None:
+                        break
+                    window.append(t)
+                    size += len(t.records or ())
+            yield window
 
-        def flush() -> None:
-            i = len(chunks)
-            paths = (self.stage / f"chunk-{i:06d}.tasks", self.stage / f"chunk-{i:06d}.ctx")
-            for path, obj in zip(paths, (tasks, ctxs), strict=True):
-                with open(path, "wb") as f:
-                    pickle.dump(obj, f, protocol=pickle.HIGHEST_PROTOCOL)
-            chunks.append(paths)
-            ctxs.clear()
-            tasks.clear()
-
-        for ctx, task in items:
-            ctxs.append(ctx)
-            tasks.append(task)
-            if len(tasks) == self.chunk:
-                flush()
-        if tasks:
-            flush()
-        return chunks
-
-    def map(self, items: Iterable[Item]) -> Iterator[tuple[Any, BatchOutput]]:
+    def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
         ray = self.ray
-        chunks = self._stage(items)
-        if not chunks:
-            return
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True
-        ds = ray.data.from_items([{"chunk": i, "path": str(t)} for i, (t, _) in
-                                  enumerate(chunks)])
-        ds = ds.map_batches(
-            _RayPrivatizer, batch_size=1, num_cpus=1,
-            compute=ray.data.ActorPoolStrategy(size=self.workers),
-            fn_constructor_kwargs={"shared": self.shared, "seed": self.seed,
-                                   "skip": self.skip, "torch_threads": self.torch_threads})
-        expected = 0
-        for row in ds.iter_rows():
-            if int(row["chunk"]) != expected:  # preserve_order should make this impossible
-                raise DPTextError(f"Ray returned chunk {row['chunk']} before {expected}")
-            tasks_path, ctx_path = chunks[expected]
-            with open(ctx_path, "rb") as f:
-                contexts = pickle.load(f)
-            outputs = pickle.loads(row["result"])
-            yield from zip(contexts, outputs, strict=True)
-            tasks_path.unlink(missing_ok=True)
-            ctx_path.unlink(missing_ok=True)
-            expected += 1
+        for window in self._windows(tasks):
+            items = [{"batch": t.batch_id,
+                      "task": pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)} for t in window]
+            # one Ray Data block per call: large enough that Ray's per-block cost (measured
+            # in benchmarks/bench_corpus.py) is small, small enough that every actor gets work
+            per_call = self.per_call or max(1, min(16, len(items) // (4 * self.workers)))
+            blocks = max(1, -(-len(items) // per_call))
+            ds = ray.data.from_items(items, override_num_blocks=blocks)
+            ds = ds.map_batches(
+                _RayPrivatizer, batch_size=per_call, num_cpus=1,
+                compute=ray.data.ActorPoolStrategy(size=min(self.workers, blocks)),
+                fn_constructor_kwargs={"shared": self.shared, "layout": self.layout,
+                                       "torch_threads": self.torch_threads})
+            del items
+            expected = iter(t.batch_id for t in window)
+            for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+                for batch_id, blob in zip(batch["batch"], batch["result"], strict=True):
+                    want = next(expected)
+                    if int(batch_id) != want:  # preserve_order makes this impossible
+                        raise DPTextError(f"Ray returned batch {batch_id} before {want}")
+                    yield pickle.loads(blob)
+            if next(expected, None) is not None:
+                raise DPTextError("Ray returned fewer batches than it was given")
 
     def close(self) -> None:
         pass  # the Ray runtime stays up for the process (ray.shutdown() at exit)

@@ -5,10 +5,14 @@ A fitted word mechanism pickles to over 100 MB (the space's vectors and the samp
 read-only (:func:`attach`), so the operating system shares one copy in the page cache between
 every process of the machine. What is pickled is the mechanism without its arrays (a few kB).
 
-This module reaches into two private attributes of the word pipeline (``_use_tables``, which
-also derives a mechanism's small per-process arrays, and the space's ``_geometry``); they are
-named here only. Mechanisms that are not word mechanisms (the language-model ones) are rebuilt
-in each worker from their name and parameters, and load their model there.
+The space comes through the public :meth:`~dptext.mechanisms.word.WordMechanism.fitted_space`;
+the word pipeline has no public hook yet to hand out its fitted tables and to take tables fitted
+elsewhere without copying them (``sample_rows`` samples, it does not share), nor has
+``EmbeddingSpace`` one for its neighbour table, so :func:`fitted_tables`, :func:`_install` and
+:func:`_geometry_of` / :func:`_set_geometry` below are the only places that touch the private
+``_tables``, ``_use_tables``, ``_lookup_cache`` and ``_geometry`` (docs/scale.md names the public
+hooks that would replace them). Mechanisms that are not word mechanisms (the language-model
+ones) are rebuilt in each worker from their name and parameters, and load their model there.
 """
 
 from __future__ import annotations
@@ -35,6 +39,35 @@ def _save(path: Path, array: np.ndarray) -> None:
     np.save(path, np.ascontiguousarray(array), allow_pickle=False)
 
 
+# ---- the only uses of private attributes of the word pipeline (see the module docstring)
+def fitted_tables(m: WordMechanism) -> dict[str, np.ndarray]:
+    return dict(m._tables)
+
+
+def _install(m: WordMechanism, space: EmbeddingSpace, tables: dict[str, np.ndarray]) -> None:
+    m.space = space
+    m._use_tables(tables)  # validated when the driver fitted or loaded them
+    m._lookup_cache = {}
+
+
+def _strip(m: WordMechanism) -> WordMechanism:
+    bare = copy.copy(m)
+    for key, value in list(vars(bare).items()):
+        if isinstance(value, np.ndarray | EmbeddingSpace):
+            setattr(bare, key, None)
+    bare._tables, bare._lookup_cache = None, {}
+    return bare
+
+
+def _geometry_of(space: EmbeddingSpace) -> Geometry | None:
+    return space._geometry
+
+
+def _set_geometry(space: EmbeddingSpace, geometry: Geometry) -> None:
+    space._geometry = geometry
+    space._geometry_k = geometry.neighbors.shape[1]
+
+
 def export(m: Mechanism, directory: Path, spec: tuple[str, dict] | None = None) -> dict:
     """A small, picklable description from which :func:`attach` rebuilds ``m`` in another
     process. Word mechanisms must be fitted; their arrays are written under ``directory``."""
@@ -42,23 +75,20 @@ def export(m: Mechanism, directory: Path, spec: tuple[str, dict] | None = None) 
         if not m.is_fitted:
             raise DPTextError(f"{m.name}: fit() before sharing the mechanism with workers")
         directory.mkdir(parents=True, exist_ok=True)
-        space = m.space
+        space = m.fitted_space()
+        tables = fitted_tables(m)
+        geometry = _geometry_of(space)
         _save(directory / "vectors.npy", space.vectors)
         meta = {"words": space.words, "metric": space.metric, "name": space.name,
-                "aliases": space.aliases, "geometry": space._geometry is not None,
-                "tables": sorted(m._tables)}
-        if space._geometry is not None:
+                "aliases": space.aliases, "geometry": geometry is not None,
+                "tables": sorted(tables)}
+        if geometry is not None:
             for name in _GEOMETRY:
-                _save(directory / f"geometry-{name}.npy", getattr(space._geometry, name))
-        for name, array in m._tables.items():
+                _save(directory / f"geometry-{name}.npy", getattr(geometry, name))
+        for name, array in tables.items():
             _save(directory / f"table-{name}.npy", array)
         (directory / "space.json").write_text(json.dumps(meta), encoding="utf-8")
-        bare = copy.copy(m)
-        for key, value in list(vars(bare).items()):
-            if isinstance(value, np.ndarray | EmbeddingSpace):
-                setattr(bare, key, None)
-        bare._tables, bare._lookup_cache = None, {}
-        return {"kind": "word", "dir": str(directory), "state": pickle.dumps(bare)}
+        return {"kind": "word", "dir": str(directory), "state": pickle.dumps(_strip(m))}
     if spec is not None:
         return {"kind": "spec", "name": spec[0], "params": spec[1]}
     return {"kind": "pickle", "state": pickle.dumps(m)}
@@ -86,9 +116,6 @@ def attach(shared: dict) -> Mechanism:
     space = EmbeddingSpace(meta["words"], load("vectors"), metric=meta["metric"],
                            name=meta["name"], aliases=meta["aliases"])
     if meta["geometry"]:
-        space._geometry = Geometry(*(load(f"geometry-{n}") for n in _GEOMETRY))
-        space._geometry_k = space._geometry.neighbors.shape[1]
-    m.space = space
-    m._use_tables({name: load(f"table-{name}") for name in meta["tables"]})
-    m._lookup_cache = {}
+        _set_geometry(space, Geometry(*(load(f"geometry-{n}") for n in _GEOMETRY)))
+    _install(m, space, {name: load(f"table-{name}") for name in meta["tables"]})
     return m

@@ -1,78 +1,272 @@
-"""The unit of work every executor runs: privatize the chosen fields of one batch of records.
+"""The unit of work every executor runs: read, privatize and encode one batch of records.
 
-A :class:`BatchTask` holds only texts (never the records), so it is cheap to send to a worker
-process or a Ray actor; :func:`run_batch` is a pure function of (mechanism, task, seed) and its
-:class:`BatchOutput` is the same whichever process computed it.
+A :class:`BatchTask` names a batch, not its texts: for plain-text and JSONL files it is a byte
+range of the file (:mod:`dptext.corpus.ranges`) that the worker reads and decodes itself; only
+records the driver had to read (CSV, Parquet, stdin) travel inside the task. :func:`run_batch`
+is a pure function of (mechanism, task, seed) and its :class:`BatchResult` - the encoded output
+lines, the encoded rejects, the batch's report per field and the per-record ledger items - is
+the same whichever process computed it. The driver only writes bytes, asks the ledger and folds
+the batch's reports into the job's.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from dptext.accounting.report import PrivacyReport
+from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import combine
 from dptext.corpus.randomness import generator
+from dptext.corpus.ranges import Range, read_range
+from dptext.corpus.records import Record
+from dptext.corpus.sources import Source
+from dptext.corpus.writers import RecordWriter, dumps_strict
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism
 
 
+@dataclass(frozen=True)
+class JobLayout:
+    """What a worker needs to know about the job besides the mechanism (sent once)."""
+
+    sources: list[Source]
+    fields: list[str]
+    in_fmt: str
+    out_fmt: str
+    seed: int | str | None
+    skip: bool
+    max_record_bytes: int
+    user_field: str | None = None
+    ledger: bool = False  # the driver reserves each record: send the per-record items
+    units: bool = False  # per-unit totals are reported
+
+
 @dataclass
 class BatchTask:
-    """``texts[f][i]``: field ``f`` of the batch's ``i``-th privatizable record; ``keys[i]`` its
-    record key (for a per-record retry); ``key`` names the batch (its randomness)."""
+    """Batch ``batch_id`` of source ``source``: a byte ``range`` the worker reads, or the
+    ``records`` the driver read (with the CSV ``header``)."""
 
     batch_id: int
-    key: str
-    keys: list[str]
-    texts: list[list[str]]
+    source: int
+    range: Range | None = None
+    records: list[Record] | None = None
+    header: list[str] | None = None
 
 
 @dataclass
-class BatchOutput:
+class BatchResult:
+    """What comes back for one batch. ``data`` holds the encoded output of every written
+    record in order (``rows`` for Parquet output); ``rejects`` the encoded reject lines.
+    With a ledger, ``items[i]`` = (key, unit, events) of the i-th written record, ``ends[i]``
+    where its bytes end in ``data``, ``reports[f][i]`` its report of field ``f``, ``where[i]``
+    its (ordinal, line), ``record_epsilon[i]`` its epsilon over the fields: what the driver
+    needs to drop a record the ledger withholds. Without a ledger, ``units`` holds the batch's
+    per-unit (epsilon, delta, records)."""
+
     batch_id: int
-    texts: list[list[str | None]]  # per field, per record (None: the record failed)
-    reports: list[list[PrivacyReport | None]]  # per field, per record
-    field_reports: list[PrivacyReport | None]  # per field, combined over the batch
-    record_epsilon: list[float] | None  # per record, over its fields (None: one field)
-    errors: dict[int, str] = field(default_factory=dict)  # record index -> reason
+    source: int
+    records_in: int
+    written: int
+    data: bytes = b""
+    rows: list[dict] | None = None
+    rejects: bytes = b""
+    field_reports: list[PrivacyReport | None] = field(default_factory=list)
+    max_record_epsilon: float | None = None
+    units: dict[str, list] | None = None
+    items: list[tuple[str, str | None, list]] | None = None
+    ends: list[int] | None = None
+    reports: list[list[PrivacyReport]] | None = None
+    where: list[tuple[int, int]] | None = None
+    record_epsilon: list[float] | None = None
 
 
-def _privatize_all(m: Mechanism, texts: list[list[str]], rng) -> list[list]:
-    return [m.privatize_batch(column, rng=rng) if column else [] for column in texts]
+def reject_line(source: Source, ordinal: int, line: int, reason: str) -> bytes:
+    """A rejects entry names the record and the reason; it never holds the record's text
+    (the rejects sit beside an output that may be shared)."""
+    return (dumps_strict({"source": source.name, "record": ordinal, "line": line,
+                          "reason": reason}) + "\n").encode()
 
 
-def run_batch(m: Mechanism, task: BatchTask, seed: int | None, *, skip: bool) -> BatchOutput:
-    """Privatize every field of the batch with the batch's generator (fields in order).
+def max_record_epsilon(parts: list[PrivacyReport | None],
+                       record_epsilon: list[float] | None) -> float | None:
+    """The largest record's epsilon over its fields (None: nothing was written)."""
+    if record_epsilon is not None:
+        return max(record_epsilon, default=None)
+    r = parts[0]
+    if r is None:
+        return None
+    return r.epsilon if r.records == 1 else r.max_record_epsilon
 
-    If the mechanism refuses the batch (a ``DPTextError``) and ``skip`` is set, each record is
-    retried alone with a generator derived from its own key, so the records that can be
-    privatized are, deterministically, and the others carry the mechanism's reason.
-    """
-    n = len(task.keys)
-    errors: dict[int, str] = {}
-    try:
-        results = _privatize_all(m, task.texts, generator(seed, task.key))
-    except DPTextError as err:
-        if not skip:
-            raise DPTextError(f"record {task.keys[0]} or a later one of its batch: {err}"
-                              ) from None
-        results = [[None] * n for _ in task.texts]
-        for i, key in enumerate(task.keys):
+
+class Worker:
+    """Runs batches of one job: the mechanism, the job's layout, open input files."""
+
+    def __init__(self, m: Mechanism, layout: JobLayout) -> None:
+        self.m, self.layout = m, layout
+        self.writer = RecordWriter(layout.in_fmt, layout.out_fmt, layout.fields)
+        self._fds: dict[int, int] = {}
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def _records(self, task: BatchTask) -> list[Record]:
+        if task.records is not None:
+            return task.records
+        source = self.layout.sources[task.source]
+        fd = self._fds.get(task.source)
+        if fd is None:
+            fd = self._fds[task.source] = os.open(source.path, os.O_RDONLY)
+        return read_range(str(source.path), source.fmt, task.range, self.layout.fields,
+                          self.layout.max_record_bytes, fd)
+
+    def _unit(self, record: Record, key: str) -> tuple[str | None, str | None]:
+        lay = self.layout
+        uf = lay.user_field
+        if uf is None:
+            return (key if lay.ledger else None), None
+        if lay.in_fmt == "csv":
+            header = self.writer.header
+            if uf not in header:
+                raise DPTextError(f"--user-field {uf!r}: no such column in the CSV header")
+            value = record.payload[header.index(uf)]
+        else:
+            value = record.payload.get(uf) if isinstance(record.payload, dict) else None
+        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            return None, f"line {record.line}: no privacy unit (--user-field {uf!r})"
+        return str(value), None
+
+    def _privatize(self, texts: list[list[str]], keys: list[str], batch_key: str,
+                   ) -> tuple[list[list], dict[int, str]]:
+        """Every field of the batch with the batch's generator (fields in order). If the
+        mechanism refuses the batch and ``skip`` is set, each record is retried alone with a
+        generator derived from its own key, so the records that can be privatized are,
+        deterministically, and the others carry the mechanism's reason."""
+        m, seed = self.m, self.layout.seed
+
+        def run(columns: list[list[str]], rng) -> list[list]:
+            return [m.privatize_batch(col, rng=rng) if col else [] for col in columns]
+
+        try:
+            return run(texts, generator(seed, batch_key)), {}
+        except DPTextError as err:
+            if not self.layout.skip:
+                raise DPTextError(f"record {keys[0]} or a later one of its batch: {err}"
+                                  ) from None
+        errors: dict[int, str] = {}
+        results: list[list] = [[None] * len(keys) for _ in texts]
+        for i, key in enumerate(keys):
             try:
-                one = _privatize_all(m, [[col[i]] for col in task.texts], generator(seed, key))
+                one = run([[col[i]] for col in texts], generator(seed, key))
             except DPTextError as e:
                 errors[i] = str(e)
                 continue
             for col, res in zip(results, one, strict=True):
                 col[i] = res[0]
-    texts = [[None if r is None else r.text for r in col] for col in results]
-    reports = [[None if r is None else r.report for r in col] for col in results]
-    field_reports = []
-    for col in reports:
-        done = [r for r in col if r is not None]
-        field_reports.append(combine(done) if done else None)
-    epsilon = None  # one field: the field report's largest record is the record's epsilon
-    if len(reports) > 1:
-        epsilon = [0.0 if i in errors else sum(col[i].epsilon for col in reports)
-                   for i in range(n)]
-    return BatchOutput(task.batch_id, texts, reports, field_reports, epsilon, errors)
+        return results, errors
+
+    def run(self, task: BatchTask) -> BatchResult:
+        lay = self.layout
+        source = lay.sources[task.source]
+        if task.header is not None:
+            self.writer.set_header(task.header, source.name)
+        records = self._records(task)
+        rejects: list[bytes] = []
+        good: list[Record] = []
+        keys: list[str] = []
+        units: list[str | None] = []
+        for r in records:
+            key = f"{source.name}#{r.ordinal}"
+            unit = None
+            if r.error is None:
+                unit, err = self._unit(r, key)
+                if err is not None:
+                    r.error = err
+            if r.error is not None:
+                if not lay.skip:
+                    raise DPTextError(f"{source.shown}: {r.error}")
+                rejects.append(reject_line(source, r.ordinal, r.line, r.error))
+                continue
+            good.append(r)
+            keys.append(key)
+            units.append(unit)
+        n_fields = len(lay.fields)
+        out = BatchResult(task.batch_id, task.source, len(records), 0)
+        if not good:
+            out.rejects = b"".join(rejects)
+            out.field_reports = [None] * n_fields
+            return out
+        texts = [[r.texts[f] for r in good] for f in range(n_fields)]
+        results, errors = self._privatize(texts, keys,
+                                          f"{source.name}#{records[0].ordinal}")
+        parquet = lay.out_fmt == "parquet"
+        encoded: list = []
+        kept: list[int] = []  # indices into good of the records written
+        for n, record in enumerate(good):
+            reason = errors.get(n)
+            if reason is None:
+                new = [col[n].text for col in results]
+                try:
+                    encoded.append(self.writer.row(record, new) if parquet
+                                   else self.writer.encode(record, new).encode("utf-8"))
+                    kept.append(n)
+                    continue
+                except (DPTextError, UnicodeEncodeError) as err:
+                    reason = f"line {record.line}: output {err}"
+            if not lay.skip:
+                raise DPTextError(f"{source.shown}: {reason}")
+            rejects.append(reject_line(source, record.ordinal, record.line, reason))
+        out.rejects = b"".join(rejects)
+        out.written = len(kept)
+        if parquet:
+            out.rows = encoded
+        else:
+            out.data = b"".join(encoded)
+        reports = [[col[n].report for n in kept] for col in results]
+        out.field_reports = [combine(col) if col else None for col in reports]
+        rec_eps = None
+        if n_fields > 1:
+            rec_eps = [sum(col[i].epsilon for col in reports) for i in range(len(kept))]
+        out.max_record_epsilon = max_record_epsilon(out.field_reports, rec_eps)
+        if lay.ledger:
+            out.reports, out.record_epsilon = reports, rec_eps
+            out.where = [(good[n].ordinal, good[n].line) for n in kept]
+            out.items = []
+            for i, n in enumerate(kept):
+                rec = reports[0][i] if n_fields == 1 else combine([c[i] for c in reports])
+                out.items.append((keys[n], units[n], budget_mod.privacy_events(rec)))
+            if not parquet:
+                out.ends, total = [], 0
+                for e in encoded:
+                    total += len(e)
+                    out.ends.append(total)
+        elif lay.units:
+            totals: dict[str, list] = {}
+            for i, n in enumerate(kept):
+                unit = units[n]
+                if unit is None:
+                    continue
+                rec = reports[0][i] if n_fields == 1 else combine([c[i] for c in reports])
+                eps, delta = budget_mod.event_totals(budget_mod.privacy_events(rec))
+                t = totals.setdefault(unit, [0.0, 0.0, 0])
+                t[0] += eps
+                t[1] += delta
+                t[2] += 1
+            out.units = totals
+        return out
+
+
+def run_batch(m: Mechanism, layout: JobLayout, task: BatchTask) -> BatchResult:
+    """One batch in a throw-away :class:`Worker` (tests, one-off use)."""
+    w = Worker(m, layout)
+    try:
+        return w.run(task)
+    finally:
+        w.close()
+
+
+__all__: list[Any] = ["BatchResult", "BatchTask", "JobLayout", "Worker", "max_record_epsilon",
+                      "reject_line", "run_batch"]
