@@ -48,7 +48,7 @@ def command(inp: Path, out: Path, ledger: Path, budget: float) -> list[str]:
             "--input", str(inp), "--output", str(out), "--user-field", "author",
             "--ledger", str(ledger), "--owner", "bench", "--dataset", "kill",
             "--budget", str(budget), "--seed", "7", "--batch-size", "200",
-            "--shard-size", "1000", "--no-progress"]
+            "--shard-size", "500", "--no-progress"]
 
 
 def run_to_end(cmd: list[str], env: dict) -> float:
@@ -85,8 +85,8 @@ def main() -> int:
     start = run_to_end(command(small, tmp / "small.out.jsonl", tmp / "small.sqlite",
                                args.budget), env)
     work = max(seconds - start, 1.0)
-    print(f"start-up (a 10-record run): {start:.1f} s; kills at start-up + U(0, "
-          f"{2 * work / args.kills:.1f} s) so that most land inside the work")
+    print(f"start-up (a 10-record run): {start:.1f} s; one kill in four during the start-up, "
+          f"the others at U(0, {work / args.kills:.2f} s) after the run's first own shard")
 
     run_dir = tmp / "run"
     run_dir.mkdir()
@@ -94,18 +94,29 @@ def main() -> int:
     cmd = command(inp, out, ledger_path, args.budget)
     rnd = random.Random(args.seed)
     hit = 0
+    partial = Path(str(out) + ".partial")
     for k in range(args.kills):
-        delay = start * rnd.uniform(0.6, 1.0) + rnd.uniform(0, 2 * work / args.kills)
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(delay)
+        if k % 4 == 0:  # every fourth kill at a random moment of the start-up
+            delay = start * rnd.uniform(0.2, 1.0)
+            time.sleep(delay)
+        else:  # the others once this run has committed a shard of its own, at random
+            before = len(list(partial.glob("part-*.jsonl"))) if partial.exists() else 0
+            while p.poll() is None and (not partial.exists()
+                                        or len(list(partial.glob("part-*.jsonl"))) <= before):
+                time.sleep(0.01)
+            delay = rnd.uniform(0, 2 * work / (2 * args.kills))
+            time.sleep(delay)
         if p.poll() is None:
             os.kill(p.pid, signal.SIGKILL)
             hit += 1
         p.wait(60)
         p.stderr.close()
+        shards = len(list(partial.glob("part-*.jsonl"))) if partial.exists() else 0
+        print(f"kill {k + 1}: {'start-up' if k % 4 == 0 else 'working'} + {delay:.2f} s; "
+              f"{shards} shards committed so far")
         if out.exists():  # the output appears only complete
             break
-        print(f"kill {k + 1}: after {delay:.1f} s")
     run_to_end(cmd, env)  # the same command once more finishes the job
     print(f"{hit} kills hit a running job")
 
