@@ -7,14 +7,26 @@ it does not know). A new version appends a migration; an applied one never chang
 
 Tables (prefixed ``ledger_`` so a shared PostgreSQL database can hold other things):
 
-- ``ledger_entries``: the append-only, hash-chained log - every budget, release, charge,
-  withheld record and commit is one row, whose hashed columns are never updated. The source of
-  truth. One column is outside the hash: ``status`` of a charge (``pending`` until a later
-  commit entry names it, then ``released``; ``withheld``), a cache of what the commit entries
-  say, kept so that a commit is one indexed update.
+- ``ledger_entries``: the append-only, hash-chained log - every budget, release, batch of
+  charges and commit is one row, whose hashed columns are never updated. The source of truth.
+  (Version 1 wrote one ``charge`` or ``withhold`` entry per record; those stay as they are.)
+- ``ledger_charges`` (version 2): the per-record rows of a ``batch`` entry - the charge id, the
+  unit and record hashes, the fixed-point charge, the digest of the record's event list, the
+  reason of a withheld record. A batch entry's hashed body holds the SHA-256 of its rows (their
+  canonical JSON, one per line) and their id range, so an edited, deleted or added row breaks
+  the chain exactly like an edited entry. Keyed by the charge id (appended in order: a batch
+  writes a few contiguous pages, no index on a random key).
+- ``ledger_events`` (version 2): the distinct event lists, content-addressed (the key is the
+  SHA-256 of the body, which verify recomputes): most records of a release share a handful.
+- The ``status`` of a charge (``pending`` until a later commit entry names it, then
+  ``released``; ``withheld``) is the one column outside the hash, in both a v1 charge entry
+  and a charge row: a cache of what the commit entries say, kept so a commit is one ranged
+  update.
 - ``ledger_releases``, ``ledger_budgets``, ``ledger_units``: state derived from the entries for
-  fast lookups (budget checks, per-unit totals). ``verify`` rebuilds them and the statuses from
-  the entries and reports any difference.
+  fast lookups. ``ledger_units`` keeps per unit, owner and dataset the charged sums the budget
+  check reads and (version 2) the released / pending / withheld counts, updated incrementally
+  by reserve and commit in their own transaction. ``verify`` rebuilds them and the statuses
+  from the entries and reports any difference.
 - ``ledger_meta``: version, ledger id, the chain's head, the ledger's delta, the key check.
 - ``ledger_keys``: the HMAC secret when it is kept in the database (PostgreSQL default).
 
@@ -78,9 +90,58 @@ V1 = [
     "CREATE INDEX ledger_units_unit ON ledger_units (unit)",
 ]
 
+# Version 2: one hash-chained entry per reserved batch, its records in ledger_charges; unit
+# counts kept incrementally. Existing v1 entries stay (and keep verifying); the counts of
+# ledger_units are filled from them; ``charge_base`` (the head at migration) separates the v1
+# charge ids (entry seqs, <= it) from the v2 ones (ledger_charges ids, > it).
+V2 = [
+    """CREATE TABLE ledger_events (
+        digest TEXT PRIMARY KEY,
+        body TEXT NOT NULL)""",
+    """CREATE TABLE ledger_charges (
+        id {SEQ} PRIMARY KEY,
+        entry BIGINT NOT NULL,
+        unit TEXT NOT NULL,
+        record TEXT NOT NULL,
+        eps_n BIGINT NOT NULL,
+        delta_n BIGINT NOT NULL,
+        events TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status TEXT NOT NULL)""",
+    "CREATE INDEX ledger_charges_entry ON ledger_charges (entry)",
+    "CREATE INDEX ledger_entries_release ON ledger_entries (release_id, seq)",
+    "ALTER TABLE ledger_units ADD COLUMN records BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE ledger_units ADD COLUMN pending BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE ledger_units ADD COLUMN eps_pending BIGINT NOT NULL DEFAULT 0",
+    "ALTER TABLE ledger_units ADD COLUMN withheld BIGINT NOT NULL DEFAULT 0",
+    # v1 kept no row for a unit whose records were all withheld
+    "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n) "
+    "SELECT DISTINCT owner, dataset, unit, 0, 0 FROM ledger_entries WHERE kind = 'withhold' "
+    "ON CONFLICT (owner, dataset, unit) DO NOTHING",
+    """UPDATE ledger_units SET
+        records = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
+                   AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
+                   AND e.dataset = ledger_units.dataset AND e.kind = 'charge'
+                   AND e.status = 'released'),
+        pending = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
+                   AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
+                   AND e.dataset = ledger_units.dataset AND e.kind = 'charge'
+                   AND e.status = 'pending'),
+        eps_pending = (SELECT COALESCE(SUM(e.eps_n), 0) FROM ledger_entries e
+                       WHERE e.unit <> '' AND e.unit = ledger_units.unit
+                       AND e.owner = ledger_units.owner AND e.dataset = ledger_units.dataset
+                       AND e.kind = 'charge' AND e.status = 'pending'),
+        withheld = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
+                    AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
+                    AND e.dataset = ledger_units.dataset AND e.kind = 'withhold')""",
+    "INSERT INTO ledger_meta (key, value) SELECT 'charge_base', value FROM ledger_meta "
+    "WHERE key = 'head_seq'",
+]
+
 # (version, what it does, statements). Append only.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "initial schema", V1),
+    (2, "one chained entry per batch; charge rows; unit counts", V2),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
