@@ -383,10 +383,10 @@ def test_verify_detects_edited_derived_state(ledger_url):
         ledger.verify()
     _tamper(ledger_url, "UPDATE ledger_units SET eps_n = ?", (5 * 10**9,))
     ledger.verify()
-    _tamper(ledger_url, "UPDATE ledger_units SET pending = 0")
+    _tamper(ledger_url, "UPDATE ledger_units SET charges = 0")
     with pytest.raises(DPTextError, match="ledger_units disagrees"):
         ledger.verify()
-    _tamper(ledger_url, "UPDATE ledger_units SET pending = 3")
+    _tamper(ledger_url, "UPDATE ledger_units SET charges = 5")
     ledger.verify()
     _tamper(ledger_url, "UPDATE ledger_charges SET status = 'released' WHERE id = ?",
             (ds[4].charge_id,))

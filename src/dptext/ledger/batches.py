@@ -20,6 +20,7 @@ indexed, in-order read. It is a cache of the database: exact, whatever other pro
 from __future__ import annotations
 
 import hashlib
+import json
 from json.encoder import encode_basestring
 
 EVENTS_HEX = 32  # content address of an event list: 128 bits of its SHA-256
@@ -65,15 +66,20 @@ class RecordIndex:
     def sync(self, backend, release_id: str) -> None:
         """Read the release's batches appended since the last look (call inside the write
         transaction)."""
-        seqs = [int(r[0]) for r in backend.execute(
-            "SELECT seq FROM ledger_entries WHERE release_id = ? AND seq > ? AND "
-            "kind = 'batch' ORDER BY seq", (release_id, self.upto)).fetchall()]
+        batches = backend.execute(
+            "SELECT seq, body FROM ledger_entries WHERE release_id = ? AND seq > ? AND "
+            "kind = 'batch' ORDER BY seq", (release_id, self.upto)).fetchall()
         ids = self.ids
-        for i in range(0, len(seqs), 500):
-            chunk = seqs[i:i + 500]
+        for seq, body in batches:
+            lo, hi = batch_range(body)
             for record, cid in backend.execute(
-                    "SELECT record, id FROM ledger_charges WHERE entry IN "
-                    f"({','.join('?' * len(chunk))})", chunk).fetchall():
+                    "SELECT record, id FROM ledger_charges WHERE id BETWEEN ? AND ?",
+                    (lo, hi)).fetchall():
                 ids.setdefault(record, int(cid))
-        if seqs:
-            self.upto = seqs[-1]
+            self.upto = int(seq)
+
+
+def batch_range(body: str) -> tuple[int, int]:
+    """The charge ids ``(first, last)`` a batch entry's body names."""
+    first, last = json.loads(body)["charges"]
+    return int(first), int(last)

@@ -42,7 +42,7 @@ from dptext.accounting.events import PrivacyEvent
 from dptext.errors import DPTextError
 from dptext.ledger import keys
 from dptext.ledger.backends import Backend, SQLiteBackend, backend_for
-from dptext.ledger.batches import RecordIndex, digest, events_digest, fast_line
+from dptext.ledger.batches import RecordIndex, batch_range, digest, events_digest, fast_line
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
 from dptext.ledger.schema import MIGRATIONS, SCHEMA_VERSION, ddl
 
@@ -521,11 +521,17 @@ class Ledger:
         if dataset != ANY:
             where += " AND dataset = ?"
             extra.append(dataset)
+        if owner != ANY and dataset != ANY:  # one row per unit: the primary key
+            sql = ("SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
+                   "dataset = ? AND unit IN ({})")
+            first, extra = [owner, dataset], []
+        else:
+            sql = ("SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
+                   f"WHERE unit IN ({{}}){where} GROUP BY unit")
+            first = []
         for chunk in _chunks(list(units)):
-            rows = self._backend.execute(
-                "SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
-                f"WHERE unit IN ({_marks(len(chunk))}){where} GROUP BY unit",
-                (*chunk, *extra)).fetchall()
+            rows = self._backend.execute(sql.format(_marks(len(chunk))),
+                                         (*first, *chunk, *extra)).fetchall()
             for u, e, d in rows:
                 out[u] = [int(e), int(d)]
         return out
@@ -606,7 +612,7 @@ class Ledger:
         ``ledger_charges`` (:mod:`dptext.ledger.batches`).
         """
         release_id = str(release_id)
-        prepared = [self._prepare(release_id, item) for item in items]
+        prepared = self._prepare_all(release_id, items)
         if not prepared:
             return []
         with self._write("charge the ledger") as tx:
@@ -634,7 +640,13 @@ class Ledger:
                     decisions.append(d if d.already else Decision(d.allowed, d.charge_id,
                                                                   d.reason, True))
                     continue
-                reason = _over_budget(checks, unit, eps_n, delta_n) if checks else None
+                reason = None
+                for (_, _, b_eps, b_delta), tot in checks:
+                    cur = tot.get(unit)
+                    if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
+                            cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
+                        reason = _over_budget(checks, unit, eps_n, delta_n)
+                        break
                 a = acc.get(unit)
                 if a is None:
                     a = acc[unit] = [0, 0, 0, 0]
@@ -679,16 +691,14 @@ class Ledger:
                           "delta_n, events, reason, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           rows)
             b.executemany(
-                "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n, pending, "
-                "eps_pending, withheld) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n, charges, "
+                "withheld) VALUES (?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (owner, dataset, unit) DO UPDATE SET "
                 "eps_n = ledger_units.eps_n + excluded.eps_n, "
                 "delta_n = ledger_units.delta_n + excluded.delta_n, "
-                "pending = ledger_units.pending + excluded.pending, "
-                "eps_pending = ledger_units.eps_pending + excluded.eps_pending, "
+                "charges = ledger_units.charges + excluded.charges, "
                 "withheld = ledger_units.withheld + excluded.withheld",
-                [(owner, dataset, u, e, n, p, e, w)
-                 for u, (e, n, p, w) in sorted(acc.items())])  # key order
+                [(owner, dataset, u, *a) for u, a in sorted(acc.items())])  # key order
             seq = tx.append("batch", release_id=release_id, owner=owner, dataset=dataset,
                             eps_n=total_eps, delta_n=total_delta, body={
                                 "charges": [first_id, next_id - 1], "count": len(rows),
@@ -739,36 +749,55 @@ class Ledger:
                         seen[record] = Decision(True, int(seq), None, True)
         return seen
 
-    def _prepare(self, release_id: str, item) -> tuple[str, str, int, int, str, str]:
-        """(record hash, unit hash, eps_n, delta_n, events digest, events text) of one item."""
-        try:
-            record_key, unit_id, events = item
-        except (TypeError, ValueError):
-            raise DPTextError("reserve() takes (record_key, unit_id, events) items") from None
-        record_key = _record_text(record_key)
-        unit = self._keys.unit(_unit_text(unit_id, record_key))
-        events = tuple(events)
-        cached = self._costs.get(events)
-        if cached is None:
-            for e in events:
-                if not isinstance(e, PrivacyEvent):
-                    raise DPTextError(f"record {record_key!r}: events must be PrivacyEvent, "
-                                      f"got {type(e).__name__}")
-                if math.isinf(e.epsilon) and e.count:
-                    raise DPTextError(
-                        f"record {record_key!r}: an event with an infinite epsilon cannot be "
-                        f"charged ({e.mechanism or 'mechanism'}: "
-                        f"{e.scope or 'no finite guarantee'})")
-            eps_n, delta_n = _cost(events)
-            # the scope text is not stored per record: the release's mechanism and parameters
-            # (its "open" entry) determine it
-            body = canonical({"events": [{k: v for k, v in e.to_dict().items() if k != "scope"}
-                                         for e in events if e.count]})
-            cached = (eps_n, delta_n, events_digest(body), body)
-            if len(self._costs) >= 10_000:
-                self._costs.clear()
-            self._costs[events] = cached
-        return (self._keys.record(release_id, record_key), unit, *cached)
+    def _prepare_all(self, release_id: str, items) -> list[tuple]:
+        """(record hash, unit hash, eps_n, delta_n, events digest, events text) per item."""
+        keys_, units, costs = [], [], []
+        unit_hash, cache = self._keys.unit, self._costs
+        for item in items:
+            try:
+                record_key, unit_id, events = item
+            except (TypeError, ValueError):
+                raise DPTextError("reserve() takes (record_key, unit_id, events) items") \
+                    from None
+            if type(record_key) is not str:
+                record_key = _record_text(record_key)
+            keys_.append(record_key)
+            units.append(unit_hash(unit_id if type(unit_id) is str and unit_id
+                                   else _unit_text(unit_id, record_key)))
+            try:
+                events = tuple(events)
+                cost = cache.get(events)
+            except TypeError:  # not a sequence of (hashable) events: said below
+                cost = None
+            if cost is None:
+                cost = self._cost_of(record_key, events)
+            costs.append(cost)
+        records = self._keys.records(release_id, keys_)
+        return [(r, u, *c) for r, u, c in zip(records, units, costs, strict=True)]
+
+    def _cost_of(self, record_key: str, events: tuple) -> tuple[int, int, str, str]:
+        """(eps_n, delta_n, events digest, events text) of one record's events (cached)."""
+        if not isinstance(events, tuple):
+            raise DPTextError(f"record {record_key!r}: events must be a list of PrivacyEvent")
+        for e in events:
+            if not isinstance(e, PrivacyEvent):
+                raise DPTextError(f"record {record_key!r}: events must be PrivacyEvent, "
+                                  f"got {type(e).__name__}")
+            if math.isinf(e.epsilon) and e.count:
+                raise DPTextError(
+                    f"record {record_key!r}: an event with an infinite epsilon cannot be "
+                    f"charged ({e.mechanism or 'mechanism'}: "
+                    f"{e.scope or 'no finite guarantee'})")
+        eps_n, delta_n = _cost(events)
+        # the scope text is not stored per record: the release's mechanism and parameters
+        # (its "open" entry) determine it
+        body = canonical({"events": [{k: v for k, v in e.to_dict().items() if k != "scope"}
+                                     for e in events if e.count]})
+        cost = (eps_n, delta_n, events_digest(body), body)
+        if len(self._costs) >= 10_000:
+            self._costs.clear()
+        self._costs[events] = cost
+        return cost
 
     def commit(self, release_id: str, charge_ids: Sequence[int]) -> None:
         """Mark pending charges released (after their output is durable). Idempotent: ids
@@ -781,7 +810,6 @@ class Ledger:
         runs = _ranges(ids)
         with self._write("commit charges", durable=False) as tx:
             b = self._backend
-            owner, dataset = self._release(release_id)
             base = self._charge_base
             new = [[max(lo, base + 1), hi] for lo, hi in runs if hi > base]
             old = [[lo, min(hi, base)] for lo, hi in runs if lo <= base]
@@ -802,26 +830,14 @@ class Ledger:
                               (lo, hi, release_id)).fetchone()[0]
                 if int(n) != hi - lo + 1:
                     self._bad_commit(release_id, lo, hi)
-            per_unit: dict[str, list[int]] = defaultdict(lambda: [0, 0])
             changed = 0
-            for table, key, runs_ in (("ledger_charges", "id", new), ("ledger_entries", "seq",
-                                                                        old)):
+            for table, key, runs_ in (("ledger_charges", "id", new),
+                                      ("ledger_entries", "seq", old)):
                 for lo, hi in runs_:
-                    for unit, n, e in b.execute(
-                            f"SELECT unit, COUNT(*), SUM(eps_n) FROM {table} WHERE {key} "
-                            "BETWEEN ? AND ? AND status = 'pending' GROUP BY unit",
-                            (lo, hi)).fetchall():
-                        acc = per_unit[unit]
-                        acc[0] += int(n)
-                        acc[1] += int(e)
                     changed += b.execute(
                         f"UPDATE {table} SET status = 'released' WHERE {key} BETWEEN ? AND ? "
                         "AND status = 'pending'", (lo, hi)).rowcount
             if changed:
-                b.executemany(
-                    "UPDATE ledger_units SET records = records + ?, pending = pending - ?, "
-                    "eps_pending = eps_pending - ? WHERE owner = ? AND dataset = ? AND unit = ?",
-                    [(n, n, e, owner, dataset, u) for u, (n, e) in sorted(per_unit.items())])
                 tx.append("commit", release_id=release_id, body={"charges": runs})
 
     def _entry_release(self, seq: int) -> str | None:
@@ -868,16 +884,41 @@ class Ledger:
                       dataset: str | None = None, pld: bool = True) -> Spent:
         where, params = _filters(unit, owner, dataset)
         with self._read("read the ledger") as b:
-            e, n, rec, pen, e_pen, wit = b.execute(
-                "SELECT SUM(eps_n), SUM(delta_n), SUM(records), SUM(pending), "
-                f"SUM(eps_pending), SUM(withheld) FROM ledger_units WHERE {where}",
-                params).fetchone()
+            e, n, charges, wit = b.execute(
+                "SELECT SUM(eps_n), SUM(delta_n), SUM(charges), SUM(withheld) FROM ledger_units "
+                f"WHERE {where}", params).fetchone()
+            pen, e_pen = self._pending_by_unit(unit, owner, dataset).get(unit, (0, 0))
             events = self._events_hashed(unit, owner, dataset) if pld else None
         return Spent(
             epsilon_basic=_eps(int(e or 0)), delta_basic=_delta(int(n or 0)),
             epsilon_pld=pld_epsilon(events, self.delta) if events is not None else None,
-            records=int(rec or 0), pending=int(pen or 0), epsilon_pending=_eps(int(e_pen or 0)),
+            records=int(charges or 0) - pen, pending=pen, epsilon_pending=_eps(e_pen),
             withheld=int(wit or 0), delta=self.delta)
+
+    def _pending_by_unit(self, unit: str | None, owner: str | None, dataset: str | None
+                         ) -> dict[str, tuple[int, int]]:
+        """unit -> (pending charges, their eps_n), from the partial index of pending charges
+        (and the v1 entries)."""
+        b = self._backend
+        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        queries = []
+        if self._legacy:
+            where, params = _filters(unit, owner, dataset)
+            queries.append(("SELECT unit, COUNT(*), SUM(eps_n) FROM ledger_entries WHERE "
+                            f"unit <> '' AND status = 'pending' AND {where} GROUP BY unit",
+                            params))
+        where, params = _filters(None, owner, dataset, prefix="e.")
+        one = "" if unit is None else " AND c.unit = ?"
+        queries.append(("SELECT c.unit, COUNT(*), SUM(c.eps_n) FROM ledger_charges c JOIN "
+                        "ledger_entries e ON e.seq = c.entry WHERE c.status = 'pending'"
+                        f"{one} AND {where} GROUP BY c.unit",
+                        (() if unit is None else (unit,)) + params))
+        for sql, params in queries:
+            for u, n, e in b.execute(sql, params).fetchall():
+                acc = out[u]
+                acc[0] += int(n)
+                acc[1] += int(e or 0)
+        return {u: (n, e) for u, (n, e) in out.items()}
 
     def _events_hashed(self, unit: str, owner: str | None, dataset: str | None
                        ) -> list[PrivacyEvent]:
@@ -938,11 +979,13 @@ class Ledger:
         where, params = _filters(None, owner, dataset)
         with self._read("read the ledger") as b:
             rows = b.execute(
-                "SELECT unit, SUM(eps_n), SUM(delta_n), SUM(records), SUM(pending), "
-                f"SUM(withheld) FROM ledger_units WHERE {where} GROUP BY unit",
-                params).fetchall()
-        out = [UnitRow(u, _eps(int(e)), _delta(int(n)), int(r), int(p), int(w))
-               for u, e, n, r, p, w in rows]
+                "SELECT unit, SUM(eps_n), SUM(delta_n), SUM(charges), SUM(withheld) FROM "
+                f"ledger_units WHERE {where} GROUP BY unit", params).fetchall()
+            pending = self._pending_by_unit(None, owner, dataset)
+        out = []
+        for u, e, n, c, w in rows:
+            p = pending.get(u, (0, 0))[0]
+            out.append(UnitRow(u, _eps(int(e)), _delta(int(n)), int(c) - p, p, int(w)))
         out.sort(key=lambda r: (-r.epsilon, -r.delta, r.unit))
         return out
 
@@ -1053,9 +1096,10 @@ class Ledger:
                 out = [dict(zip(cols, row, strict=True)) for row in rows]
                 for e in out:
                     if e["kind"] == "batch":
+                        lo, hi = batch_range(e["body"])
                         e["charges"] = [dict(zip(ccols, r, strict=True)) for r in b.execute(
-                            f"SELECT {', '.join(ccols)} FROM ledger_charges WHERE entry = ? "
-                            "ORDER BY id", (e["seq"],)).fetchall()]
+                            f"SELECT {', '.join(ccols)} FROM ledger_charges WHERE id BETWEEN "
+                            "? AND ? ORDER BY id", (lo, hi)).fetchall()]
                         digests = sorted({c["events"] for c in e["charges"]})
                         e["events"] = dict(b.execute(
                             "SELECT digest, body FROM ledger_events WHERE digest IN "

@@ -15,7 +15,9 @@ Tables (prefixed ``ledger_`` so a shared PostgreSQL database can hold other thin
   reason of a withheld record. A batch entry's hashed body holds the SHA-256 of its rows (their
   canonical JSON, one per line) and their id range, so an edited, deleted or added row breaks
   the chain exactly like an edited entry. Keyed by the charge id (appended in order: a batch
-  writes a few contiguous pages, no index on a random key).
+  writes a few contiguous pages), with no index on a random key but the small partial index of
+  the pending charges; a record's earlier decision is found through the release's batch
+  entries (``ledger_entries_release``, :class:`dptext.ledger.batches.RecordIndex`).
 - ``ledger_events`` (version 2): the distinct event lists, content-addressed (the key is the
   SHA-256 of the body, which verify recomputes): most records of a release share a handful.
 - The ``status`` of a charge (``pending`` until a later commit entry names it, then
@@ -24,9 +26,10 @@ Tables (prefixed ``ledger_`` so a shared PostgreSQL database can hold other thin
   update.
 - ``ledger_releases``, ``ledger_budgets``, ``ledger_units``: state derived from the entries for
   fast lookups. ``ledger_units`` keeps per unit, owner and dataset the charged sums the budget
-  check reads and (version 2) the released / pending / withheld counts, updated incrementally
-  by reserve and commit in their own transaction. ``verify`` rebuilds them and the statuses
-  from the entries and reports any difference.
+  check reads and (version 2) the numbers of charges and of withheld records, updated
+  incrementally by reserve in its own transaction (how many of the charges are still pending
+  is read from the small partial index of pending charges). ``verify`` rebuilds them and the
+  statuses from the entries and reports any difference.
 - ``ledger_meta``: version, ledger id, the chain's head, the ledger's delta, the key check.
 - ``ledger_keys``: the HMAC secret when it is kept in the database (PostgreSQL default).
 
@@ -108,29 +111,19 @@ V2 = [
         events TEXT NOT NULL,
         reason TEXT NOT NULL,
         status TEXT NOT NULL)""",
-    "CREATE INDEX ledger_charges_entry ON ledger_charges (entry)",
     "CREATE INDEX ledger_entries_release ON ledger_entries (release_id, seq)",
-    "ALTER TABLE ledger_units ADD COLUMN records BIGINT NOT NULL DEFAULT 0",
-    "ALTER TABLE ledger_units ADD COLUMN pending BIGINT NOT NULL DEFAULT 0",
-    "ALTER TABLE ledger_units ADD COLUMN eps_pending BIGINT NOT NULL DEFAULT 0",
+    # the pending charges, by unit: only those not yet committed, so a small index
+    "CREATE INDEX ledger_charges_pending ON ledger_charges (unit) WHERE status = 'pending'",
+    "ALTER TABLE ledger_units ADD COLUMN charges BIGINT NOT NULL DEFAULT 0",
     "ALTER TABLE ledger_units ADD COLUMN withheld BIGINT NOT NULL DEFAULT 0",
     # v1 kept no row for a unit whose records were all withheld
     "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n) "
     "SELECT DISTINCT owner, dataset, unit, 0, 0 FROM ledger_entries WHERE kind = 'withhold' "
     "ON CONFLICT (owner, dataset, unit) DO NOTHING",
     """UPDATE ledger_units SET
-        records = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
+        charges = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
                    AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
-                   AND e.dataset = ledger_units.dataset AND e.kind = 'charge'
-                   AND e.status = 'released'),
-        pending = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
-                   AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
-                   AND e.dataset = ledger_units.dataset AND e.kind = 'charge'
-                   AND e.status = 'pending'),
-        eps_pending = (SELECT COALESCE(SUM(e.eps_n), 0) FROM ledger_entries e
-                       WHERE e.unit <> '' AND e.unit = ledger_units.unit
-                       AND e.owner = ledger_units.owner AND e.dataset = ledger_units.dataset
-                       AND e.kind = 'charge' AND e.status = 'pending'),
+                   AND e.dataset = ledger_units.dataset AND e.kind = 'charge'),
         withheld = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
                     AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
                     AND e.dataset = ledger_units.dataset AND e.kind = 'withhold')""",

@@ -156,23 +156,18 @@ def verify(b, meta: dict[str, str]):
             what = "entry" if cid <= base else "charge"
             raise DPTextError(f"ledger {what} {cid} has status {statuses[cid]!r} but the "
                               f"commit entries make it {c[7]!r} (edited outside dptext?)")
-    # per unit: [eps_n, delta_n, released, pending, eps_pending, withheld]
-    units: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
+    # per unit: [eps_n, delta_n, charges (pending or released), withheld]
+    units: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for c in charges.values():
         acc = units[(c[2], c[3], c[4])]
         if c[7] == "withheld":
-            acc[5] += 1
-            continue
-        acc[0] += c[5]
-        acc[1] += c[6]
-        if c[7] == "released":
-            acc[2] += 1
-        else:
             acc[3] += 1
-            acc[4] += c[5]
+        else:
+            acc[0] += c[5]
+            acc[1] += c[6]
+            acc[2] += 1
     got = {(r[0], r[1], r[2]): [int(x) for x in r[3:]] for r in b.execute(
-        "SELECT owner, dataset, unit, eps_n, delta_n, records, pending, eps_pending, withheld "
-        "FROM ledger_units")}
+        "SELECT owner, dataset, unit, eps_n, delta_n, charges, withheld FROM ledger_units")}
     for key in sorted(set(got) | set(units)):
         if got.get(key) != units.get(key):
             raise DPTextError(f"ledger table ledger_units disagrees with the entries for unit "
