@@ -201,6 +201,7 @@ class _Tx:
     created: str
     rows: list[tuple] = field(default_factory=list)
     after: list = field(default_factory=list)  # called once the transaction has committed
+    units_fresh: bool = False  # the cached unit totals are exact after this transaction
 
     def append(self, kind: str, *, release_id: str = "", owner: str = "", dataset: str = "",
                unit: str = "", record: str = "", eps_n: int = 0, delta_n: int = 0,
@@ -406,6 +407,11 @@ class Ledger:
         self._events_known: set[str] = set()  # event digests in ledger_events
         self._entry_releases: dict[int, str] = {}  # batch entry -> its release
         self._releases: dict[str, tuple[str, str]] = {}  # release -> (owner, dataset)
+        # (owner, dataset) -> unit -> [eps_n, delta_n] of its ledger_units row ([0, 0]: none),
+        # exact while the head is _unit_rows_at: a reserve that finds another head (another
+        # process wrote) reads them again
+        self._unit_rows: dict[tuple[str, str], dict[str, list[int]]] = {}
+        self._unit_rows_at: tuple[int, str] | None = None
 
     def _ensure(self) -> None:
         if self._pid != os.getpid():  # forked: the parent's connection is not ours to use
@@ -432,6 +438,7 @@ class Ledger:
                         "SELECT key, value FROM ledger_meta WHERE key IN (?, ?)",
                         ("head_seq", "head_hash")).fetchall())
                     tx = _Tx(int(head["head_seq"]), head["head_hash"], _now())
+                    start = (tx.seq, tx.head)
                     yield tx
                     if tx.rows:
                         b.executemany(
@@ -442,7 +449,12 @@ class Ledger:
                     b.commit()
                 except BaseException:
                     b.rollback()
+                    self._unit_rows_at = None  # a reserve may have updated it in memory
                     raise
+            # the cached unit totals stay exact if they were before this transaction (which
+            # then changed no unit) or the transaction brought them up to date (a reserve)
+            fresh = tx.units_fresh or self._unit_rows_at == start
+            self._unit_rows_at = (tx.seq, tx.head) if fresh else None
             for call in tx.after:
                 call()
 
@@ -621,7 +633,9 @@ class Ledger:
             seen = self._seen(release_id, [p[0] for p in prepared])
             budgets = self._budgets_for(owner, dataset)
             units = sorted({p[1] for p in prepared if p[0] not in seen})
-            checks = [(bud, self._totals(units, bud[0], bud[1])) for bud in budgets]
+            rows_now = self._unit_rows_now(tx, owner, dataset, units)
+            checks = [(bud, {u: list(rows_now[u]) for u in units} if bud[:2] == (owner, dataset)
+                       else self._totals(units, bud[0], bud[1])) for bud in budgets]
             entry = tx.seq + 1  # the batch's entry, appended below
             row = b.execute("SELECT MAX(id) FROM ledger_charges").fetchone()[0]
             next_id = max(int(row or 0), self._charge_base) + 1
@@ -703,6 +717,10 @@ class Ledger:
                             eps_n=total_eps, delta_n=total_delta, body={
                                 "charges": [first_id, next_id - 1], "count": len(rows),
                                 "digest": digest(lines)})
+            for u, a in acc.items():
+                row = rows_now[u]
+                row[0] += a[0]
+                row[1] += a[1]
             if seq != entry:  # pragma: no cover - one entry per reserve
                 raise AssertionError("the batch entry is not the one its rows name")
             tx.after.append(partial(self._remember, release_id, entry,
@@ -715,6 +733,26 @@ class Ledger:
         index.ids.update(ids)
         index.upto = max(index.upto, entry)
         self._events_known.update(events)
+
+    def _unit_rows_now(self, tx: _Tx, owner: str, dataset: str, units: list[str]
+                       ) -> dict[str, list[int]]:
+        """The cached ledger_units rows of (owner, dataset), with ``units`` among them, exact
+        in this write transaction (read again when another writer came in between)."""
+        if self._unit_rows_at != (tx.seq, tx.head) or sum(
+                map(len, self._unit_rows.values())) > 1_000_000:
+            self._unit_rows.clear()
+        tx.units_fresh = True
+        rows = self._unit_rows.setdefault((owner, dataset), {})
+        missing = [u for u in units if u not in rows]
+        for chunk in _chunks(missing):
+            for u in chunk:
+                rows[u] = [0, 0]
+            for u, e, n in self._backend.execute(
+                    "SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
+                    f"dataset = ? AND unit IN ({_marks(len(chunk))})",
+                    (owner, dataset, *chunk)).fetchall():
+                rows[u] = [int(e), int(n)]
+        return rows
 
     def _index(self, release_id: str) -> RecordIndex:
         index = self._indexes.get(release_id)
