@@ -407,7 +407,7 @@ class Ledger:
         self._events_known: set[str] = set()  # event digests in ledger_events
         self._entry_releases: dict[int, str] = {}  # batch entry -> its release
         self._releases: dict[str, tuple[str, str]] = {}  # release -> (owner, dataset)
-        # (owner, dataset) -> unit -> [eps_n, delta_n] of its ledger_units row ([0, 0]: none),
+        # (owner, dataset) -> unit -> [eps_n, delta_n, has a row] of its ledger_units row,
         # exact while the head is _unit_rows_at: a reserve that finds another head (another
         # process wrote) reads them again
         self._unit_rows: dict[tuple[str, str], dict[str, list[int]]] = {}
@@ -535,7 +535,7 @@ class Ledger:
             extra.append(dataset)
         if owner != ANY and dataset != ANY:  # one row per unit: the primary key
             sql = ("SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
-                   "dataset = ? AND unit IN ({})")
+                   "dataset = ? AND unit IN ({})")  # the key (unit, owner, dataset)
             first, extra = [owner, dataset], []
         else:
             sql = ("SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
@@ -634,7 +634,7 @@ class Ledger:
             budgets = self._budgets_for(owner, dataset)
             units = sorted({p[1] for p in prepared if p[0] not in seen})
             rows_now = self._unit_rows_now(tx, owner, dataset, units)
-            checks = [(bud, {u: list(rows_now[u]) for u in units} if bud[:2] == (owner, dataset)
+            checks = [(bud, {u: rows_now[u][:2] for u in units} if bud[:2] == (owner, dataset)
                        else self._totals(units, bud[0], bud[1])) for bud in budgets]
             entry = tx.seq + 1  # the batch's entry, appended below
             row = b.execute("SELECT MAX(id) FROM ledger_charges").fetchone()[0]
@@ -704,15 +704,24 @@ class Ledger:
             b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
                           "delta_n, events, reason, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           rows)
-            b.executemany(
-                "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n, charges, "
-                "withheld) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (owner, dataset, unit) DO UPDATE SET "
-                "eps_n = ledger_units.eps_n + excluded.eps_n, "
-                "delta_n = ledger_units.delta_n + excluded.delta_n, "
-                "charges = ledger_units.charges + excluded.charges, "
-                "withheld = ledger_units.withheld + excluded.withheld",
-                [(owner, dataset, u, *a) for u, a in sorted(acc.items())])  # key order
+            # each unit's row: an update where the (exact) cache says there is one, else new
+            update, insert = [], []
+            for u, (e, n, c, w) in sorted(acc.items()):  # key order
+                if rows_now[u][2]:
+                    update.append((e, n, c, w, u, owner, dataset))
+                else:
+                    insert.append((u, owner, dataset, e, n, c, w))
+            if update:
+                n = b.executemany(
+                    "UPDATE ledger_units SET eps_n = eps_n + ?, delta_n = delta_n + ?, "
+                    "charges = charges + ?, withheld = withheld + ? WHERE unit = ? AND "
+                    "owner = ? AND dataset = ?", update)
+                if n not in (-1, len(update)):  # never: the cache is exact (rolled back)
+                    raise DPTextError("the ledger's unit totals changed under this "
+                                      "transaction: nothing was charged, try again")
+            if insert:
+                b.executemany("INSERT INTO ledger_units (unit, owner, dataset, eps_n, delta_n, "
+                              "charges, withheld) VALUES (?, ?, ?, ?, ?, ?, ?)", insert)
             seq = tx.append("batch", release_id=release_id, owner=owner, dataset=dataset,
                             eps_n=total_eps, delta_n=total_delta, body={
                                 "charges": [first_id, next_id - 1], "count": len(rows),
@@ -721,6 +730,7 @@ class Ledger:
                 row = rows_now[u]
                 row[0] += a[0]
                 row[1] += a[1]
+                row[2] = True
             if seq != entry:  # pragma: no cover - one entry per reserve
                 raise AssertionError("the batch entry is not the one its rows name")
             tx.after.append(partial(self._remember, release_id, entry,
@@ -746,12 +756,12 @@ class Ledger:
         missing = [u for u in units if u not in rows]
         for chunk in _chunks(missing):
             for u in chunk:
-                rows[u] = [0, 0]
+                rows[u] = [0, 0, False]
             for u, e, n in self._backend.execute(
                     "SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
                     f"dataset = ? AND unit IN ({_marks(len(chunk))})",
                     (owner, dataset, *chunk)).fetchall():
-                rows[u] = [int(e), int(n)]
+                rows[u] = [int(e), int(n), True]
         return rows
 
     def _index(self, release_id: str) -> RecordIndex:

@@ -114,12 +114,25 @@ V2 = [
     "CREATE INDEX ledger_entries_release ON ledger_entries (release_id, seq)",
     # the pending charges, by unit: only those not yet committed, so a small index
     "CREATE INDEX ledger_charges_pending ON ledger_charges (unit) WHERE status = 'pending'",
-    "ALTER TABLE ledger_units ADD COLUMN charges BIGINT NOT NULL DEFAULT 0",
-    "ALTER TABLE ledger_units ADD COLUMN withheld BIGINT NOT NULL DEFAULT 0",
+    # ledger_units keyed (unit, owner, dataset): a lookup by unit alone (a budget for any
+    # owner or dataset, spent()) uses the key, and no second index slows every update
+    """CREATE TABLE ledger_units_v2 (
+        unit TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        eps_n BIGINT NOT NULL,
+        delta_n BIGINT NOT NULL,
+        charges BIGINT NOT NULL,
+        withheld BIGINT NOT NULL,
+        PRIMARY KEY (unit, owner, dataset)){CLUSTERED}""",
+    "INSERT INTO ledger_units_v2 (unit, owner, dataset, eps_n, delta_n, charges, withheld) "
+    "SELECT unit, owner, dataset, eps_n, delta_n, 0, 0 FROM ledger_units",
+    "DROP TABLE ledger_units",
+    "ALTER TABLE ledger_units_v2 RENAME TO ledger_units",
     # v1 kept no row for a unit whose records were all withheld
-    "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n) "
-    "SELECT DISTINCT owner, dataset, unit, 0, 0 FROM ledger_entries WHERE kind = 'withhold' "
-    "ON CONFLICT (owner, dataset, unit) DO NOTHING",
+    "INSERT INTO ledger_units (unit, owner, dataset, eps_n, delta_n, charges, withheld) "
+    "SELECT DISTINCT unit, owner, dataset, 0, 0, 0, 0 FROM ledger_entries "
+    "WHERE kind = 'withhold' ON CONFLICT (unit, owner, dataset) DO NOTHING",
     """UPDATE ledger_units SET
         charges = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
                    AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
