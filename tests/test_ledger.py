@@ -515,3 +515,20 @@ def test_new_sqlite_ledger_pages_and_an_older_page_size_still_works(tmp_path, mo
     assert ledger.verify().charges == 2
     ledger.close()
     assert page_size(old) == 4096
+
+
+def test_two_ledger_objects_never_lose_an_update(ledger_url):
+    """Each object caches its unit totals and its releases' records; a write by the other one
+    (another connection, as another process would) must make it read them again."""
+    a, rid = opened(ledger_url, budget=10.0)
+    b = Ledger(ledger_url)
+    for i in range(6):  # alternate writers, 2 per unit each time
+        x = (a, b)[i % 2]
+        ds = x.reserve(rid, [(f"r{i}-{j}", "u", pure(1.0)) for j in range(2)])
+        assert [d.allowed for d in ds] == [i < 5, i < 5]
+        x.commit(rid, [d.charge_id for d in ds if d.allowed])
+    # a record decided through one object is "already" for the other
+    first = a.reserve(rid, [("r1-0", "u", pure(1.0))])[0]
+    assert first.already and first.allowed
+    assert b.spent("u").epsilon_basic == a.spent("u").epsilon_basic == 10.0
+    b.verify()
