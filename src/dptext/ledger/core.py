@@ -641,7 +641,7 @@ class Ledger:
             next_id = max(int(row or 0), self._charge_base) + 1
             first_id = next_id
             decisions: list[Decision] = []
-            now: dict[str, Decision] = {}  # decided in this call
+            decided = seen  # record -> its decision, earlier or in this call
             acc: dict[str, list[int]] = {}  # unit -> [eps_n, delta_n, pending, withheld]
             rows: list[tuple] = []
             lines: list[str] = []
@@ -649,7 +649,7 @@ class Ledger:
             denied: list[str] = []
             total_eps = total_delta = 0
             for record, unit, eps_n, delta_n, ev, ev_body in prepared:
-                d = seen.get(record) or now.get(record)
+                d = decided.get(record)
                 if d is not None:
                     decisions.append(d if d.already else Decision(d.allowed, d.charge_id,
                                                                   d.reason, True))
@@ -680,7 +680,8 @@ class Ledger:
                     total_eps += eps_n
                     total_delta += delta_n
                     rows.append((cid, entry, unit, record, eps_n, delta_n, ev, "", "pending"))
-                    lines.append(fast_line(cid, unit, record, eps_n, delta_n, ev, ""))
+                    # batches.fast_line, inlined (hex fields, no reason)
+                    lines.append(f'[{cid},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
                     d = Decision(True, cid, None, False)
                 else:
                     a[3] += 1
@@ -689,7 +690,7 @@ class Ledger:
                     d = Decision(False, None, reason, False)
                     denied.append(reason)
                 events_used[ev] = ev_body
-                now[record] = d
+                decided[record] = d
                 decisions.append(d)
             if denied and all_or_nothing:
                 raise DPTextError(f"{len(denied)} of {len(prepared)} records would exceed "
