@@ -2,8 +2,9 @@
 
 Protocol (charge before release, docs/ledger.md): a caller opens a release, then for every batch
 of records calls :meth:`Ledger.reserve` *before* writing the batch's output - one transaction
-that checks each record's unit against its budgets and writes the allowed records as *pending*
-charges (the withheld ones as withheld entries) - and :meth:`Ledger.commit` *after* the output
+that checks each record's unit against its budgets and appends the batch as one chained entry
+whose rows are the allowed records as *pending* charges and the withheld ones as withheld rows
+(:mod:`dptext.ledger.batches`) - and :meth:`Ledger.commit` *after* the output
 is durable, which marks the charges *released*. A crash between the two leaves pending charges:
 text charged and perhaps never released, never text released and not charged. Budgets count
 pending charges as spent. Re-reserving a record of the same release returns its first decision
