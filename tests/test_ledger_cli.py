@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from dptext.accounting.events import PrivacyEvent
+from dptext.cli.ledger import register as add_commands
 from dptext.errors import DPTextError
 from dptext.ledger import Ledger
-from dptext.cli.ledger import register as add_commands
 
 
 def run(argv: list[str]) -> int:

@@ -39,6 +39,7 @@ def verify(b, meta: dict[str, str]):
     rows_iter = _charge_rows(b)
     pending_row = [None]  # a charge row read but not yet consumed by a batch
     events_used: set[str] = set()
+    last_id = 0  # the last charge row a batch entry covered
     cur = b.execute(f"SELECT {', '.join(ENTRY_COLUMNS)}, status FROM ledger_entries "
                     "ORDER BY seq")
     while rows := cur.fetchmany(2000):
@@ -79,7 +80,7 @@ def verify(b, meta: dict[str, str]):
                     count, want = int(data["count"]), data["digest"]
                 except (KeyError, TypeError, ValueError):
                     raise _broken(f"entry {seq} has an unreadable body") from None
-                if count != last - first + 1 or first <= max(base, max(charges, default=0)):
+                if count != last - first + 1 or first <= max(base, last_id):
                     raise _broken(f"entry {seq} names charge rows {first}-{last} out of order")
                 lines, e_sum, d_sum = [], 0, 0
                 for cid in range(first, last + 1):
@@ -107,6 +108,7 @@ def verify(b, meta: dict[str, str]):
                         e_sum += e_c
                         d_sum += d_c
                     statuses[cid] = c_status
+                last_id = last
                 if digest(lines) != want or (e_sum, d_sum) != (eps_n, delta_n):
                     raise _broken(f"the charge rows of entry {seq} ({first}-{last}) were "
                                   "edited (their digest does not match the entry)")
