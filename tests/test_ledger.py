@@ -532,3 +532,17 @@ def test_two_ledger_objects_never_lose_an_update(ledger_url):
     assert first.already and first.allowed
     assert b.spent("u").epsilon_basic == a.spent("u").epsilon_basic == 10.0
     b.verify()
+
+
+def test_a_release_past_the_in_memory_index_is_read_again(ledger_url, monkeypatch):
+    import dptext.ledger.core as core
+
+    monkeypatch.setattr(core, "_MAX_INDEXED", 3)
+    ledger, rid = opened(ledger_url, budget=100.0)
+    first = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
+    assert rid not in ledger._indexes  # dropped: more than 3 records
+    ledger.reserve(rid, [("s0", "u", pure(1.0))])
+    again = ledger.reserve(rid, [("r2", "u", pure(1.0)), ("s0", "u", pure(1.0))])
+    assert [d.already for d in again] == [True, True]
+    assert again[0].charge_id == first[2].charge_id
+    assert ledger.spent("u").epsilon_basic == 6.0

@@ -56,6 +56,9 @@ DEFAULT_DELTA = 1e-6
 DEFAULT_TIMEOUT = 10.0
 ANY = "*"  # a budget for every owner / every dataset
 _CHUNK = 500  # IN (...) lists
+# record hashes of one release kept in memory (about 150 bytes each); past it, each reserve
+# reads the release's records again (correct, slower)
+_MAX_INDEXED = 5_000_000
 
 
 def data_dir() -> Path:
@@ -745,6 +748,8 @@ class Ledger:
         index.ids.update(ids)
         index.upto = max(index.upto, entry)
         self._events_known.update(events)
+        if len(index.ids) > _MAX_INDEXED:  # bounded memory: read again from the ledger
+            del self._indexes[release_id]
 
     def _unit_rows_now(self, tx: _Tx, owner: str, dataset: str, units: list[str]
                        ) -> dict[str, list[int]]:
@@ -769,6 +774,8 @@ class Ledger:
     def _index(self, release_id: str) -> RecordIndex:
         index = self._indexes.get(release_id)
         if index is None:
+            if len(self._indexes) >= 256:
+                self._indexes.clear()
             index = self._indexes[release_id] = RecordIndex()
         return index
 
