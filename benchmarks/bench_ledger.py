@@ -17,9 +17,10 @@ events for its per-unit report either way. The real run also parses and writes f
 makes the true ratios smaller.
 
 ``--sanitize`` measures that instead: the same records as a JSONL file, ``dptext sanitize
---user-field author`` run in this process without and with ``--ledger`` (a fresh SQLite file,
-a budget), in the order off, on, on, off (so that warm caches and a drifting load favour
-neither), and ``sanitize_ratio`` = (sum of the runs with the ledger) / (sum without).
+--user-field author`` run as a process without and with ``--ledger`` (a fresh SQLite file,
+a budget), in the order off, on, on, off after an untimed warm-up (so that warm caches and a
+drifting load favour neither); ``sanitize_ratio`` = (sum of the wall times with the ledger) /
+(sum without), ``sanitize_cpu_ratio`` the same of their CPU times (user + system).
 """
 
 from __future__ import annotations
@@ -75,10 +76,13 @@ def _load() -> list[float]:
 
 
 def sanitize_runs(args) -> int:
-    """Whole `dptext sanitize --user-field` runs, off/on/on/off the ledger, in this process."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from dptext.cli import main as dptext_main
+    """Whole `dptext sanitize --user-field` runs, off/on/on/off the ledger, each a process of
+    its own (after an untimed warm-up run): wall time, and CPU time (user + system), which a
+    shared machine's load distorts less (but which leaves out waiting for fsync)."""
+    import resource
+    import subprocess
 
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     tmp = tempfile.TemporaryDirectory()
     d = Path(tmp.name)
     src = d / "in.jsonl"
@@ -88,34 +92,38 @@ def sanitize_runs(args) -> int:
     warm = d / "warm.jsonl"
     warm.write_text("".join(src.read_text().splitlines(keepends=True)[:256]))
     walls: dict[str, list[float]] = {"off": [], "on": []}
+    cpus: dict[str, list[float]] = {"off": [], "on": []}
     loads = [_load()]
     for k, mode in enumerate(("warm", "off", "on", "on", "off")):
-        cmd = ["sanitize", "-m", args.mechanism, "-e", str(args.epsilon), "--seed", "1",
-               "--no-progress", "--input", str(warm if mode == "warm" else src), "--field",
-               "text", "--user-field",
+        cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "-m", args.mechanism, "-e",
+               str(args.epsilon), "--seed", "1", "--no-progress", "--input",
+               str(warm if mode == "warm" else src), "--field", "text", "--user-field",
                "author", "-o", str(d / f"out{k}.jsonl"), "--batch-size", str(args.batch)]
         if mode == "on":
             cmd += ["--ledger", args.ledger or str(d / f"ledger{k}.sqlite"), "--owner",
                     "bench", "--dataset", f"notes{k}", "--budget", "1000000"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        with open(os.devnull, "w") as null:
-            out, err = sys.stdout, sys.stderr
-            sys.stdout = sys.stderr = null
-            try:
-                rc = dptext_main(cmd)
-            finally:
-                sys.stdout, sys.stderr = out, err
-        if mode != "warm":  # (the first run loads the space and the tables: not timed)
-            walls[mode].append(time.perf_counter() - t0)
+        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+        if mode != "warm":  # (the first run may fill caches on disk: not timed)
+            walls[mode].append(wall)
+            cpus[mode].append(after.ru_utime - before.ru_utime + after.ru_stime
+                              - before.ru_stime)
             loads.append(_load())
-        if rc != 0:
-            raise SystemExit(f"dptext {' '.join(cmd)} exited {rc}")
     print(json.dumps({
         "records": args.records, "units": args.units, "batch": args.batch,
         "mechanism": args.mechanism, "order": "off,on,on,off",
         "wall_s_without_ledger": [round(x, 2) for x in walls["off"]],
         "wall_s_with_ledger": [round(x, 2) for x in walls["on"]],
+        "cpu_s_without_ledger": [round(x, 2) for x in cpus["off"]],
+        "cpu_s_with_ledger": [round(x, 2) for x in cpus["on"]],
         "sanitize_ratio": round(sum(walls["on"]) / sum(walls["off"]), 3),
+        "sanitize_cpu_ratio": round(sum(cpus["on"]) / sum(cpus["off"]), 3),
         "loadavg_before_and_after_each_run": loads}))
     return 0
 
