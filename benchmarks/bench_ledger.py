@@ -15,6 +15,12 @@ timed batch by batch, interleaved, so that a shared machine's load hits both ali
 estimates ``sanitize --user-field --ledger`` over ``sanitize --user-field``, which computes the
 events for its per-unit report either way. The real run also parses and writes files, which
 makes the true ratios smaller.
+
+``--sanitize`` measures that instead: the same records as a JSONL file, ``dptext sanitize
+--user-field author`` run as a process without and with ``--ledger`` (a fresh SQLite file,
+a budget), in the order off, on, on, off after an untimed warm-up (so that warm caches and a
+drifting load favour neither); ``sanitize_ratio`` = (sum of the wall times with the ledger) /
+(sum without), ``sanitize_cpu_ratio`` the same of their CPU times (user + system).
 """
 
 from __future__ import annotations
@@ -65,6 +71,63 @@ def _time_sql(ledger) -> dict[str, float]:
     return out
 
 
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def sanitize_runs(args) -> int:
+    """Whole `dptext sanitize --user-field` runs, off/on/on/off the ledger, each a process of
+    its own (after an untimed warm-up run): wall time, and CPU time (user + system), which a
+    shared machine's load distorts less (but which leaves out waiting for fsync)."""
+    import resource
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    tmp = tempfile.TemporaryDirectory()
+    d = Path(tmp.name)
+    src = d / "in.jsonl"
+    with open(src, "w") as f:
+        for unit, text in make_records(args.records, args.units):
+            f.write(json.dumps({"author": unit, "text": text}) + "\n")
+    warm = d / "warm.jsonl"
+    warm.write_text("".join(src.read_text().splitlines(keepends=True)[:256]))
+    walls: dict[str, list[float]] = {"off": [], "on": []}
+    cpus: dict[str, list[float]] = {"off": [], "on": []}
+    loads = [_load()]
+    for k, mode in enumerate(("warm", "off", "on", "on", "off")):
+        cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "-m", args.mechanism, "-e",
+               str(args.epsilon), "--seed", "1", "--no-progress", "--input",
+               str(warm if mode == "warm" else src), "--field", "text", "--user-field",
+               "author", "-o", str(d / f"out{k}.jsonl"), "--batch-size", str(args.batch)]
+        if mode == "on":
+            cmd += ["--ledger", args.ledger or str(d / f"ledger{k}.sqlite"), "--owner",
+                    "bench", "--dataset", f"notes{k}", "--budget", "1000000"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+        if mode != "warm":  # (the first run may fill caches on disk: not timed)
+            walls[mode].append(wall)
+            cpus[mode].append(after.ru_utime - before.ru_utime + after.ru_stime
+                              - before.ru_stime)
+            loads.append(_load())
+    print(json.dumps({
+        "records": args.records, "units": args.units, "batch": args.batch,
+        "mechanism": args.mechanism, "order": "off,on,on,off",
+        "wall_s_without_ledger": [round(x, 2) for x in walls["off"]],
+        "wall_s_with_ledger": [round(x, 2) for x in walls["on"]],
+        "cpu_s_without_ledger": [round(x, 2) for x in cpus["off"]],
+        "cpu_s_with_ledger": [round(x, 2) for x in cpus["on"]],
+        "sanitize_ratio": round(sum(walls["on"]) / sum(walls["off"]), 3),
+        "sanitize_cpu_ratio": round(sum(cpus["on"]) / sum(cpus["off"]), 3),
+        "loadavg_before_and_after_each_run": loads}))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=100_000)
@@ -73,7 +136,11 @@ def main(argv=None) -> int:
     ap.add_argument("--mechanism", default="custext", help="custext, santext, ... or none")
     ap.add_argument("--epsilon", type=float, default=2.0)
     ap.add_argument("--ledger", help="ledger URL (default: a fresh temp SQLite file)")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="time whole `dptext sanitize` runs with and without --ledger")
     args = ap.parse_args(argv)
+    if args.sanitize:
+        return sanitize_runs(args)
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
@@ -96,6 +163,7 @@ def main(argv=None) -> int:
     rid = ledger.open_release(owner="bench", dataset="notes", mechanism=args.mechanism,
                               params={"epsilon": args.epsilon})
     sql = _time_sql(ledger)
+    load_before = _load()
     t_mech = t_events = t_reserve = t_commit = 0.0
     per_batch = []
     for start in range(0, len(records), args.batch):
@@ -121,6 +189,7 @@ def main(argv=None) -> int:
         t_reserve += t3 - t2
         t_commit += t4 - t3
         per_batch.append(t4 - t2)
+    load_after = _load()
     t0 = time.perf_counter()
     result = ledger.verify()
     t_verify = time.perf_counter() - t0
@@ -142,7 +211,7 @@ def main(argv=None) -> int:
         "us_per_record_python": round(1e6 * (t_reserve + t_commit - sql["sql"] - sql["commit"])
                                       / n, 1),
         "verify_s": round(t_verify, 2), "spent_query_s": round(t_spent, 3),
-        "entries": result.entries,
+        "entries": result.entries, "loadavg_before": load_before, "loadavg_after": load_after,
     }
     if mech is not None:
         out["privatize_records_per_s"] = round(n / t_mech)

@@ -264,46 +264,111 @@ def _tamper(url, sql, params=()):
     conn.close()
 
 
-def test_verify_detects_an_edited_entry(ledger_url):
-    ledger, rid = opened(ledger_url)
-    ds = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
-    target = ds[2].charge_id
+def _batch_seqs(ledger) -> list[int]:
+    return [e["seq"] for e in ledger.entries() if e["kind"] == "batch"]
+
+
+def _two_batches(url, **kw):
+    """A release with two reserved batches of 5 records (the first committed): entries 1 open,
+    (budget,) batch, commit, batch."""
+    ledger, rid = opened(url, **kw)
+    first = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
+    ledger.commit(rid, [d.charge_id for d in first])
+    second = ledger.reserve(rid, [(f"s{i}", "u", pure(1.0)) for i in range(5)])
     ledger.verify()
+    return ledger, rid, first, second
+
+
+def test_verify_detects_an_edited_entry(ledger_url):
+    ledger, rid, _, _ = _two_batches(ledger_url)
+    target = _batch_seqs(ledger)[0]
     _tamper(ledger_url, "UPDATE ledger_entries SET eps_n = 1 WHERE seq = ?", (target,))
     with pytest.raises(DPTextError, match=f"entry {target} was edited"):
         ledger.verify()
 
 
 def test_verify_detects_an_edit_with_a_recomputed_hash(ledger_url):
-    from dptext.ledger.chain import entry_hash
+    from dptext.ledger.chain import ENTRY_FIELDS, entry_hash
 
-    ledger, rid = opened(ledger_url)
-    ds = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
-    target = ds[1].charge_id
+    ledger, rid, _, _ = _two_batches(ledger_url)
+    target = _batch_seqs(ledger)[0]
     row = next(e for e in ledger.entries() if e["seq"] == target)
-    forged = dict(row, eps_n=1)
-    from dptext.ledger.chain import ENTRY_FIELDS
-
+    forged = dict(row, created="2020-01-01T00:00:00")  # a field nothing else cross-checks
     new_hash = entry_hash(tuple(forged[k] for k in ENTRY_FIELDS))
-    _tamper(ledger_url, "UPDATE ledger_entries SET eps_n = 1, hash = ? WHERE seq = ?",
-            (new_hash, target))
+    _tamper(ledger_url, "UPDATE ledger_entries SET created = ?, hash = ? WHERE seq = ?",
+            (forged["created"], new_hash, target))
     with pytest.raises(DPTextError, match=f"entry {target + 1} does not chain"):
         ledger.verify()
 
 
 def test_verify_detects_a_deleted_entry(ledger_url):
-    ledger, rid = opened(ledger_url)
-    ds = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
-    _tamper(ledger_url, "DELETE FROM ledger_entries WHERE seq = ?", (ds[2].charge_id,))
-    with pytest.raises(DPTextError, match=f"entry {ds[2].charge_id} is missing"):
+    ledger, rid, _, _ = _two_batches(ledger_url)
+    target = _batch_seqs(ledger)[0]
+    _tamper(ledger_url, "DELETE FROM ledger_entries WHERE seq = ?", (target,))
+    with pytest.raises(DPTextError, match=f"entry {target} is missing"):
         ledger.verify()
 
 
 def test_verify_detects_deleted_last_entries(ledger_url):
-    ledger, rid = opened(ledger_url)
-    ds = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
-    _tamper(ledger_url, "DELETE FROM ledger_entries WHERE seq >= ?", (ds[3].charge_id,))
+    ledger, rid, _, _ = _two_batches(ledger_url)
+    _tamper(ledger_url, "DELETE FROM ledger_entries WHERE seq >= ?",
+            (_batch_seqs(ledger)[1],))
     with pytest.raises(DPTextError, match="entries after it were deleted"):
+        ledger.verify()
+
+
+@pytest.mark.parametrize("edit", ["eps_n = 1", "unit = 'ffff'", "record = 'ffff'",
+                                  "reason = 'x'", "events = 'ffff'"])
+def test_verify_detects_an_edited_charge_row(ledger_url, edit):
+    ledger, rid, first, _ = _two_batches(ledger_url)
+    target = first[2].charge_id
+    _tamper(ledger_url, f"UPDATE ledger_charges SET {edit} WHERE id = ?", (target,))
+    seq = _batch_seqs(ledger)[0]
+    with pytest.raises(DPTextError, match=f"the charge rows of entry {seq} .* were edited"):
+        ledger.verify()
+
+
+def test_verify_detects_a_moved_charge_row(ledger_url):
+    ledger, rid, first, second = _two_batches(ledger_url)
+    seqs = _batch_seqs(ledger)
+    _tamper(ledger_url, "UPDATE ledger_charges SET entry = ? WHERE id = ?",
+            (seqs[1], first[0].charge_id))
+    with pytest.raises(DPTextError, match=f"charge row {first[0].charge_id} names entry"):
+        ledger.verify()
+
+
+def test_verify_detects_a_deleted_charge_row(ledger_url):
+    ledger, rid, first, second = _two_batches(ledger_url)
+    for victim in (second[4], first[1]):  # the last row, then one inside a batch
+        _tamper(ledger_url, "DELETE FROM ledger_charges WHERE id = ?", (victim.charge_id,))
+        with pytest.raises(DPTextError, match=f"charge row {victim.charge_id} of entry .* "
+                                              "is missing"):
+            ledger.verify()
+
+
+def test_verify_detects_an_added_charge_row(ledger_url):
+    ledger, rid, first, second = _two_batches(ledger_url)
+    seq = _batch_seqs(ledger)[1]
+    extra = second[-1].charge_id + 1
+    _tamper(ledger_url, "INSERT INTO ledger_charges (id, entry, unit, record, eps_n, delta_n, "
+            "events, reason, status) SELECT ?, entry, unit, 'beef', eps_n, delta_n, events, "
+            "reason, status FROM ledger_charges WHERE id = ?", (extra, second[0].charge_id))
+    with pytest.raises(DPTextError, match=f"charge row {extra} belongs to no batch"):
+        ledger.verify()
+    assert seq
+
+
+def test_verify_detects_an_edited_or_deleted_event_list(ledger_url):
+    ledger, rid, _, _ = _two_batches(ledger_url)
+    conn, mark = raw(ledger_url)
+    (dig, body), = conn.execute("SELECT digest, body FROM ledger_events").fetchall()
+    conn.execute(f"UPDATE ledger_events SET body = {mark}",
+                 (body.replace('"epsilon":1.0', '"epsilon":0.1'),))
+    with pytest.raises(DPTextError, match=f"event list {dig} was edited"):
+        ledger.verify()
+    conn.execute("DELETE FROM ledger_events")
+    conn.close()
+    with pytest.raises(DPTextError, match=f"event list {dig} named by a charge row is missing"):
         ledger.verify()
 
 
@@ -318,10 +383,24 @@ def test_verify_detects_edited_derived_state(ledger_url):
         ledger.verify()
     _tamper(ledger_url, "UPDATE ledger_units SET eps_n = ?", (5 * 10**9,))
     ledger.verify()
-    _tamper(ledger_url, "UPDATE ledger_entries SET status = 'released' WHERE seq = ?",
-            (ds[4].charge_id,))
-    with pytest.raises(DPTextError, match=f"entry {ds[4].charge_id} has status"):
+    _tamper(ledger_url, "UPDATE ledger_units SET charges = 0")
+    with pytest.raises(DPTextError, match="ledger_units disagrees"):
         ledger.verify()
+    _tamper(ledger_url, "UPDATE ledger_units SET charges = 5")
+    ledger.verify()
+    _tamper(ledger_url, "UPDATE ledger_charges SET status = 'released' WHERE id = ?",
+            (ds[4].charge_id,))
+    with pytest.raises(DPTextError, match=f"charge {ds[4].charge_id} has status"):
+        ledger.verify()
+
+
+def test_charge_rows_hash_the_canonical_json():
+    from dptext.ledger.batches import charge_line, fast_line
+
+    row = (7, "ab12", "cd34", 5, 0, "ef56", "over budget: \"x\" \u2028\n")
+    want = json.dumps(list(row), separators=(",", ":"), ensure_ascii=False) + "\n"
+    assert charge_line(row) == fast_line(*row) == want
+    assert charge_line(row[:-1] + ("",)) == fast_line(*row[:-1], "")
 
 
 def test_entries_hash_the_canonical_json():
@@ -337,7 +416,8 @@ def test_verify_reports_counts(ledger_url):
     ledger.commit(rid, [ds[0].charge_id])
     r = ledger.verify()
     assert (r.releases, r.units, r.charges, r.pending) == (1, 2, 4, 3)
-    assert r.entries == entry_count(ledger) == 1 + 1 + 6 + 1
+    # budget, open, one batch (4 charges, 2 withheld), commit
+    assert r.entries == entry_count(ledger) == 1 + 1 + 1 + 1
     assert (r.entries, r.head_hash) == ledger.head()
 
 
@@ -435,3 +515,34 @@ def test_new_sqlite_ledger_pages_and_an_older_page_size_still_works(tmp_path, mo
     assert ledger.verify().charges == 2
     ledger.close()
     assert page_size(old) == 4096
+
+
+def test_two_ledger_objects_never_lose_an_update(ledger_url):
+    """Each object caches its unit totals and its releases' records; a write by the other one
+    (another connection, as another process would) must make it read them again."""
+    a, rid = opened(ledger_url, budget=10.0)
+    b = Ledger(ledger_url)
+    for i in range(6):  # alternate writers, 2 per unit each time
+        x = (a, b)[i % 2]
+        ds = x.reserve(rid, [(f"r{i}-{j}", "u", pure(1.0)) for j in range(2)])
+        assert [d.allowed for d in ds] == [i < 5, i < 5]
+        x.commit(rid, [d.charge_id for d in ds if d.allowed])
+    # a record decided through one object is "already" for the other
+    first = a.reserve(rid, [("r1-0", "u", pure(1.0))])[0]
+    assert first.already and first.allowed
+    assert b.spent("u").epsilon_basic == a.spent("u").epsilon_basic == 10.0
+    b.verify()
+
+
+def test_a_release_past_the_in_memory_index_is_read_again(ledger_url, monkeypatch):
+    import dptext.ledger.core as core
+
+    monkeypatch.setattr(core, "_MAX_INDEXED", 3)
+    ledger, rid = opened(ledger_url, budget=100.0)
+    first = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
+    assert rid not in ledger._indexes  # dropped: more than 3 records
+    ledger.reserve(rid, [("s0", "u", pure(1.0))])
+    again = ledger.reserve(rid, [("r2", "u", pure(1.0)), ("s0", "u", pure(1.0))])
+    assert [d.already for d in again] == [True, True]
+    assert again[0].charge_id == first[2].charge_id
+    assert ledger.spent("u").epsilon_basic == 6.0

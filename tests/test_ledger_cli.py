@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from dptext.accounting.events import PrivacyEvent
+from dptext.cli.ledger import register as add_commands
 from dptext.errors import DPTextError
 from dptext.ledger import Ledger
-from dptext.cli.ledger import register as add_commands
 
 
 def run(argv: list[str]) -> int:
@@ -107,7 +107,11 @@ def test_export_and_verify(charged, tmp_path, capsys):
     assert run(["ledger", "export", "--ledger", str(charged), "-o", str(out)]) == 0
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1))
-    assert {e["kind"] for e in lines} == {"budget", "open", "charge", "withhold", "commit"}
+    assert {e["kind"] for e in lines} == {"budget", "open", "batch", "commit"}
+    rows = [c for e in lines if e["kind"] == "batch" for c in e["charges"]]
+    assert [c["status"] for c in rows] == ["released", "pending", "withheld", "released"]
+    assert all(c["events"] in e["events"] for e in lines if e["kind"] == "batch"
+               for c in e["charges"])
     assert "Ada" not in out.read_text()
     assert run(["ledger", "export", "--ledger", str(charged), "-o", "/dev/null"]) == 0
     assert Path("/dev/null").is_char_device()  # written to, not replaced by a rename

@@ -66,12 +66,13 @@ def test_older_schema_is_migrated_on_open(ledger_url, monkeypatch):
     rid = ledger.open_release(owner="o", dataset="d", mechanism="m", params={})
     ledger.reserve(rid, [("a", "u", EV)])
     ledger.close()
-    step = (2, "test: an index", ["CREATE INDEX ledger_test_idx ON ledger_entries (kind)"])
+    nxt = schema.SCHEMA_VERSION + 1
+    step = (nxt, "test: an index", ["CREATE INDEX ledger_test_idx ON ledger_entries (kind)"])
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, step])
     monkeypatch.setattr("dptext.ledger.core.MIGRATIONS", schema.MIGRATIONS)
-    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", 2)
+    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", nxt)
     ledger = Ledger(ledger_url)
-    assert ledger._meta()["schema_version"] == "2"
+    assert ledger._meta()["schema_version"] == str(nxt)
     assert ledger._backend.table_exists("ledger_entries")
     assert ledger.spent("u").epsilon_basic == 2.0
     ledger.verify()
@@ -178,9 +179,10 @@ def test_read_only_file_cannot_be_created_or_migrated(tmp_path, monkeypatch):
     path = tmp_path / "l.sqlite"
     filled(path, 100)
     path.chmod(stat.S_IRUSR)
-    step = (2, "test", ["CREATE INDEX ledger_test_idx ON ledger_entries (kind)"])
+    nxt = schema.SCHEMA_VERSION + 1
+    step = (nxt, "test", ["CREATE INDEX ledger_test_idx ON ledger_entries (kind)"])
     monkeypatch.setattr("dptext.ledger.core.MIGRATIONS", [*schema.MIGRATIONS, step])
-    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", 2)
+    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", nxt)
     try:
         with pytest.raises(DPTextError, match="needs migrating .* read-only"):
             Ledger(path)

@@ -86,7 +86,7 @@ def _check_consistent(url, output, budget):
     ledger = Ledger(url)
     ledger.verify()  # the chain survived the kill
     rid = ledger.releases()[0]["release_id"]
-    charged = {e["record"]: e["status"] for e in ledger.entries() if e["kind"] == "charge"}
+    charged = {e["record"]: e["status"] for e in ledger.charges() if e["kind"] == "charge"}
     keys = _output_keys(output)
     assert len(keys) == len(set(keys)), "a record was released twice"
     for key in keys:  # never released and uncharged
@@ -126,8 +126,8 @@ def test_kill_9_anywhere_leaves_every_released_record_charged_once(ledger_url, t
     keys = _check_consistent(ledger_url, output, budget)
     ledger = Ledger(ledger_url)
     assert ledger.pending() == []
-    # (a) every released record charged exactly once: one charge entry per output line
-    charges = [e for e in ledger.entries() if e["kind"] == "charge"]
+    # (a) every released record charged exactly once: one charge per output line
+    charges = [e for e in ledger.charges() if e["kind"] == "charge"]
     assert len(charges) == len(keys) and all(e["status"] == "released" for e in charges)
     # (c) the same output as a run without kills (a fresh ledger)
     ref_dir = tmp_path / "ref"

@@ -71,10 +71,14 @@ class Backend:
     def execute(self, text: str, params=()):
         return self.conn.execute(self.sql(text), params)
 
-    def executemany(self, text: str, rows) -> None:
+    def executemany(self, text: str, rows) -> int:
+        """Run ``text`` for every row; the number of rows changed in all (-1: not known)."""
         rows = list(rows)
-        if rows:
-            self.conn.cursor().executemany(self.sql(text), rows)
+        if not rows:
+            return 0
+        cur = self.conn.cursor()
+        cur.executemany(self.sql(text), rows)
+        return cur.rowcount
 
     def commit(self) -> None:
         self.conn.execute("COMMIT")

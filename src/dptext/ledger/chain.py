@@ -7,7 +7,8 @@ hash (detected at that entry, or at the next one if the hash was recomputed too)
 entry leaves a gap in the sequence or a previous-hash that matches nothing; deleting the last
 entries leaves the head pointing past the end. What a chain cannot detect is someone with write
 access rewriting every entry after a point *and* the head: compare the head hash ``verify``
-prints with a copy kept elsewhere (docs/ledger.md, "The hash chain").
+prints with a copy kept elsewhere (docs/ledger.md, "The hash chain"). The per-record rows of a
+``batch`` entry are covered through its body (:mod:`dptext.ledger.batches`).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Protocol (charge before release, docs/ledger.md): a caller opens a release, then for every batch
 of records calls :meth:`Ledger.reserve` *before* writing the batch's output - one transaction
-that checks each record's unit against its budgets and writes the allowed records as *pending*
-charges (the withheld ones as withheld entries) - and :meth:`Ledger.commit` *after* the output
+that checks each record's unit against its budgets and appends the batch as one chained entry
+whose rows are the allowed records as *pending* charges and the withheld ones as withheld rows
+(:mod:`dptext.ledger.batches`) - and :meth:`Ledger.commit` *after* the output
 is durable, which marks the charges *released*. A crash between the two leaves pending charges:
 text charged and perhaps never released, never text released and not charged. Budgets count
 pending charges as spent. Re-reserving a record of the same release returns its first decision
@@ -34,8 +35,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from hashlib import sha256
-from json.encoder import encode_basestring
+from functools import partial
 from pathlib import Path
 
 from dptext.accounting.composition import basic_composition, pld_epsilon
@@ -43,6 +43,7 @@ from dptext.accounting.events import PrivacyEvent
 from dptext.errors import DPTextError
 from dptext.ledger import keys
 from dptext.ledger.backends import Backend, SQLiteBackend, backend_for
+from dptext.ledger.batches import RecordIndex, batch_range, digest, events_digest, fast_line
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
 from dptext.ledger.schema import MIGRATIONS, SCHEMA_VERSION, ddl
 
@@ -55,6 +56,9 @@ DEFAULT_DELTA = 1e-6
 DEFAULT_TIMEOUT = 10.0
 ANY = "*"  # a budget for every owner / every dataset
 _CHUNK = 500  # IN (...) lists
+# record hashes of one release kept in memory (about 150 bytes each); past it, each reserve
+# reads the release's records again (correct, slower)
+_MAX_INDEXED = 5_000_000
 
 
 def data_dir() -> Path:
@@ -200,6 +204,8 @@ class _Tx:
     head: str
     created: str
     rows: list[tuple] = field(default_factory=list)
+    after: list = field(default_factory=list)  # called once the transaction has committed
+    units_fresh: bool = False  # the cached unit totals are exact after this transaction
 
     def append(self, kind: str, *, release_id: str = "", owner: str = "", dataset: str = "",
                unit: str = "", record: str = "", eps_n: int = 0, delta_n: int = 0,
@@ -213,29 +219,6 @@ class _Tx:
         self.head = entry_hash(values)
         self.rows.append(values + (self.head, status))
         return self.seq
-
-    def appender(self, release_id: str, owner: str, dataset: str):
-        """A fast :meth:`append` for the charges of one release: the same hashed text as
-        :func:`~dptext.ledger.chain.entry_text` (unit and record are hex, needing no escapes),
-        with the fields shared by the batch encoded once."""
-        mid = f",{encode_basestring(release_id)},{encode_basestring(owner)}," \
-              f"{encode_basestring(dataset)},"
-        tail = f",{encode_basestring(self.created)},"
-        kinds = {k: encode_basestring(k) for k in ("charge", "withhold")}
-        rows, created = self.rows, self.created
-
-        def append(kind: str, unit: str, record: str, eps_n: int, delta_n: int, body: str,
-                   status: str) -> int:
-            seq = self.seq = self.seq + 1
-            prev = self.head
-            text = (f'[{seq},{kinds[kind]}{mid}"{unit}","{record}",{eps_n},{delta_n},'
-                    f'{encode_basestring(body)}{tail}"{prev}"]')
-            self.head = sha256(text.encode()).hexdigest()
-            rows.append((seq, kind, release_id, owner, dataset, unit, record, eps_n, delta_n,
-                         body, created, prev, self.head, status))
-            return seq
-
-        return append
 
 
 # ----------------------------------------------------------------------------------- ledger
@@ -267,7 +250,8 @@ class Ledger:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._orphans: list = []
-        self._costs: dict[tuple, tuple[int, int, str]] = {}
+        self._costs: dict[tuple, tuple[int, int, str, str]] = {}
+        self._reset_caches()
         self._open(create, DEFAULT_DELTA if delta is None else delta)
 
     # ------------------------------------------------------------------ open / create
@@ -338,6 +322,7 @@ class Ledger:
                 }
                 b.executemany("INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
                               meta.items())
+                _apply_migrations(b, MIGRATIONS[0][0])  # a new ledger is the newest version
                 key_file = None
                 if location == "file":
                     key_file = keys.secret_path(b.path)
@@ -395,6 +380,15 @@ class Ledger:
             raise DPTextError(f"the ledger secret does not match ledger {b.where} (wrong "
                               f"{keys.SECRET_ENV} or key file): refusing to charge as if "
                               "every unit were new")
+        with b.errors("read the ledger"):
+            try:
+                b.begin_read()
+                # charge ids up to charge_base are version-1 entries; whether there are any
+                self._charge_base = int(self._meta().get("charge_base", "0"))
+                self._legacy = b.execute("SELECT seq FROM ledger_entries WHERE record <> '' "
+                                         "LIMIT 1").fetchone() is not None
+            finally:
+                b.rollback()
 
     def _migrate(self, version: int) -> None:
         b = self._backend
@@ -404,24 +398,31 @@ class Ledger:
         with b.errors("migrate the ledger"):
             try:
                 b.begin_write()
-                current = int(self._meta()["schema_version"])
-                for v, _what, statements in MIGRATIONS:
-                    if v > current:
-                        for stmt in statements:
-                            b.execute(ddl(stmt, b.name))
-                        b.execute("UPDATE ledger_meta SET value = ? WHERE key = ?",
-                                  (str(v), "schema_version"))
+                _apply_migrations(b, int(self._meta()["schema_version"]))
                 b.commit()
             except BaseException:
                 b.rollback()
                 raise
 
     # ----------------------------------------------------------------- transactions
+    def _reset_caches(self) -> None:
+        """What this object remembers of the database (each rebuilt from it when needed)."""
+        self._indexes: dict[str, RecordIndex] = {}  # release -> its records seen
+        self._events_known: set[str] = set()  # event digests in ledger_events
+        self._entry_releases: dict[int, str] = {}  # batch entry -> its release
+        self._releases: dict[str, tuple[str, str]] = {}  # release -> (owner, dataset)
+        # (owner, dataset) -> unit -> [eps_n, delta_n, has a row] of its ledger_units row,
+        # exact while the head is _unit_rows_at: a reserve that finds another head (another
+        # process wrote) reads them again
+        self._unit_rows: dict[tuple[str, str], dict[str, list[int]]] = {}
+        self._unit_rows_at: tuple[int, str] | None = None
+
     def _ensure(self) -> None:
         if self._pid != os.getpid():  # forked: the parent's connection is not ours to use
             self._orphans.append(self._backend.conn)  # nor to close (kept, never touched)
             self._backend.conn = None
             self._pid = os.getpid()
+            self._reset_caches()
         if self._backend.conn is None:
             self._backend.connect()
 
@@ -441,6 +442,7 @@ class Ledger:
                         "SELECT key, value FROM ledger_meta WHERE key IN (?, ?)",
                         ("head_seq", "head_hash")).fetchall())
                     tx = _Tx(int(head["head_seq"]), head["head_hash"], _now())
+                    start = (tx.seq, tx.head)
                     yield tx
                     if tx.rows:
                         b.executemany(
@@ -451,7 +453,14 @@ class Ledger:
                     b.commit()
                 except BaseException:
                     b.rollback()
+                    self._unit_rows_at = None  # a reserve may have updated it in memory
                     raise
+            # the cached unit totals stay exact if they were before this transaction (which
+            # then changed no unit) or the transaction brought them up to date (a reserve)
+            fresh = tx.units_fresh or self._unit_rows_at == start
+            self._unit_rows_at = (tx.seq, tx.head) if fresh else None
+            for call in tx.after:
+                call()
 
     @contextmanager
     def _read(self, action: str):
@@ -528,11 +537,17 @@ class Ledger:
         if dataset != ANY:
             where += " AND dataset = ?"
             extra.append(dataset)
+        if owner != ANY and dataset != ANY:  # one row per unit: the primary key
+            sql = ("SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
+                   "dataset = ? AND unit IN ({})")  # the key (unit, owner, dataset)
+            first, extra = [owner, dataset], []
+        else:
+            sql = ("SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
+                   f"WHERE unit IN ({{}}){where} GROUP BY unit")
+            first = []
         for chunk in _chunks(list(units)):
-            rows = self._backend.execute(
-                "SELECT unit, SUM(eps_n), SUM(delta_n) FROM ledger_units "
-                f"WHERE unit IN ({_marks(len(chunk))}){where} GROUP BY unit",
-                (*chunk, *extra)).fetchall()
+            rows = self._backend.execute(sql.format(_marks(len(chunk))),
+                                         (*first, *chunk, *extra)).fetchall()
             for u, e, d in rows:
                 out[u] = [int(e), int(d)]
         return out
@@ -585,11 +600,16 @@ class Ledger:
         return release_id
 
     def _release(self, release_id: str) -> tuple[str, str]:
-        row = self._backend.execute("SELECT owner, dataset FROM ledger_releases WHERE "
-                                    "release_id = ?", (release_id,)).fetchone()
-        if row is None:
-            raise DPTextError(f"unknown release {release_id!r} (open it with open_release)")
-        return row[0], row[1]
+        """(owner, dataset) of a release (fixed when it was opened)."""
+        out = self._releases.get(release_id)
+        if out is None:
+            row = self._backend.execute("SELECT owner, dataset FROM ledger_releases WHERE "
+                                        "release_id = ?", (release_id,)).fetchone()
+            if row is None:
+                raise DPTextError(f"unknown release {release_id!r} (open it with "
+                                  "open_release)")
+            out = self._releases[release_id] = (row[0], row[1])
+        return out
 
     # ------------------------------------------------------------------ reserve/commit
     def reserve(self, release_id: str,
@@ -603,16 +623,179 @@ class Ledger:
         gets its first decision again with ``already=True``. ``all_or_nothing``: when any record
         would be withheld, charge none and raise (training runs: a model cannot leave a user
         out after the fact).
+
+        The batch is one chained entry (kind ``batch``) and one row per record in
+        ``ledger_charges`` (:mod:`dptext.ledger.batches`).
         """
         release_id = str(release_id)
-        prepared = [self._prepare(release_id, item) for item in items]
+        prepared = self._prepare_all(release_id, items)
         if not prepared:
             return []
         with self._write("charge the ledger") as tx:
             b = self._backend
             owner, dataset = self._release(release_id)
-            seen: dict[str, Decision] = {}  # decided in an earlier call
-            for chunk in _chunks([p[0] for p in prepared]):
+            seen = self._seen(release_id, [p[0] for p in prepared])
+            budgets = self._budgets_for(owner, dataset)
+            units = sorted({p[1] for p in prepared if p[0] not in seen})
+            rows_now = self._unit_rows_now(tx, owner, dataset, units)
+            checks = [(bud, {u: rows_now[u][:2] for u in units} if bud[:2] == (owner, dataset)
+                       else self._totals(units, bud[0], bud[1])) for bud in budgets]
+            entry = tx.seq + 1  # the batch's entry, appended below
+            row = b.execute("SELECT MAX(id) FROM ledger_charges").fetchone()[0]
+            next_id = max(int(row or 0), self._charge_base) + 1
+            first_id = next_id
+            decisions: list[Decision] = []
+            decided = seen  # record -> its decision, earlier or in this call
+            acc: dict[str, list[int]] = {}  # unit -> [eps_n, delta_n, pending, withheld]
+            rows: list[tuple] = []
+            lines: list[str] = []
+            events_used: dict[str, str] = {}
+            denied: list[str] = []
+            total_eps = total_delta = 0
+            for record, unit, eps_n, delta_n, ev, ev_body in prepared:
+                d = decided.get(record)
+                if d is not None:
+                    decisions.append(d if d.already else Decision(d.allowed, d.charge_id,
+                                                                  d.reason, True))
+                    continue
+                reason = None
+                for (_, _, b_eps, b_delta), tot in checks:
+                    cur = tot.get(unit)
+                    if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
+                            cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
+                        reason = _over_budget(checks, unit, eps_n, delta_n)
+                        break
+                a = acc.get(unit)
+                if a is None:
+                    a = acc[unit] = [0, 0, 0, 0]
+                cid = next_id
+                next_id += 1
+                if reason is None:
+                    for _, tot in checks:
+                        cur = tot.get(unit)
+                        if cur is None:
+                            tot[unit] = [eps_n, delta_n]
+                        else:
+                            cur[0] += eps_n
+                            cur[1] += delta_n
+                    a[0] += eps_n
+                    a[1] += delta_n
+                    a[2] += 1
+                    total_eps += eps_n
+                    total_delta += delta_n
+                    rows.append((cid, entry, unit, record, eps_n, delta_n, ev, "", "pending"))
+                    # batches.fast_line, inlined (hex fields, no reason)
+                    lines.append(f'[{cid},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
+                    d = Decision(True, cid, None, False)
+                else:
+                    a[3] += 1
+                    rows.append((cid, entry, unit, record, 0, 0, ev, reason, "withheld"))
+                    lines.append(fast_line(cid, unit, record, 0, 0, ev, reason))
+                    d = Decision(False, None, reason, False)
+                    denied.append(reason)
+                events_used[ev] = ev_body
+                decided[record] = d
+                decisions.append(d)
+            if denied and all_or_nothing:
+                raise DPTextError(f"{len(denied)} of {len(prepared)} records would exceed "
+                                  f"their unit's budget (first: {denied[0]}); nothing "
+                                  "was charged")
+            if not rows:  # every record was decided before
+                return decisions
+            new_events = [(k, v) for k, v in events_used.items() if k not in self._events_known]
+            if new_events:
+                b.executemany("INSERT INTO ledger_events (digest, body) VALUES (?, ?) "
+                              "ON CONFLICT (digest) DO NOTHING", new_events)
+            b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
+                          "delta_n, events, reason, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          rows)
+            # each unit's row: an update where the (exact) cache says there is one, else new
+            update, insert = [], []
+            for u, (e, n, c, w) in sorted(acc.items()):  # key order
+                if rows_now[u][2]:
+                    update.append((e, n, c, w, u, owner, dataset))
+                else:
+                    insert.append((u, owner, dataset, e, n, c, w))
+            if update:
+                n = b.executemany(
+                    "UPDATE ledger_units SET eps_n = eps_n + ?, delta_n = delta_n + ?, "
+                    "charges = charges + ?, withheld = withheld + ? WHERE unit = ? AND "
+                    "owner = ? AND dataset = ?", update)
+                if n not in (-1, len(update)):  # never: the cache is exact (rolled back)
+                    raise DPTextError("the ledger's unit totals changed under this "
+                                      "transaction: nothing was charged, try again")
+            if insert:
+                b.executemany("INSERT INTO ledger_units (unit, owner, dataset, eps_n, delta_n, "
+                              "charges, withheld) VALUES (?, ?, ?, ?, ?, ?, ?)", insert)
+            seq = tx.append("batch", release_id=release_id, owner=owner, dataset=dataset,
+                            eps_n=total_eps, delta_n=total_delta, body={
+                                "charges": [first_id, next_id - 1], "count": len(rows),
+                                "digest": digest(lines)})
+            for u, a in acc.items():
+                row = rows_now[u]
+                row[0] += a[0]
+                row[1] += a[1]
+                row[2] = True
+            if seq != entry:  # pragma: no cover - one entry per reserve
+                raise AssertionError("the batch entry is not the one its rows name")
+            tx.after.append(partial(self._remember, release_id, entry,
+                                    [(r[3], r[0]) for r in rows], list(events_used)))
+        return decisions
+
+    def _remember(self, release_id: str, entry: int, ids: list, events: list) -> None:
+        """After a reserve committed: its records and event lists are in the database."""
+        index = self._index(release_id)
+        index.ids.update(ids)
+        index.upto = max(index.upto, entry)
+        self._events_known.update(events)
+        if len(index.ids) > _MAX_INDEXED:  # bounded memory: read again from the ledger
+            del self._indexes[release_id]
+
+    def _unit_rows_now(self, tx: _Tx, owner: str, dataset: str, units: list[str]
+                       ) -> dict[str, list[int]]:
+        """The cached ledger_units rows of (owner, dataset), with ``units`` among them, exact
+        in this write transaction (read again when another writer came in between)."""
+        if self._unit_rows_at != (tx.seq, tx.head) or sum(
+                map(len, self._unit_rows.values())) > 1_000_000:
+            self._unit_rows.clear()
+        tx.units_fresh = True
+        rows = self._unit_rows.setdefault((owner, dataset), {})
+        missing = [u for u in units if u not in rows]
+        for chunk in _chunks(missing):
+            for u in chunk:
+                rows[u] = [0, 0, False]
+            for u, e, n in self._backend.execute(
+                    "SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
+                    f"dataset = ? AND unit IN ({_marks(len(chunk))})",
+                    (owner, dataset, *chunk)).fetchall():
+                rows[u] = [int(e), int(n), True]
+        return rows
+
+    def _index(self, release_id: str) -> RecordIndex:
+        index = self._indexes.get(release_id)
+        if index is None:
+            if len(self._indexes) >= 256:
+                self._indexes.clear()
+            index = self._indexes[release_id] = RecordIndex()
+        return index
+
+    def _seen(self, release_id: str, records: list[str]) -> dict[str, Decision]:
+        """The records of this batch decided in an earlier call (in the write transaction)."""
+        b = self._backend
+        index = self._index(release_id)
+        index.sync(b, release_id)
+        seen: dict[str, Decision] = {}
+        hits = sorted({index.ids[r] for r in records if r in index.ids})
+        for chunk in _chunks(hits):
+            for cid, record, status, reason in b.execute(
+                    "SELECT id, record, status, reason FROM ledger_charges WHERE id IN "
+                    f"({_marks(len(chunk))})", chunk).fetchall():
+                if status == "withheld":
+                    seen[record] = Decision(False, None, reason, True)
+                else:
+                    seen[record] = Decision(True, int(cid), None, True)
+        if self._legacy:  # version-1 entries, one per record (its own index)
+            for chunk in _chunks(records):
                 for record, seq, status, body in b.execute(
                         "SELECT record, seq, status, body FROM ledger_entries WHERE "
                         f"release_id = ? AND record <> '' AND record IN ({_marks(len(chunk))})",
@@ -621,86 +804,57 @@ class Ledger:
                         seen[record] = Decision(False, None, json.loads(body)["reason"], True)
                     else:
                         seen[record] = Decision(True, int(seq), None, True)
-            budgets = self._budgets_for(owner, dataset)
-            units = sorted({p[1] for p in prepared if p[0] not in seen})
-            checks = [(bud, self._totals(units, bud[0], bud[1])) for bud in budgets]
-            append = tx.appender(release_id, owner, dataset)
-            decisions: list[Decision] = []
-            now: dict[str, Decision] = {}  # decided in this call
-            acc: dict[str, list[int]] = {}  # unit -> [eps_n, delta_n] charged now
-            denied: list[str] = []
-            for record, unit, eps_n, delta_n, body in prepared:
-                d = seen.get(record) or now.get(record)
-                if d is not None:
-                    decisions.append(d if d.already else Decision(d.allowed, d.charge_id,
-                                                                  d.reason, True))
-                    continue
-                reason = _over_budget(checks, unit, eps_n, delta_n) if checks else None
-                if reason is None:
-                    seq = append("charge", unit, record, eps_n, delta_n, body, "pending")
-                    for _, tot in checks:
-                        cur = tot.get(unit)
-                        if cur is None:
-                            tot[unit] = [eps_n, delta_n]
-                        else:
-                            cur[0] += eps_n
-                            cur[1] += delta_n
-                    a = acc.get(unit)
-                    if a is None:
-                        acc[unit] = [eps_n, delta_n]
-                    else:
-                        a[0] += eps_n
-                        a[1] += delta_n
-                    d = Decision(True, seq, None, False)
-                else:
-                    text = canonical({**json.loads(body), "reason": reason})
-                    append("withhold", unit, record, 0, 0, text, "withheld")
-                    d = Decision(False, None, reason, False)
-                    denied.append(reason)
-                now[record] = d
-                decisions.append(d)
-            if denied and all_or_nothing:
-                raise DPTextError(f"{len(denied)} of {len(prepared)} records would exceed "
-                                  f"their unit's budget (first: {denied[0]}); nothing "
-                                  "was charged")
-            b.executemany(
-                "INSERT INTO ledger_units (owner, dataset, unit, eps_n, delta_n) VALUES "
-                "(?, ?, ?, ?, ?) ON CONFLICT (owner, dataset, unit) DO UPDATE SET "
-                "eps_n = ledger_units.eps_n + excluded.eps_n, "
-                "delta_n = ledger_units.delta_n + excluded.delta_n",
-                [(owner, dataset, u, e, n) for u, (e, n) in sorted(acc.items())])  # key order
-        return decisions
+        return seen
 
-    def _prepare(self, release_id: str, item) -> tuple[str, str, int, int, str]:
-        """(record hash, unit hash, eps_n, delta_n, entry body) of one reserve item."""
-        try:
-            record_key, unit_id, events = item
-        except (TypeError, ValueError):
-            raise DPTextError("reserve() takes (record_key, unit_id, events) items") from None
-        record_key = _record_text(record_key)
-        unit = self._keys.unit(_unit_text(unit_id, record_key))
-        events = tuple(events)
-        cached = self._costs.get(events)
-        if cached is None:
-            for e in events:
-                if not isinstance(e, PrivacyEvent):
-                    raise DPTextError(f"record {record_key!r}: events must be PrivacyEvent, "
-                                      f"got {type(e).__name__}")
-                if math.isinf(e.epsilon) and e.count:
-                    raise DPTextError(
-                        f"record {record_key!r}: an event with an infinite epsilon cannot be "
-                        f"charged ({e.mechanism or 'mechanism'}: "
-                        f"{e.scope or 'no finite guarantee'})")
-            eps_n, delta_n = _cost(events)
-            # the scope text is not stored per record: the release's mechanism and parameters
-            # (its "open" entry) determine it
-            cached = (eps_n, delta_n, canonical(
-                {"events": [{k: v for k, v in e.to_dict().items() if k != "scope"}
-                            for e in events if e.count]}))
-            if len(self._costs) >= 10_000:
-                self._costs.clear()
-            self._costs[events] = cached
-        return (self._keys.record(release_id, record_key), unit, *cached)
+    def _prepare_all(self, release_id: str, items) -> list[tuple]:
+        """(record hash, unit hash, eps_n, delta_n, events digest, events text) per item."""
+        keys_, units, costs = [], [], []
+        unit_hash, cache = self._keys.unit, self._costs
+        for item in items:
+            try:
+                record_key, unit_id, events = item
+            except (TypeError, ValueError):
+                raise DPTextError("reserve() takes (record_key, unit_id, events) items") \
+                    from None
+            if type(record_key) is not str:
+                record_key = _record_text(record_key)
+            keys_.append(record_key)
+            units.append(unit_hash(unit_id if type(unit_id) is str and unit_id
+                                   else _unit_text(unit_id, record_key)))
+            try:
+                events = tuple(events)
+                cost = cache.get(events)
+            except TypeError:  # not a sequence of (hashable) events: said below
+                cost = None
+            if cost is None:
+                cost = self._cost_of(record_key, events)
+            costs.append(cost)
+        records = self._keys.records(release_id, keys_)
+        return [(r, u, *c) for r, u, c in zip(records, units, costs, strict=True)]
+
+    def _cost_of(self, record_key: str, events: tuple) -> tuple[int, int, str, str]:
+        """(eps_n, delta_n, events digest, events text) of one record's events (cached)."""
+        if not isinstance(events, tuple):
+            raise DPTextError(f"record {record_key!r}: events must be a list of PrivacyEvent")
+        for e in events:
+            if not isinstance(e, PrivacyEvent):
+                raise DPTextError(f"record {record_key!r}: events must be PrivacyEvent, "
+                                  f"got {type(e).__name__}")
+            if math.isinf(e.epsilon) and e.count:
+                raise DPTextError(
+                    f"record {record_key!r}: an event with an infinite epsilon cannot be "
+                    f"charged ({e.mechanism or 'mechanism'}: "
+                    f"{e.scope or 'no finite guarantee'})")
+        eps_n, delta_n = _cost(events)
+        # the scope text is not stored per record: the release's mechanism and parameters
+        # (its "open" entry) determine it
+        body = canonical({"events": [{k: v for k, v in e.to_dict().items() if k != "scope"}
+                                     for e in events if e.count]})
+        cost = (eps_n, delta_n, events_digest(body), body)
+        if len(self._costs) >= 10_000:
+            self._costs.clear()
+        self._costs[events] = cost
+        return cost
 
     def commit(self, release_id: str, charge_ids: Sequence[int]) -> None:
         """Mark pending charges released (after their output is durable). Idempotent: ids
@@ -713,31 +867,65 @@ class Ledger:
         runs = _ranges(ids)
         with self._write("commit charges", durable=False) as tx:
             b = self._backend
-            for lo, hi in runs:
+            base = self._charge_base
+            new = [[max(lo, base + 1), hi] for lo, hi in runs if hi > base]
+            old = [[lo, min(hi, base)] for lo, hi in runs if lo <= base]
+            for lo, hi in new:
+                entries = {}
+                for entry, n, withheld in b.execute(
+                        "SELECT entry, COUNT(*), SUM(CASE WHEN status = 'withheld' THEN 1 "
+                        "ELSE 0 END) FROM ledger_charges WHERE id BETWEEN ? AND ? "
+                        "GROUP BY entry", (lo, hi)).fetchall():
+                    entries[int(entry)] = (int(n), int(withheld))
+                if sum(n for n, _ in entries.values()) != hi - lo + 1 or any(
+                        w for _, w in entries.values()) or any(
+                        self._entry_release(e) != release_id for e in entries):
+                    self._bad_commit(release_id, lo, hi)
+            for lo, hi in old:
                 n = b.execute("SELECT COUNT(*) FROM ledger_entries WHERE seq BETWEEN ? AND ? "
                               "AND release_id = ? AND kind = 'charge'",
                               (lo, hi, release_id)).fetchone()[0]
                 if int(n) != hi - lo + 1:
                     self._bad_commit(release_id, lo, hi)
             changed = 0
-            for lo, hi in runs:
-                changed += b.execute(
-                    "UPDATE ledger_entries SET status = 'released' WHERE seq BETWEEN ? AND ? "
-                    "AND status = 'pending'", (lo, hi)).rowcount
+            for table, key, runs_ in (("ledger_charges", "id", new),
+                                      ("ledger_entries", "seq", old)):
+                for lo, hi in runs_:
+                    changed += b.execute(
+                        f"UPDATE {table} SET status = 'released' WHERE {key} BETWEEN ? AND ? "
+                        "AND status = 'pending'", (lo, hi)).rowcount
             if changed:
                 tx.append("commit", release_id=release_id, body={"charges": runs})
 
+    def _entry_release(self, seq: int) -> str | None:
+        rel = self._entry_releases.get(seq)
+        if rel is None:
+            row = self._backend.execute("SELECT release_id FROM ledger_entries WHERE seq = ? "
+                                        "AND kind = 'batch'", (seq,)).fetchone()
+            if row is None:
+                return None
+            rel = row[0]
+            if len(self._entry_releases) >= 100_000:
+                self._entry_releases.clear()
+            self._entry_releases[seq] = rel
+        return rel
+
     def _bad_commit(self, release_id: str, lo: int, hi: int) -> None:
-        rows = {int(r[0]): r for r in self._backend.execute(
-            "SELECT seq, release_id, kind FROM ledger_entries WHERE seq BETWEEN ? AND ?",
-            (lo, hi)).fetchall()}
+        b = self._backend
+        rows = {int(r[0]): (r[1], r[2]) for r in b.execute(
+            "SELECT seq, release_id, kind FROM ledger_entries WHERE seq BETWEEN ? AND ? "
+            "AND seq <= ?", (lo, hi, self._charge_base)).fetchall()}
+        for r in b.execute("SELECT id, entry, status FROM ledger_charges WHERE id BETWEEN ? "
+                           "AND ?", (lo, hi)).fetchall():
+            rows[int(r[0])] = (self._entry_release(int(r[1])),
+                               "withhold" if r[2] == "withheld" else "charge")
         for cid in range(lo, hi + 1):
             row = rows.get(cid)
-            if row is None or row[2] not in ("charge", "withhold"):
+            if row is None or row[1] not in ("charge", "withhold"):
                 raise DPTextError(f"unknown charge id {cid}")
-            if row[1] != release_id:
-                raise DPTextError(f"charge {cid} belongs to release {row[1]}, not {release_id}")
-            if row[2] == "withhold":
+            if row[0] != release_id:
+                raise DPTextError(f"charge {cid} belongs to release {row[0]}, not {release_id}")
+            if row[1] == "withhold":
                 raise DPTextError(f"charge {cid} was withheld: it has nothing to commit")
         raise DPTextError(f"charges {lo}-{hi} cannot be committed")
 
@@ -753,27 +941,67 @@ class Ledger:
                       dataset: str | None = None, pld: bool = True) -> Spent:
         where, params = _filters(unit, owner, dataset)
         with self._read("read the ledger") as b:
-            counts = _by_status(b.execute(
-                "SELECT status, COUNT(*), SUM(eps_n), SUM(delta_n) FROM ledger_entries "
-                f"WHERE unit <> '' AND {where} GROUP BY status", params).fetchall())
+            e, n, charges, wit = b.execute(
+                "SELECT SUM(eps_n), SUM(delta_n), SUM(charges), SUM(withheld) FROM ledger_units "
+                f"WHERE {where}", params).fetchone()
+            pen, e_pen = self._pending_by_unit(unit, owner, dataset).get(unit, (0, 0))
             events = self._events_hashed(unit, owner, dataset) if pld else None
-        rel, pen, wit = counts["released"], counts["pending"], counts["withheld"]
         return Spent(
-            epsilon_basic=_eps(rel[1] + pen[1]), delta_basic=_delta(rel[2] + pen[2]),
+            epsilon_basic=_eps(int(e or 0)), delta_basic=_delta(int(n or 0)),
             epsilon_pld=pld_epsilon(events, self.delta) if events is not None else None,
-            records=rel[0], pending=pen[0], epsilon_pending=_eps(pen[1]), withheld=wit[0],
-            delta=self.delta)
+            records=int(charges or 0) - pen, pending=pen, epsilon_pending=_eps(e_pen),
+            withheld=int(wit or 0), delta=self.delta)
+
+    def _pending_by_unit(self, unit: str | None, owner: str | None, dataset: str | None
+                         ) -> dict[str, tuple[int, int]]:
+        """unit -> (pending charges, their eps_n), from the partial index of pending charges
+        (and the v1 entries)."""
+        b = self._backend
+        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        queries = []
+        if self._legacy:
+            where, params = _filters(unit, owner, dataset)
+            queries.append(("SELECT unit, COUNT(*), SUM(eps_n) FROM ledger_entries WHERE "
+                            f"unit <> '' AND status = 'pending' AND {where} GROUP BY unit",
+                            params))
+        where, params = _filters(None, owner, dataset, prefix="e.")
+        one = "" if unit is None else " AND c.unit = ?"
+        queries.append(("SELECT c.unit, COUNT(*), SUM(c.eps_n) FROM ledger_charges c JOIN "
+                        "ledger_entries e ON e.seq = c.entry WHERE c.status = 'pending'"
+                        f"{one} AND {where} GROUP BY c.unit",
+                        (() if unit is None else (unit,)) + params))
+        for sql, params in queries:
+            for u, n, e in b.execute(sql, params).fetchall():
+                acc = out[u]
+                acc[0] += int(n)
+                acc[1] += int(e or 0)
+        return {u: (n, e) for u, (n, e) in out.items()}
 
     def _events_hashed(self, unit: str, owner: str | None, dataset: str | None
                        ) -> list[PrivacyEvent]:
-        where, params = _filters(unit, owner, dataset)
+        """A unit's charged events (a scan of the charge rows: no index by unit, see
+        docs/ledger.md "Speed")."""
+        b = self._backend
         counts: dict[tuple, int] = defaultdict(int)
-        for (body,) in self._backend.execute(
-                f"SELECT body FROM ledger_entries WHERE unit <> '' AND {where} AND status IN "
-                "('pending', 'released')", params):
+
+        def add(body: str, times: int) -> None:
             for d in json.loads(body)["events"]:
                 e = PrivacyEvent.from_dict(d)
-                counts[(e.kind, e.epsilon, e.delta)] += e.count
+                counts[(e.kind, e.epsilon, e.delta)] += e.count * times
+
+        if self._legacy:
+            where, params = _filters(unit, owner, dataset)
+            for (body,) in b.execute(
+                    f"SELECT body FROM ledger_entries WHERE unit <> '' AND {where} AND status "
+                    "IN ('pending', 'released')", params):
+                add(body, 1)
+        where, params = _filters(None, owner, dataset, prefix="e.")
+        for body, times in b.execute(
+                "SELECT v.body, COUNT(*) FROM ledger_charges c JOIN ledger_entries e ON "
+                "e.seq = c.entry JOIN ledger_events v ON v.digest = c.events WHERE c.unit = ? "
+                f"AND c.status <> 'withheld' AND {where} GROUP BY v.body",
+                (unit, *params)).fetchall():
+            add(body, int(times))
         return [PrivacyEvent(k, eps, dl, c) for (k, eps, dl), c in counts.items()]
 
     def remaining(self, unit_id: str, *, owner: str, dataset: str) -> float | None:
@@ -808,17 +1036,13 @@ class Ledger:
         where, params = _filters(None, owner, dataset)
         with self._read("read the ledger") as b:
             rows = b.execute(
-                "SELECT unit, status, COUNT(*), SUM(eps_n), SUM(delta_n) FROM ledger_entries "
-                f"WHERE unit <> '' AND {where} GROUP BY unit, status", params).fetchall()
-        per: dict[str, list] = defaultdict(list)
-        for u, *rest in rows:
-            per[u].append(rest)
+                "SELECT unit, SUM(eps_n), SUM(delta_n), SUM(charges), SUM(withheld) FROM "
+                f"ledger_units WHERE {where} GROUP BY unit", params).fetchall()
+            pending = self._pending_by_unit(None, owner, dataset)
         out = []
-        for u, groups in per.items():
-            c = _by_status(groups)
-            out.append(UnitRow(u, _eps(c["released"][1] + c["pending"][1]),
-                               _delta(c["released"][2] + c["pending"][2]), c["released"][0],
-                               c["pending"][0], c["withheld"][0]))
+        for u, e, n, c, w in rows:
+            p = pending.get(u, (0, 0))[0]
+            out.append(UnitRow(u, _eps(int(e)), _delta(int(n)), int(c) - p, p, int(w)))
         out.sort(key=lambda r: (-r.epsilon, -r.delta, r.unit))
         return out
 
@@ -830,33 +1054,80 @@ class Ledger:
             return self._events_hashed(unit, owner, dataset)
 
     def history(self, unit_id: str, *, hashed: bool = False) -> list[dict]:
-        """The entries about ``unit_id`` (charges and withheld records), oldest first, with
-        each charge's current status and its release's owner, dataset and mechanism."""
+        """The charges and withheld records of ``unit_id``, oldest first, with each charge's
+        id (``seq``), current status and its release's owner, dataset and mechanism."""
         unit = unit_id if hashed else self.unit_hash(unit_id)
-        with self._read("read the ledger") as b:
-            rows = b.execute(
-                "SELECT e.seq, e.kind, e.release_id, e.owner, e.dataset, e.eps_n, e.delta_n, "
-                "e.body, e.created, e.status, r.mechanism FROM ledger_entries e "
-                "LEFT JOIN ledger_releases r ON r.release_id = e.release_id "
-                "WHERE e.unit <> '' AND e.unit = ? ORDER BY e.seq", (unit,)).fetchall()
         out = []
-        for seq, kind, rel, o, d, e, n, body, created, status, mech in rows:
-            body = json.loads(body)
-            out.append({"seq": int(seq), "kind": kind, "release_id": rel, "owner": o,
-                        "dataset": d, "mechanism": mech, "epsilon": _eps(int(e)),
-                        "delta": _delta(int(n)), "status": status, "created": created,
-                        "reason": body.get("reason")})
+        with self._read("read the ledger") as b:
+            if self._legacy:
+                for seq, kind, rel, o, d, e, n, body, created, status, mech in b.execute(
+                        "SELECT e.seq, e.kind, e.release_id, e.owner, e.dataset, e.eps_n, "
+                        "e.delta_n, e.body, e.created, e.status, r.mechanism FROM "
+                        "ledger_entries e LEFT JOIN ledger_releases r ON r.release_id = "
+                        "e.release_id WHERE e.unit <> '' AND e.unit = ? ORDER BY e.seq",
+                        (unit,)).fetchall():
+                    out.append({"seq": int(seq), "kind": kind, "release_id": rel, "owner": o,
+                                "dataset": d, "mechanism": mech, "epsilon": _eps(int(e)),
+                                "delta": _delta(int(n)), "status": status, "created": created,
+                                "reason": json.loads(body).get("reason")})
+            for cid, rel, o, d, e, n, reason, created, status, mech in b.execute(
+                    "SELECT c.id, e.release_id, e.owner, e.dataset, c.eps_n, c.delta_n, "
+                    "c.reason, e.created, c.status, r.mechanism FROM ledger_charges c JOIN "
+                    "ledger_entries e ON e.seq = c.entry LEFT JOIN ledger_releases r ON "
+                    "r.release_id = e.release_id WHERE c.unit = ? ORDER BY c.id",
+                    (unit,)).fetchall():
+                out.append({"seq": int(cid), "kind": "withhold" if status == "withheld"
+                            else "charge", "release_id": rel, "owner": o, "dataset": d,
+                            "mechanism": mech, "epsilon": _eps(int(e)), "delta": _delta(int(n)),
+                            "status": status, "created": created, "reason": reason or None})
         return out
 
     def pending(self, release_id: str | None = None) -> list[int]:
         """Charge ids still pending (charged, not marked released), of one release or all."""
-        sql = "SELECT seq FROM ledger_entries WHERE status = 'pending'"
-        params: tuple = ()
-        if release_id is not None:
-            sql += " AND release_id = ?"
-            params = (str(release_id),)
+        out = []
         with self._read("read the ledger") as b:
-            return sorted(int(r[0]) for r in b.execute(sql, params).fetchall())
+            if self._legacy:
+                sql = "SELECT seq FROM ledger_entries WHERE status = 'pending'"
+                params: tuple = ()
+                if release_id is not None:
+                    sql += " AND release_id = ?"
+                    params = (str(release_id),)
+                out += [int(r[0]) for r in b.execute(sql, params).fetchall()]
+            sql = "SELECT c.id FROM ledger_charges c"
+            params = ()
+            if release_id is not None:
+                sql += " JOIN ledger_entries e ON e.seq = c.entry AND e.release_id = ?"
+                params = (str(release_id),)
+            out += [int(r[0]) for r in b.execute(sql + " WHERE c.status = 'pending'",
+                                                  params).fetchall()]
+        return sorted(out)
+
+    def charges(self, release_id: str | None = None) -> Iterator[dict]:
+        """Every per-record decision (a charge or a withheld record), v1 entries and v2 charge
+        rows alike, oldest first: ``id`` (the charge id), ``kind`` (``charge``/``withhold``),
+        ``release_id``, ``unit`` and ``record`` (keyed hashes), ``eps_n``, ``delta_n``,
+        ``status``, ``reason``."""
+        rel_sql, params = ("", ()) if release_id is None else (" AND e.release_id = ?",
+                                                              (str(release_id),))
+        with self._read("read the ledger") as b:
+            rows = []
+            if self._legacy:
+                rows += [(int(s), k, r, u, rec, int(e), int(n), st,
+                          json.loads(body).get("reason")) for s, k, r, u, rec, e, n, st, body
+                         in b.execute(
+                             "SELECT e.seq, e.kind, e.release_id, e.unit, e.record, e.eps_n, "
+                             "e.delta_n, e.status, e.body FROM ledger_entries e WHERE "
+                             f"e.record <> ''{rel_sql} ORDER BY e.seq", params).fetchall()]
+            rows += [(int(c), "withhold" if st == "withheld" else "charge", r, u, rec, int(e),
+                      int(n), st, reason or None) for c, r, u, rec, e, n, st, reason in
+                     b.execute("SELECT c.id, e.release_id, c.unit, c.record, c.eps_n, "
+                               "c.delta_n, c.status, c.reason FROM ledger_charges c JOIN "
+                               f"ledger_entries e ON e.seq = c.entry WHERE 1 = 1{rel_sql} "
+                               "ORDER BY c.id", params).fetchall()]
+        cols = ("id", "kind", "release_id", "unit", "record", "eps_n", "delta_n", "status",
+                "reason")
+        for row in rows:
+            yield dict(zip(cols, row, strict=True))
 
     def releases(self) -> list[dict]:
         with self._read("read the ledger") as b:
@@ -868,18 +1139,31 @@ class Ledger:
 
     def entries(self) -> Iterator[dict]:
         """Every entry, in order, as stored (``body`` is the hashed JSON text) plus its
-        ``status``. Read in pages, each its own short transaction, so an abandoned iteration
-        holds no lock (entries are append-only: the pages are consistent)."""
+        ``status``; a ``batch`` entry also carries its ``charges`` (the rows its digest
+        covers, with their status) and the ``events`` texts they name, by digest. Read in
+        pages, each its own short transaction, so an abandoned iteration holds no lock
+        (entries are append-only: the pages are consistent)."""
         cols = (*ENTRY_COLUMNS, "status")
+        ccols = ("id", "unit", "record", "eps_n", "delta_n", "events", "reason", "status")
         last = 0
         while True:
             with self._read("read the ledger") as b:
                 rows = b.execute(f"SELECT {', '.join(cols)} FROM ledger_entries WHERE seq > ? "
                                  "ORDER BY seq LIMIT 1000", (last,)).fetchall()
+                out = [dict(zip(cols, row, strict=True)) for row in rows]
+                for e in out:
+                    if e["kind"] == "batch":
+                        lo, hi = batch_range(e["body"])
+                        e["charges"] = [dict(zip(ccols, r, strict=True)) for r in b.execute(
+                            f"SELECT {', '.join(ccols)} FROM ledger_charges WHERE id BETWEEN "
+                            "? AND ? ORDER BY id", (lo, hi)).fetchall()]
+                        digests = sorted({c["events"] for c in e["charges"]})
+                        e["events"] = dict(b.execute(
+                            "SELECT digest, body FROM ledger_events WHERE digest IN "
+                            f"({_marks(len(digests))})", digests).fetchall()) if digests else {}
             if not rows:
                 return
-            for row in rows:
-                yield dict(zip(cols, row, strict=True))
+            yield from out
             last = int(rows[-1][0])
 
     def head(self) -> tuple[int, str]:
@@ -898,6 +1182,16 @@ class Ledger:
 
 
 # --------------------------------------------------------------------------------- helpers
+def _apply_migrations(b: Backend, current: int) -> None:
+    """The migrations after ``current``, in the caller's write transaction."""
+    for v, _what, statements in MIGRATIONS:
+        if v > current:
+            for stmt in statements:
+                b.execute(ddl(stmt, b.name))
+            b.execute("UPDATE ledger_meta SET value = ? WHERE key = ?",
+                      (str(v), "schema_version"))
+
+
 def _by_status(rows) -> dict[str, tuple[int, int, int]]:
     """``(status, count, eps_n, delta_n)`` rows -> status -> (count, eps_n, delta_n)."""
     out = {s: (0, 0, 0) for s in ("released", "pending", "withheld")}

@@ -19,7 +19,6 @@ new: fail-open).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import secrets
@@ -78,13 +77,12 @@ class Keyring:
         key = secret.encode() if isinstance(secret, str) else bytes(secret)
         if len(key) < 16:
             raise DPTextError("the ledger secret must be at least 16 bytes")
-        self._hmac = hmac.new(key, digestmod=hashlib.sha256)
+        self._key = key
         self._units: dict[str, str] = {}
 
     def _mac(self, domain: bytes, *parts: str) -> str:
-        h = self._hmac.copy()
-        h.update(domain + b"\x00" + b"\x00".join(p.encode() for p in parts))
-        return h.hexdigest()[:_HEX]
+        msg = domain + b"\x00" + b"\x00".join(p.encode() for p in parts)
+        return hmac.digest(self._key, msg, "sha256").hex()[:_HEX]
 
     def unit(self, unit_id: str) -> str:
         out = self._units.get(unit_id)
@@ -96,6 +94,11 @@ class Keyring:
 
     def record(self, release_id: str, record_key: str) -> str:
         return self._mac(b"record", release_id, record_key)
+
+    def records(self, release_id: str, record_keys: list[str]) -> list[str]:
+        """:meth:`record` of many keys of one release."""
+        prefix, key, mac = b"record\x00" + release_id.encode() + b"\x00", self._key, hmac.digest
+        return [mac(key, prefix + k.encode(), "sha256").hex()[:_HEX] for k in record_keys]
 
     def release_key(self, key: str) -> str:
         return self._mac(b"release", key)

@@ -7,14 +7,29 @@ it does not know). A new version appends a migration; an applied one never chang
 
 Tables (prefixed ``ledger_`` so a shared PostgreSQL database can hold other things):
 
-- ``ledger_entries``: the append-only, hash-chained log - every budget, release, charge,
-  withheld record and commit is one row, whose hashed columns are never updated. The source of
-  truth. One column is outside the hash: ``status`` of a charge (``pending`` until a later
-  commit entry names it, then ``released``; ``withheld``), a cache of what the commit entries
-  say, kept so that a commit is one indexed update.
+- ``ledger_entries``: the append-only, hash-chained log - every budget, release, batch of
+  charges and commit is one row, whose hashed columns are never updated. The source of truth.
+  (Version 1 wrote one ``charge`` or ``withhold`` entry per record; those stay as they are.)
+- ``ledger_charges`` (version 2): the per-record rows of a ``batch`` entry - the charge id, the
+  unit and record hashes, the fixed-point charge, the digest of the record's event list, the
+  reason of a withheld record. A batch entry's hashed body holds the SHA-256 of its rows (their
+  canonical JSON, one per line) and their id range, so an edited, deleted or added row breaks
+  the chain exactly like an edited entry. Keyed by the charge id (appended in order: a batch
+  writes a few contiguous pages), with no index on a random key but the small partial index of
+  the pending charges; a record's earlier decision is found through the release's batch
+  entries (``ledger_entries_release``, :class:`dptext.ledger.batches.RecordIndex`).
+- ``ledger_events`` (version 2): the distinct event lists, content-addressed (the key is the
+  SHA-256 of the body, which verify recomputes): most records of a release share a handful.
+- The ``status`` of a charge (``pending`` until a later commit entry names it, then
+  ``released``; ``withheld``) is the one column outside the hash, in both a v1 charge entry
+  and a charge row: a cache of what the commit entries say, kept so a commit is one ranged
+  update.
 - ``ledger_releases``, ``ledger_budgets``, ``ledger_units``: state derived from the entries for
-  fast lookups (budget checks, per-unit totals). ``verify`` rebuilds them and the statuses from
-  the entries and reports any difference.
+  fast lookups. ``ledger_units`` keeps per unit, owner and dataset the charged sums the budget
+  check reads and (version 2) the numbers of charges and of withheld records, updated
+  incrementally by reserve in its own transaction (how many of the charges are still pending
+  is read from the small partial index of pending charges). ``verify`` rebuilds them and the
+  statuses from the entries and reports any difference.
 - ``ledger_meta``: version, ledger id, the chain's head, the ledger's delta, the key check.
 - ``ledger_keys``: the HMAC secret when it is kept in the database (PostgreSQL default).
 
@@ -78,9 +93,61 @@ V1 = [
     "CREATE INDEX ledger_units_unit ON ledger_units (unit)",
 ]
 
+# Version 2: one hash-chained entry per reserved batch, its records in ledger_charges; unit
+# counts kept incrementally. Existing v1 entries stay (and keep verifying); the counts of
+# ledger_units are filled from them; ``charge_base`` (the head at migration) separates the v1
+# charge ids (entry seqs, <= it) from the v2 ones (ledger_charges ids, > it).
+V2 = [
+    """CREATE TABLE ledger_events (
+        digest TEXT PRIMARY KEY,
+        body TEXT NOT NULL)""",
+    """CREATE TABLE ledger_charges (
+        id {SEQ} PRIMARY KEY,
+        entry BIGINT NOT NULL,
+        unit TEXT NOT NULL,
+        record TEXT NOT NULL,
+        eps_n BIGINT NOT NULL,
+        delta_n BIGINT NOT NULL,
+        events TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        status TEXT NOT NULL)""",
+    "CREATE INDEX ledger_entries_release ON ledger_entries (release_id, seq)",
+    # the pending charges, by unit: only those not yet committed, so a small index
+    "CREATE INDEX ledger_charges_pending ON ledger_charges (unit) WHERE status = 'pending'",
+    # ledger_units keyed (unit, owner, dataset): a lookup by unit alone (a budget for any
+    # owner or dataset, spent()) uses the key, and no second index slows every update
+    """CREATE TABLE ledger_units_v2 (
+        unit TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        dataset TEXT NOT NULL,
+        eps_n BIGINT NOT NULL,
+        delta_n BIGINT NOT NULL,
+        charges BIGINT NOT NULL,
+        withheld BIGINT NOT NULL,
+        PRIMARY KEY (unit, owner, dataset)){CLUSTERED}""",
+    "INSERT INTO ledger_units_v2 (unit, owner, dataset, eps_n, delta_n, charges, withheld) "
+    "SELECT unit, owner, dataset, eps_n, delta_n, 0, 0 FROM ledger_units",
+    "DROP TABLE ledger_units",
+    "ALTER TABLE ledger_units_v2 RENAME TO ledger_units",
+    # v1 kept no row for a unit whose records were all withheld
+    "INSERT INTO ledger_units (unit, owner, dataset, eps_n, delta_n, charges, withheld) "
+    "SELECT DISTINCT unit, owner, dataset, 0, 0, 0, 0 FROM ledger_entries "
+    "WHERE kind = 'withhold' ON CONFLICT (unit, owner, dataset) DO NOTHING",
+    """UPDATE ledger_units SET
+        charges = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
+                   AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
+                   AND e.dataset = ledger_units.dataset AND e.kind = 'charge'),
+        withheld = (SELECT COUNT(*) FROM ledger_entries e WHERE e.unit <> ''
+                    AND e.unit = ledger_units.unit AND e.owner = ledger_units.owner
+                    AND e.dataset = ledger_units.dataset AND e.kind = 'withhold')""",
+    "INSERT INTO ledger_meta (key, value) SELECT 'charge_base', value FROM ledger_meta "
+    "WHERE key = 'head_seq'",
+]
+
 # (version, what it does, statements). Append only.
 MIGRATIONS: list[tuple[int, str, list[str]]] = [
     (1, "initial schema", V1),
+    (2, "one chained entry per batch; charge rows; unit counts", V2),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
