@@ -231,7 +231,7 @@ def split_batch(texts: Sequence[str]) -> BatchSplit:
     """:func:`split_words` of every text (each a ``str``) as one :class:`BatchSplit`;
     vectorized over the batch (about three times the regex's speed, whatever the script),
     text by text below ``VECTOR_MIN_CHARS`` characters."""
-    if sum(map(len, texts)) < VECTOR_MIN_CHARS:
+    if not texts or sum(map(len, texts)) < VECTOR_MIN_CHARS:
         return _split_each(texts)
     if all(map(str.isascii, texts)):
         codes = np.frombuffer("\x80".join(texts).encode("latin-1"), dtype=np.uint8)
@@ -276,7 +276,7 @@ def _split_codes(codes: np.ndarray, classes: np.ndarray, sep: str, mark: str, en
     starts = cuts[edge[cuts + 1]]  # the first character of each word
     seps = np.flatnonzero(codes == ord(sep))
     words = np.bincount(np.searchsorted(seps, starts), minlength=n_texts)
-    at = np.sort(np.concatenate((cuts, seps, seps + 1)))
+    at = np.sort(np.concatenate((cuts, seps, seps + 1)), kind="stable")  # merges sorted runs
     at += np.arange(len(at))  # where the marks go in the marked string
     marked = np.empty(n + len(at), dtype=codes.dtype)
     marked[at] = ord(mark)
