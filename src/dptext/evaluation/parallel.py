@@ -63,9 +63,26 @@ def group_runs(config: GridConfig, cells: list[Cell]) -> list[list[Cell]]:
     return sorted(runs.values(), key=cost, reverse=True)
 
 
-def _init_worker(config: GridConfig, space: EmbeddingSpace | None, encoder: str) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Linux: this worker gets SIGTERM when the grid's process ends, however it ends (a
+    SIGKILL or SIGTERM of the parent leaves no worker computing on)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown only
+        pass
+    if os.getppid() != parent:  # the parent ended before prctl took effect
+        os._exit(1)
+
+
+def _init_worker(config: GridConfig, space: EmbeddingSpace | None, encoder: str,
+                 parent: int) -> None:
     global _worker_context
     from threadpoolctl import threadpool_limits
+
+    _die_with_parent(parent)
 
     from dptext.evaluation.context import GridContext
     from dptext.evaluation.encoders import make_encoder
@@ -95,13 +112,18 @@ def run_parallel(config: GridConfig, cells: list[Cell], *, workers: int,
     saved = {k: os.environ.get(k) for k in _THREAD_VARIABLES}
     os.environ.update({k: "1" for k in _THREAD_VARIABLES})  # read by the workers' libraries
     try:
-        with ProcessPoolExecutor(max_workers=min(workers, len(runs)),
-                                 mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_init_worker,
-                                 initargs=(config, space, encoder)) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(runs)),
+                                   mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker,
+                                   initargs=(config, space, encoder, os.getpid()))
+        try:
             for records in _as_completed(pool, runs):
                 for record in records:
                     on_record(record)
+        except BaseException:  # Ctrl-C, a failed cell: runs not started are dropped
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     finally:
         for k, v in saved.items():
             if v is None:
