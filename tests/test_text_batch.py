@@ -163,3 +163,11 @@ def test_lookup_caches_are_bounded_and_gc_is_restored(space, monkeypatch):
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
+
+
+def test_bad_batches_are_one_line_errors(space):
+    m = dptext.mechanism("custext", space=space, epsilon=2.0, k=5).fit(cache=False)
+    for bad in (["alpha", 3], ["alpha", b"beta"], "alpha beta"):
+        with pytest.raises(dptext.DPTextError, match="strings"):
+            m.privatize_batch(bad, rng=0)
+    assert [r.text for r in m.privatize_batch(iter(["", "!"]), rng=0)] == ["", "!"]

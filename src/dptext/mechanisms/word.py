@@ -491,6 +491,10 @@ class WordMechanism(Mechanism):
         """Privatize many texts with one vectorized draw over all their tokens."""
         self._fitted_space()
         gen = as_generator(rng)
+        if isinstance(texts, str):
+            raise DPTextError("texts must be a sequence of strings, not one string")
+        if not isinstance(texts, list | tuple):
+            texts = list(texts)
         with _gc_paused():
             return self._privatize_split(_SplitBatch(texts, self._lookup_cache,
                                                      self._word_code), texts, gen)
