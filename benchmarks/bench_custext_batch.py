@@ -20,8 +20,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import dptext  # noqa: E402
 from bench_mechanisms import make_text, to_non_ascii  # noqa: E402
+
+import dptext  # noqa: E402
 from dptext.resources import default_space  # noqa: E402
 
 RUNS = 15
@@ -31,7 +32,8 @@ def main() -> None:
     space = default_space(progress=False)
     text = make_text(100_000)
     m = dptext.mechanism("custext", epsilon=2.0, space=space).fit()
-    print(f"{dptext.__file__}; {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print(f"{dptext.__file__}; {load}")
     for name, t in (("ascii", text), ("non-ascii", to_non_ascii(text))):
         lines = t.split(". ")
         results = m.privatize_batch(lines, rng=0)  # also fills the lookup cache

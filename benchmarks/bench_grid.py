@@ -8,9 +8,10 @@ Runs ``dptext evaluate --mechanisms custext,santext,laplace,gumbel --epsilons 1,
 ``--workers`` value, as a user would (a fresh ``dptext`` process), and prints the wall time,
 the sum of the cells' own times, the CPU time of all its processes (workers included: on a busy
 machine CPU time / workers estimates the wall time on free cores), ``uptime`` before and after,
-and whether the runs gave the same values (timings aside). The fitted tables come from the usual cache (built by the first
-run if missing: say so with the figure); ``--fresh-tables`` uses an empty table cache instead
-(every CusText and SanText fit included; the default space is linked from the usual cache).
+and whether the runs gave the same values (timings aside). The fitted tables come from the
+usual cache (built by the first run if missing: say so with the figure); ``--fresh-tables``
+uses an empty table cache instead (every CusText and SanText fit included; the default space
+is linked from the usual cache).
 """
 
 from __future__ import annotations

@@ -40,7 +40,6 @@ from dptext.text import (
     normalize_word,
     resolve_stopwords,
     split_batch,
-    split_words,
     starts_sentence,
 )
 from dptext.validation import check_bool, check_choice, check_epsilon, check_words
