@@ -173,7 +173,8 @@ def test_cli_evaluate(tmp_path, space):
     cmd = [sys.executable, "-m", "dptext.cli", "evaluate", "--mechanisms", "custext",
            "--epsilons", "1,3", "--metrics", "cost,deniability", "--train", "20", "--test",
            "20", "--deniability-words", "5", "--deniability-runs", "10", "--encoder", "hashing",
-           "--space", str(tmp_path / "space.npz"), "--out", str(tmp_path / "out")]
+           "--space", str(tmp_path / "space.npz"), "--out", str(tmp_path / "out"),
+           "--workers", "1"]  # the parallel path: test_parallel_grid_gives_the_serial_values
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     records = json.loads(Path(tmp_path / "out" / "results.json").read_text())
@@ -200,3 +201,53 @@ def test_tables_list_each_mechanism_together_sorted_by_epsilon():
             .splitlines()[2:]]
     assert rows == [["| noiseless", "-"], ["| santext", "1"], ["| santext", "2"],
                     ["| santext", "16"], ["| laplace", "1"]]
+
+
+@pytest.mark.slow  # starts two pools of real worker processes
+def test_parallel_grid_gives_the_serial_values_and_resumes(tmp_path, space, full):
+    """Two worker processes (spawned: ~5 s of imports each, hence two pools only): the same
+    cells and values as the serial grid, also when interrupted and resumed."""
+    full = full[1]
+    seen = []
+
+    def stop_early(record):
+        seen.append(record["key"])
+        if len(seen) == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        run_grid(config(), tmp_path / "par", space=space, progress=False, workers=2,
+                 on_cell=stop_early)
+    stored = [json.loads(line)["key"] for line in
+              (tmp_path / "par" / "cells.jsonl").read_text().splitlines()]
+    assert 3 <= len(stored) < len(full)
+    again = []
+    records = run_grid(config(), tmp_path / "par", space=space, progress=False, workers=2,
+                       on_cell=lambda r: again.append(r["key"]))
+    assert sorted(again + stored) == sorted(r["key"] for r in full)
+    assert [r["key"] for r in records] == [r["key"] for r in full]
+    assert _values(records) == _values(full)
+
+
+def test_runs_keep_a_mechanisms_cells_together_longest_first():
+    from dptext.evaluation.parallel import group_runs
+
+    cfg = config(mechanisms=["custext", "santext", "laplace"],
+                 epsilons={"custext": [1.0, 2.0], "santext": [1.0, 2.0], "laplace": [3.0]})
+    runs = group_runs(cfg, cells_of(cfg))
+    assert [(r[0].mechanism, len(r)) for r in runs][:2] == [("laplace", 4), ("santext", 8)]
+    # SanText fits all its epsilons in one shared pass: one run; others one run per epsilon
+    assert sorted((r[0].mechanism, r[0].epsilon) for r in runs if r[0].mechanism != "santext") \
+        == [("custext", 1.0), ("custext", 2.0), ("laplace", 3.0), ("noiseless", None),
+            ("random", None)]
+    assert all(len({(c.mechanism, c.epsilon) for c in r}) == 1 for r in runs
+               if r[0].mechanism != "santext")
+
+
+def test_cli_workers_must_be_positive(tmp_path):
+    from dptext.cli.evaluate import _workers
+
+    assert _workers("3") == 3 and _workers("auto") >= 1
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(DPTextError, match="--workers"):
+            _workers(bad)

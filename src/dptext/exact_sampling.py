@@ -155,15 +155,33 @@ def sample(tables: dict[str, np.ndarray], rows: np.ndarray, rng: np.random.Gener
     cum = tables["cum"]
     rows = np.asarray(rows, dtype=np.int64)
     if "block_end" not in tables:
-        c = cum[rows]
         u = rng.random(len(rows))
-        pos = (c <= u[:, None]).sum(1)
-        k = c.shape[1]
-        amb = np.flatnonzero(c.ravel()[np.arange(0, len(rows) * k, k) + pos] < u + GRID)
+        pos = _count_at_most(cum, rows, u)
+        k = cum.shape[1]
+        amb = np.flatnonzero(cum.ravel()[rows * k + pos] < u + GRID)
         for i in amb:  # C_pos in [u, u + 2^-53): the grid cannot decide (rare)
-            pos[i] = _refine(c[i], int(pos[i]), float(u[i]), rng)
+            pos[i] = _refine(cum[rows[i]], int(pos[i]), float(u[i]), rng)
         return pos
     return _sample_blocks(tables, rows, rng)
+
+
+def _count_at_most(cum: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per i, how many entries of the ascending row ``cum[rows[i]]`` are <= ``u[i]`` (the first
+    index with ``C_j > u``), for ``u < 1`` and rows ending at 1: a binary search of log2(K)
+    flat gathers instead of a (rows, K) copy."""
+    k = cum.shape[1]
+    flat = cum.ravel()
+    base = rows * k - 1
+    pos = np.zeros(len(rows), dtype=np.int64)
+    probe = np.empty_like(pos)
+    step = 1 << (k.bit_length() - 1)  # the largest power of two <= K
+    while step:  # at least pos + step entries are <= u iff C_(pos+step-1) <= u
+        np.add(pos, step, out=probe)
+        np.minimum(probe, k, out=probe)  # beyond the row: C_(K-1) = 1 > u decides "no"
+        probe += base
+        pos += (flat[probe] <= u) * step
+        step >>= 1
+    return pos
 
 
 def _refine(c: np.ndarray, pos: int, u: float, rng: np.random.Generator) -> int:

@@ -19,12 +19,13 @@ after a word character they belong to the word, after a symbol (``❤️``) to t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import regex
 
 
@@ -77,8 +78,17 @@ def is_word_char(char: str) -> bool:
 def split_words(text: str) -> list[str]:
     """``[glue, word, glue, word, ..., glue]``: words at odd positions, the rest between them.
 
-    The fast path of every word-level mechanism: one C-level split, ``"".join`` inverts it.
+    One C-level split (``"".join`` inverts it); a long non-ASCII text goes through the
+    vectorized :func:`split_batch`, which is about 3.5x faster than the Unicode regex there.
     """
+    if text.isascii():
+        return _WORD_SPLIT_ASCII.split(text)
+    if len(text) >= VECTOR_MIN_CHARS:
+        return split_batch([text]).pieces
+    return _WORD_SPLIT.split(text)
+
+
+def _split_regex(text: str) -> list[str]:
     return (_WORD_SPLIT_ASCII if text.isascii() else _WORD_SPLIT).split(text)
 
 
@@ -116,6 +126,176 @@ def _fold_word_chars() -> set[str]:
         elif cat(c) == "So" and named.search(unicodedata.name(c, "")):
             out.add(c)
     return out
+
+
+
+# ---------------------------------------------------------------- batches
+# split_batch() splits a whole batch in a few numpy passes (each character classified by a table
+# of code points, then one str.split) and gives exactly split_words() of every text
+# (tests/test_text_batch.py checks it on arbitrary Unicode). _WORD_SPLIT matches maximal runs of
+# characters that are "in a word": a word character always is; a variation selector is when the
+# nearest character before it that is not a selector is a word character; a joiner
+# (' \u2019 ZWNJ ZWJ) is when the character before it is in a word and the one after it is a
+# word character.
+_IS_WORD, _IS_SELECTOR, _IS_JOINER = 1, 2, 4
+_JOINERS = "'\u2019\u200c\u200d"
+_SELECTOR = regex.compile(f"[{_VARIATION_SELECTORS}]", regex.V1)
+#: code points below this are classified when the table is built (about 0.05 s, once per
+#: process); the others (planes 4-16: tags, variation selectors supplement, private use,
+#: unassigned) one by one when a batch first holds them
+_EAGER_CODE_POINTS = 0x40000
+_UNCLASSIFIED = 255
+#: batches of fewer characters are split text by text (the regex costs less there)
+VECTOR_MIN_CHARS = 4096
+# ASCII batches are classified byte by byte; bytes >= 0x80 never occur in them, so two of those
+# separate the texts and mark the cuts between pieces.
+_ASCII_CLASSES = np.zeros(256, dtype=np.uint8)
+_ASCII_CLASSES[np.frombuffer(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                             dtype=np.uint8)] = _IS_WORD
+_ASCII_CLASSES[ord("'")] = _IS_JOINER
+# Separator and marker of other batches: the first two Unicode noncharacters (never in a word)
+# that the batch does not hold.
+_NONCHARACTERS = [chr(c) for c in range(0xFDD0, 0xFDF0)] + [
+    chr(plane * 0x10000 + low) for plane in range(17) for low in (0xFFFE, 0xFFFF)]
+
+
+def _char_class(char: str) -> int:
+    return ((_IS_WORD if _WORD_CHAR.fullmatch(char) else 0)
+            | (_IS_JOINER if char in _JOINERS else 0)
+            | (_IS_SELECTOR if _SELECTOR.fullmatch(char) else 0))
+
+
+@lru_cache(maxsize=1)
+def _code_point_classes() -> np.ndarray:
+    """Per code point, _IS_WORD | _IS_SELECTOR | _IS_JOINER (_UNCLASSIFIED: not yet), by the
+    regex classes of split_words."""
+    table = np.full(0x110000, _UNCLASSIFIED, dtype=np.uint8)
+    table[:_EAGER_CODE_POINTS] = 0
+    chars = np.arange(_EAGER_CODE_POINTS, dtype=np.uint32).tobytes().decode(
+        "utf-32-le", "surrogatepass")
+    for m in regex.finditer(f"{WORD_CHAR_CLASS}+", chars, regex.V1):
+        table[m.start():m.end()] = _IS_WORD
+    for m in _SELECTOR.finditer(chars):
+        table[m.start()] |= _IS_SELECTOR
+    for c in _JOINERS:
+        table[ord(c)] |= _IS_JOINER
+    # _in_word() relies on these classes being disjoint
+    if not ((table[:_EAGER_CODE_POINTS] & (table[:_EAGER_CODE_POINTS] - 1)) == 0).all():
+        raise AssertionError("a character is in two tokenizer classes")
+    return table
+
+
+def _classes(codes: np.ndarray) -> np.ndarray:
+    table = _code_point_classes()
+    high = codes[codes >= _EAGER_CODE_POINTS]
+    if len(high):
+        for c in np.unique(high).tolist():
+            if table[c] == _UNCLASSIFIED:
+                table[c] = _char_class(chr(c))
+    return table[codes]
+
+
+def _in_word(classes: np.ndarray) -> np.ndarray:
+    """Per character, whether _WORD_SPLIT puts it in a word (the rules above)."""
+    word = (classes & _IS_WORD).astype(bool)
+    inside = word.copy()
+    selector = (classes & _IS_SELECTOR).astype(bool)
+    if selector.any():
+        last = np.maximum.accumulate(np.where(selector, -1, np.arange(len(classes))))
+        inside |= selector & (last >= 0) & word[np.maximum(last, 0)]
+    joiner = np.flatnonzero(classes & _IS_JOINER)
+    joiner = joiner[(joiner > 0) & (joiner < len(classes) - 1)]
+    if len(joiner):  # the character before a joiner in a word is never a joiner itself
+        inside[joiner[inside[joiner - 1] & word[joiner + 1]]] = True
+    return inside
+
+
+class BatchSplit:
+    """The :func:`split_words` parts of many texts in one list: ``pieces`` holds text after text
+    its ``2 * words[t] + 1`` parts (glue, word, ..., glue) from index ``offsets[t]``, with one
+    filler piece between consecutive texts - so every glue is at an even index and every word
+    (or filler) at an odd one."""
+
+    __slots__ = ("offsets", "pieces", "words")
+
+    def __init__(self, pieces: list[str], words: np.ndarray) -> None:
+        self.pieces = pieces
+        self.words = words
+        self.offsets = np.cumsum(2 * words + 2) - (2 * words + 2)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def parts(self, t: int) -> list[str]:
+        """:func:`split_words` of text ``t``."""
+        start = int(self.offsets[t])
+        return self.pieces[start : start + 2 * int(self.words[t]) + 1]
+
+    def fillers(self) -> np.ndarray:
+        """Indices into ``pieces[1::2]`` of the fillers between texts."""
+        return self.offsets[1:] // 2 - 1
+
+
+def split_batch(texts: Sequence[str]) -> BatchSplit:
+    """:func:`split_words` of every text (each a ``str``) as one :class:`BatchSplit`;
+    vectorized over the batch (about three times the regex's speed, whatever the script),
+    text by text below ``VECTOR_MIN_CHARS`` characters."""
+    if not texts or sum(map(len, texts)) < VECTOR_MIN_CHARS:
+        return _split_each(texts)
+    if all(map(str.isascii, texts)):
+        codes = np.frombuffer("\x80".join(texts).encode("latin-1"), dtype=np.uint8)
+        return _split_codes(codes, _ASCII_CLASSES[codes], "\x80", "\x81", "latin-1",
+                            len(texts))
+    free = []
+    for c in _NONCHARACTERS:
+        if not any(c in t for t in texts):
+            free.append(c)
+            if len(free) == 2:
+                break
+    else:  # a batch holding 65 of the 66 noncharacters
+        return _split_each(texts)
+    sep, mark = free
+    codes = np.frombuffer(sep.join(texts).encode("utf-32-le", "surrogatepass"),
+                          dtype=np.uint32)
+    return _split_codes(codes, _classes(codes), sep, mark, "utf-32-le", len(texts))
+
+
+def _split_each(texts: Sequence[str]) -> BatchSplit:
+    pieces: list[str] = []
+    words = np.empty(len(texts), dtype=np.int64)
+    for t, text in enumerate(texts):
+        parts = _split_regex(text)
+        words[t] = len(parts) // 2
+        pieces += parts
+        pieces.append("")
+    if pieces:
+        pieces.pop()
+    return BatchSplit(pieces, words)
+
+
+def _split_codes(codes: np.ndarray, classes: np.ndarray, sep: str, mark: str, encoding: str,
+                 n_texts: int) -> BatchSplit:
+    """Cut ``codes`` (the texts joined by ``sep``) at every start and end of a word and on
+    both sides of every ``sep``, by inserting ``mark`` there, and split at the marks."""
+    n = len(codes)
+    inside = _in_word(classes)
+    edge = np.zeros(n + 2, dtype=bool)
+    edge[1:-1] = inside
+    cuts = np.flatnonzero(edge[1:] != edge[:-1])  # before these indices (0..n) a run changes
+    starts = cuts[edge[cuts + 1]]  # the first character of each word
+    seps = np.flatnonzero(codes == ord(sep))
+    words = np.bincount(np.searchsorted(seps, starts), minlength=n_texts)
+    at = np.sort(np.concatenate((cuts, seps, seps + 1)), kind="stable")  # merges sorted runs
+    at += np.arange(len(at))  # where the marks go in the marked string
+    marked = np.empty(n + len(at), dtype=codes.dtype)
+    marked[at] = ord(mark)
+    original = np.ones(len(marked), dtype=bool)
+    original[at] = False
+    marked[original] = codes
+    pieces = marked.tobytes().decode(encoding, "surrogatepass").split(mark)
+    if len(pieces) != 2 * int(words.sum()) + 2 * n_texts - 1:
+        raise AssertionError("split_batch: pieces and words disagree")
+    return BatchSplit(pieces, words)
 
 
 def detokenize(segments: Iterable[Segment | str]) -> str:

@@ -57,6 +57,22 @@ def _size(text: str) -> int | None:
     return value
 
 
+def _workers(text: str) -> int:
+    """``auto``: one process per available core; else a positive integer."""
+    if text == "auto":
+        from dptext.evaluation.parallel import available_cores
+
+        return available_cores()
+    try:
+        value = int(text)
+    except ValueError:
+        raise DPTextError(f"--workers must be a positive integer or 'auto', got {text!r}"
+                          ) from None
+    if value < 1:
+        raise DPTextError(f"--workers must be >= 1, got {value}")
+    return value
+
+
 def cmd_evaluate(args) -> int:
     from dptext.datasets import dataset_names
     from dptext.evaluation.baselines import split_spec
@@ -64,6 +80,7 @@ def cmd_evaluate(args) -> int:
     from dptext.mechanisms.registry import registered
 
     mechanisms = _names(args.mechanisms)
+    workers = _workers(args.workers)
     available = set(registered()) | {"noiseless", "random"}
     for spec in mechanisms:
         name = split_spec(spec)[0]
@@ -118,7 +135,8 @@ def cmd_evaluate(args) -> int:
 
         print(f"dptext: evaluating {len(config.mechanisms)} mechanisms into {args.out} "
               f"(finished cells are kept; a rerun resumes)", file=sys.stderr, flush=True)
-    records = run_grid(config, args.out, space=space, progress=progress, on_cell=on_cell)
+    records = run_grid(config, args.out, space=space, progress=progress, on_cell=on_cell,
+                       workers=workers)
     skipped = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} cells ({skipped} skipped) -> {Path(args.out) / 'report.md'}")
     return 0
@@ -170,6 +188,9 @@ def register(subparsers) -> None:
                    "(packaged minilm-mlm), causal = our SmolLM2 adaptation")
     p.add_argument("--space", help="embedding space (.npz or vectors file); default: the "
                    "packaged default space")
+    p.add_argument("--workers", default="auto",
+                   help="processes running cells side by side, one BLAS/torch thread each "
+                   "(same results as 1); auto: one per available core")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_evaluate)

@@ -62,6 +62,13 @@ class GridContext:
         self._mechanism = ((name, epsilon), m)
         return m, time.perf_counter() - start
 
+    def embed_clean(self, *texts: list[str]) -> None:
+        """Embed clean texts (a split's originals) before any sanitized text of a cell: each
+        list is embedded in one pass the first time, so its embeddings do not depend on which
+        cells ran before in this process (parallel grids give a serial grid's values)."""
+        for batch in texts:
+            self.encoder.encode(batch)
+
     def finetune_dir(self):
         """Encoder directory fine-tuned by ``classifier="finetune"``: the packaged MiniLM."""
         from dptext.resources import minilm_dir

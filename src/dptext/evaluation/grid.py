@@ -23,6 +23,7 @@ import numpy as np
 
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
+from dptext.evaluation import ENCODERS
 from dptext.evaluation import metrics as _metrics  # noqa: F401  (registers the runners)
 from dptext.evaluation.cells import Cell, GridConfig, cell_seed, cells_of
 from dptext.evaluation.context import GridContext
@@ -72,33 +73,55 @@ def _settings_check(out: Path, config: GridConfig) -> None:
 
 def run_grid(config: GridConfig, out: str | Path, *, space: EmbeddingSpace | None = None,
              encoder: CachedEncoder | None = None, progress: bool = True,
-             on_cell: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+             on_cell: Callable[[dict[str, Any]], None] | None = None,
+             workers: int = 1) -> list[dict[str, Any]]:
     """Run every cell not yet in ``out/cells.jsonl``, then write results, plots and report
-    (of every cell in the store, this grid's first); returns those records."""
+    (of every cell in the store, this grid's first); returns those records.
+
+    ``workers`` > 1 runs the cells on that many processes (:mod:`dptext.evaluation.parallel`;
+    one BLAS/torch thread each, the same values as a serial run); each builds its encoder
+    from ``encoder.name`` (or ``config.encoder``), so ``encoder`` must be a packaged one.
+    """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _settings_check(out, config)
     store = CellStore(out / "cells.jsonl")
     cells = cells_of(config)
     pending = [c for c in cells if c.key not in store]
-    ctx = GridContext(config, space, encoder)
+    if workers < 1:
+        raise DPTextError(f"workers must be >= 1, got {workers}")
+    encoder_name = encoder.name if encoder is not None else config.encoder
+    if workers > 1 and encoder is not None and encoder_name not in ENCODERS:
+        raise DPTextError(f"encoder {encoder_name!r} cannot be rebuilt in worker processes; "
+                          "use workers=1")
     bar = None
     if progress and pending:
         from tqdm import tqdm
 
         bar = tqdm(total=len(cells), initial=len(cells) - len(pending), desc="grid", unit="cell")
-    started = time.perf_counter()
-    for cell in pending:
-        if bar is not None:
-            bar.set_postfix_str(cell.key)
-        record = run_cell(ctx, cell)
+
+    def finished(record: dict[str, Any]) -> None:
         store.add(record)
         if on_cell is not None:
             on_cell(record)
         if bar is not None:
+            bar.set_postfix_str(record["key"])
             bar.update(1)
-    if bar is not None:
-        bar.close()
+
+    started = time.perf_counter()
+    try:
+        if workers > 1 and len(pending) > 1:
+            from dptext.evaluation.parallel import run_parallel
+
+            run_parallel(config, pending, workers=workers, space=space, encoder=encoder_name,
+                         on_record=finished)
+        else:
+            ctx = GridContext(config, space, encoder)
+            for cell in pending:
+                finished(run_cell(ctx, cell))
+    finally:
+        if bar is not None:
+            bar.close()
     # the report covers every cell in the store: earlier runs may have had other mechanisms
     ordered = [c.key for c in cells]
     ordered += [k for k in store.cells if k not in set(ordered)]

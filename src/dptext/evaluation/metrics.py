@@ -57,6 +57,8 @@ def _run_utility(ctx: GridContext, m: Mechanism, rng, metric_name: str) -> dict[
     c = ctx.config
     train = ctx.data(c.dataset, "train", c.n_train)
     test = ctx.data(c.dataset, "test", c.n_test)
+    # the originals (cosine) and, for the frozen-encoder classifier, the clean test set
+    ctx.embed_clean(train.texts, *([] if c.classifier == "finetune" else [test.texts]))
     sanitized, cost = _privatize(m, train.texts, rng)
     if c.classifier == "finetune":
         from dptext.evaluation.finetune import finetune_accuracy
@@ -107,6 +109,7 @@ def _run_attribute(ctx: GridContext, m: Mechanism, rng, metric_name: str) -> dic
     c = ctx.config
     train = ctx.data(dataset, "train", c.attribute_train)
     test = ctx.data(dataset, "test", c.attribute_test)
+    ctx.embed_clean(train.texts)
     sanitized_train, _ = _privatize(m, train.texts, rng)
     sanitized_test, _ = _privatize(m, test.texts, rng)
     out = attribute_inference(ctx.encoder, train.texts, sanitized_train, train.labels,

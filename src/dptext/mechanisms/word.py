@@ -11,12 +11,15 @@ silently reuse tables fitted with another value.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import itertools
 import json
+import operator
 import os
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,12 +33,13 @@ from dptext.io import atomic_write
 from dptext.mechanisms.base import Mechanism, Result
 from dptext.rng import RngLike, as_generator
 from dptext.text import (
+    BatchSplit,
     apply_case,
     capitalize_first,
     count_punctuation,
     normalize_word,
     resolve_stopwords,
-    split_words,
+    split_batch,
     starts_sentence,
 )
 from dptext.validation import check_bool, check_choice, check_epsilon, check_words
@@ -81,37 +85,110 @@ def _canonical(value: Any) -> Any:
     raise TypeError(f"cannot put a {type(value).__name__} into a cache key")
 
 
-def _sentence_initial(parts_of: list[list[str]], n_words: int) -> np.ndarray:
-    """For every word of a batch (in order), whether it starts a sentence: the first word of a
-    text, or one whose preceding glue holds a sentence break (text.starts_sentence)."""
-    out = np.zeros(n_words, dtype=bool)
-    seen: dict[str, bool] = {}
-    k = 0
-    for parts in parts_of:
-        glues = parts[0:-1:2]  # the glue before each word
-        for j, glue in enumerate(glues):
-            if j == 0:
-                out[k] = True
-            else:
-                hit = seen.get(glue)
-                if hit is None:
-                    hit = seen[glue] = starts_sentence(glue)
-                out[k + j] = hit
-        k += len(glues)
-    return out
+#: entries a lookup cache (word or glue -> code) may hold before it is emptied: a long stream of
+#: distinct out-of-vocabulary words cannot grow it without bound
+CACHE_ENTRIES = 1 << 20
+_MISSING = -(1 << 62)  # what a lookup cache gives for a key it does not hold
+_WORDS_OF = operator.itemgetter(slice(1, None, 2))
+_GLUE_OF = operator.itemgetter(slice(0, None, 2))
+# glue (the text between two words) -> 2 * its punctuation tokens + (1 if a word after it starts
+# a sentence); shared by every mechanism (it depends on the text alone)
+_GLUE_CODES: dict[str, int] = {}
+FILLER = -3  # the code of a filler slot between two texts (neither word nor OOV)
 
 
-def _in_detected_entities(texts: Sequence[str], parts_of: list[list[str]]) -> np.ndarray:
-    """For every word of a batch (in order), whether it lies inside an entity that the spaCy
-    detector (dptext.detect, its default categories) finds in its text."""
+def _glue_code(glue: str) -> int:
+    return 2 * count_punctuation([glue]) + starts_sentence(glue)
+
+
+def _cached_codes(keys: list[str], cache: dict[str, int], compute: Callable[[str], int]
+                  ) -> np.ndarray:
+    """``cache[key]`` for every key as int64, computing (and caching) the missing ones."""
+    codes = np.fromiter(map(cache.get, keys, itertools.repeat(_MISSING)), dtype=np.int64,
+                        count=len(keys))
+    missing = np.flatnonzero(codes == _MISSING)
+    if len(missing):
+        if len(cache) + len(missing) > CACHE_ENTRIES:
+            cache.clear()
+        for j in missing.tolist():
+            key = keys[j]
+            value = cache.get(key)
+            if value is None:
+                value = cache[key] = compute(key)
+            codes[j] = value
+    return codes
+
+
+@contextmanager
+def _gc_paused():
+    """The cyclic garbage collector off while a batch builds its (acyclic) lists and reports:
+    it would otherwise run every few hundred allocations and traverse the whole heap."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _SplitBatch:
+    """The texts of a batch split into words and glue (:func:`dptext.text.split_batch`), every
+    word and glue string looked up once (a C-level map over the whole batch). Per word slot
+    (``pieces[1::2]``; a filler between two texts is a slot that is no word): its code
+    (vocabulary row, -2 kept stopword, -1 out of vocabulary, -3 filler), whether it has no
+    upper-case letter, whether it starts a sentence; per text: its punctuation tokens."""
+
+    def __init__(self, texts: Sequence[str], word_cache: dict[str, int],
+                 word_code: Callable[[str], int]) -> None:
+        if not all(map(isinstance, texts, itertools.repeat(str))):
+            bad = next(t for t in texts if not isinstance(t, str))
+            raise DPTextError(f"texts must be strings, got {type(bad).__name__}")
+        self.split = split_batch(texts)
+        pieces, n_words = self.split.pieces, self.split.words
+        n_texts = len(n_words)
+        self.slots = pieces[1::2]
+        # 2 * code + (1 if the word has no upper-case letter)
+        encoded = _cached_codes(self.slots, word_cache, word_code)
+        fillers = self.split.fillers()
+        encoded[fillers] = 2 * FILLER
+        self.codes = encoded >> 1
+        self.lower = (encoded & 1).astype(bool)
+        glue_codes = _cached_codes(pieces[0::2], _GLUE_CODES, _glue_code)
+        first_glue = self.split.offsets // 2  # text t's glue: first_glue[t] ... + n_words[t]
+        self.punctuation = (np.add.reduceat(glue_codes >> 1, first_glue) if n_texts
+                            else np.zeros(0, dtype=np.int64))
+        self.initial = (glue_codes[: len(self.slots)] & 1).astype(bool)  # the glue before
+        self.initial[first_glue[n_words > 0]] = True  # a text's first word
+        self.text_of = np.repeat(np.arange(n_texts), n_words + 1)[: len(self.slots)]
+
+    def per_text(self, mask: np.ndarray) -> list[int]:
+        """Per text, how many of its word slots ``mask`` marks."""
+        return np.bincount(self.text_of[mask], minlength=len(self.split)).tolist()
+
+    def render(self, slots: list[str]) -> list[str]:
+        """The texts with ``slots`` (one per word slot) in place of their words."""
+        pieces = self.split.pieces
+        pieces[1::2] = slots
+        ends = (self.split.offsets + 2 * self.split.words + 1).tolist()
+        return ["".join(pieces[a:b]) for a, b in zip(self.split.offsets.tolist(), ends,
+                                                     strict=True)]
+
+
+def _in_detected_entities(texts: Sequence[str], split: BatchSplit) -> np.ndarray:
+    """For every word slot of a batch (fillers between texts: False), whether the word lies
+    inside an entity that the spaCy detector (dptext.detect, its default categories) finds in
+    its text."""
     from dptext.detect import detector
 
     found = detector().detect(list(texts))
     out = []
-    for parts, ents in zip(parts_of, found, strict=True):
+    for t, ents in enumerate(found):
+        if t:
+            out.append(False)  # the filler before text t
         spans = [(e.start, e.end) for e in ents]
         pos = 0
-        for j, part in enumerate(parts):
+        for j, part in enumerate(split.parts(t)):
             if j % 2:
                 out.append(any(a <= pos and pos + len(part) <= b for a, b in spans))
             pos += len(part)
@@ -386,11 +463,16 @@ class WordMechanism(Mechanism):
         raise NotImplementedError(f"{self.name} has no closed-form output distribution")
 
     # ------------------------------------------------------------ pipeline
-    def _vocab_objects(self) -> np.ndarray:
-        """The vocabulary as a numpy object array (fancy-indexed when rendering outputs)."""
-        if getattr(self, "_vocab_array", None) is None or len(self._vocab_array) != len(self.space):
-            self._vocab_array = np.array(self.space.words, dtype=object)
-        return self._vocab_array
+    def _vocab_objects(self) -> tuple[np.ndarray, np.ndarray]:
+        """The vocabulary as numpy object arrays, as stored and capitalised (fancy-indexed when
+        rendering outputs; built once per space)."""
+        if getattr(self, "_vocab_space", None) is not self.space or self._vocab_array is None:
+            words = self.space.words
+            self._vocab_array = np.array(words, dtype=object)
+            self._vocab_capitalized = np.array([capitalize_first(w) for w in words],
+                                               dtype=object)
+            self._vocab_space = self.space
+        return self._vocab_array, self._vocab_capitalized
 
     def _classify(self, word: str) -> int:
         """Row to privatize (>= 0), -2 for a kept stopword, -1 for out-of-vocabulary."""
@@ -399,47 +481,43 @@ class WordMechanism(Mechanism):
             return -2
         return self.space.index.get(key, -1)
 
+    def _word_code(self, word: str) -> int:
+        """What the lookup cache holds for ``word``: 2 * :meth:`_classify` + (1 if the word has
+        no upper-case letter: digits, "it", "don't" carry no case pattern to release)."""
+        return 2 * self._classify(word) + (word.islower() or word == word.lower())
+
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
         """Privatize many texts with one vectorized draw over all their tokens."""
-        space = self._fitted_space()
+        self._fitted_space()
         gen = as_generator(rng)
-        cache = self._lookup_cache
-        parts_of, codes_of = [], []
-        for text in texts:
-            if not isinstance(text, str):
-                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
-            parts = split_words(text)
-            words = parts[1::2]
-            codes = list(map(cache.get, words))
-            if None in codes:
-                for j, w in enumerate(words):
-                    if codes[j] is None:
-                        codes[j] = cache[w] = self._classify(w)
-            parts_of.append(parts)
-            codes_of.append(codes)
-        flat = np.fromiter(itertools.chain.from_iterable(codes_of), dtype=np.int64)
-        originals = list(itertools.chain.from_iterable(p[1::2] for p in parts_of))
-        words = np.array(originals, dtype=object)  # output words, filled in below
-        # words without an upper-case letter (digits, "it", "don't"): no case pattern to release
-        lower = np.fromiter((o.islower() or o == o.lower() for o in originals), dtype=bool,
-                            count=len(originals))
-        lengths = np.array([len(c) for c in codes_of], dtype=np.int64)
-        text_of = np.repeat(np.arange(len(texts)), lengths)
-        vocab = self._vocab_objects()
-        initial = _sentence_initial(parts_of, len(originals))
+        if isinstance(texts, str):
+            raise DPTextError("texts must be a sequence of strings, not one string")
+        if not isinstance(texts, list | tuple):
+            texts = list(texts)
+        with _gc_paused():
+            return self._privatize_split(_SplitBatch(texts, self._lookup_cache,
+                                                     self._word_code), texts, gen)
+
+    def _privatize_split(self, batch: _SplitBatch, texts: Sequence[str],
+                         gen: np.random.Generator) -> list[Result]:
+        space = self.space
+        flat, lower, initial, originals = batch.codes, batch.lower, batch.initial, batch.slots
+        words = np.fromiter(originals, dtype=object, count=len(originals))  # filled in below
+        vocab, vocab_capitalized = self._vocab_objects()
         case_copied = np.zeros(len(flat), dtype=bool)
 
         def render(positions: np.ndarray, rows: np.ndarray) -> None:
             words[positions] = vocab[rows]  # lower-case originals need nothing more
             if self.keep_case:  # the input's case pattern, released unprotected
-                cased = positions[~lower[positions]]
-                case_copied[cased] = True
-                words[cased] = [apply_case(w, originals[p])
-                                for p, w in zip(cased.tolist(), words[cased].tolist(),
-                                                strict=True)]
+                cased = ~lower[positions]
+                at = positions[cased]
+                case_copied[at] = True
+                words[at] = [apply_case(w, originals[p])
+                             for p, w in zip(at.tolist(), vocab[rows[cased]].tolist(),
+                                             strict=True)]
             else:  # the input's case unused: capitalised only where a sentence starts
-                first = positions[initial[positions]]
-                words[first] = [capitalize_first(w) for w in words[first].tolist()]
+                first = initial[positions]
+                words[positions[first]] = vocab_capitalized[rows[first]]
 
         in_vocab = np.flatnonzero(flat >= 0)
         rows = flat[in_vocab]
@@ -458,9 +536,7 @@ class WordMechanism(Mechanism):
         elif len(oov) and self.oov == "placeholder":
             words[oov] = self.placeholder
 
-        def per_text(mask: np.ndarray) -> list[int]:
-            return np.bincount(text_of[mask], minlength=len(texts)).tolist()
-
+        per_text = batch.per_text
         unprotected_mask = np.zeros(len(flat), dtype=bool)
         if protected is not None:
             unprotected_mask[in_vocab[~protected]] = True
@@ -473,23 +549,13 @@ class WordMechanism(Mechanism):
         n_capital = per_text(verbatim & ~lower & ~initial)
         n_entity = [0] * len(texts)
         if getattr(self, "warn_entities", False) and verbatim.any():
-            n_entity = per_text(verbatim & _in_detected_entities(texts, parts_of))
+            n_entity = per_text(verbatim & _in_detected_entities(texts, batch.split))
         n_stop = per_text(flat == -2)
         n_oov = per_text(flat == -1)
-        results = []
-        ends = np.cumsum(lengths).tolist()
-        start = 0
-        for t, (parts, end) in enumerate(zip(parts_of, ends, strict=True)):
-            parts[1::2] = words[start:end].tolist()
-            start = end
-            report = self._report(
-                n_priv=n_priv[t], n_unprotected=n_unprot[t], n_stop=n_stop[t],
-                n_oov=n_oov[t], n_punct=count_punctuation(parts[0::2]),
-                n_resampled=n_resampled[t], n_case=n_case[t], n_capitalized=n_capital[t],
-                n_entity=n_entity[t],
-            )
-            results.append(Result("".join(parts), report))
-        return results
+        reports = self._reports(n_priv, batch.punctuation.tolist(), n_stop, n_unprot,
+                                n_resampled, n_oov, n_case, n_capital, n_entity)
+        return [Result(text, report) for text, report in
+                zip(batch.render(words.tolist()), reports, strict=True)]
 
     def word_kinds(self, words: Sequence[str]) -> list[str]:
         """What the pipeline does with each word, for displays that mark tokens:
@@ -512,27 +578,37 @@ class WordMechanism(Mechanism):
                 k += 1
         return kinds
 
-    def _report(self, *, n_priv: int, n_unprotected: int, n_stop: int, n_oov: int,
-                n_punct: int, n_resampled: int = 0, n_case: int = 0,
-                n_capitalized: int = 0, n_entity: int = 0) -> PrivacyReport:
+    def _reports(self, n_priv: list[int], n_punct: list[int], n_stop: list[int],
+                 n_unprotected: list[int], n_resampled: list[int], n_oov: list[int],
+                 n_case: list[int], n_capitalized: list[int], n_entity: list[int]
+                 ) -> list[PrivacyReport]:
+        """One report per text from its counts (lists, one entry per text). The events of a
+        combination of counts are built once per batch (they are frozen, so reports share
+        them); every report gets its own lists and dicts."""
         guarantee = self._token_guarantee
-        events = [
-            TokenEvent(guarantee, n_priv, "mechanism"),
-            TokenEvent(_KEPT, n_punct, "punctuation"),
-            TokenEvent(_KEPT, n_stop, "stopword"),
-            TokenEvent(_KEPT, n_unprotected, "non_sensitive"),
-            TokenEvent(_KEPT, n_resampled, "non_sensitive_resampled"),
-        ]
-        if self.oov == "keep":
-            events.append(TokenEvent(_KEPT, n_oov, "oov"))
-        else:
-            events.append(TokenEvent(_OOV_REPLACED, n_oov, f"oov_{self.oov}"))
-        return PrivacyReport(
-            self.name, guarantee, [e for e in events if e.count],
-            unprotected_attributes={"case_pattern": n_case} if n_case else {},
-            warnings={k: v for k, v in (("non_sensitive_capitalized", n_capitalized),
-                                        ("non_sensitive_entity", n_entity)) if v},
-            document_scope=DOCUMENT_SCOPE)
+        oov_guarantee, oov_reason = ((_KEPT, "oov") if self.oov == "keep"
+                                     else (_OOV_REPLACED, f"oov_{self.oov}"))
+        kinds = ((guarantee, "mechanism"), (_KEPT, "punctuation"), (_KEPT, "stopword"),
+                 (_KEPT, "non_sensitive"), (_KEPT, "non_sensitive_resampled"),
+                 (oov_guarantee, oov_reason))
+        keys = list(zip(n_priv, n_punct, n_stop, n_unprotected, n_resampled, n_oov,
+                        strict=True))
+        events_of = {key: tuple(TokenEvent(g, c, reason)
+                                for (g, reason), c in zip(kinds, key, strict=True) if c)
+                     for key in set(keys)}
+        name = self.name
+        out = [PrivacyReport(name, guarantee, list(events_of[key]), document_scope=DOCUMENT_SCOPE)
+               for key in keys]
+        flagged = (np.asarray(n_case, dtype=np.int64) | np.asarray(n_capitalized, dtype=np.int64)
+                   | np.asarray(n_entity, dtype=np.int64))
+        for t in np.flatnonzero(flagged).tolist():
+            if n_case[t]:
+                out[t].unprotected_attributes["case_pattern"] = n_case[t]
+            for warning, count in (("non_sensitive_capitalized", n_capitalized[t]),
+                                   ("non_sensitive_entity", n_entity[t])):
+                if count:
+                    out[t].warnings[warning] = count
+        return out
 
     # ------------------------------------------------------------- display
     def __repr__(self) -> str:
