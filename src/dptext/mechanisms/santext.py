@@ -65,10 +65,21 @@ class SanText(WordMechanism):
     summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
     guarantee_summary = "epsilon*d metric DP over sensitive words, d = Euclidean distance"
 
+    # where the fit's distance pass runs (the tables are the same up to float32 rounding)
+    runtime_parameters = frozenset({"device"})
+
     def __init__(
-        self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0, **common
+        self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0,
+        device: str = "cpu", **common
     ) -> None:
+        """``device`` ("cpu", "cuda", "auto"): where the fit's pass over distances beyond the
+        kNN table runs (SanText+ rows whose kNN list holds no sensitive word: a |rows| x |V_s|
+        float32 GEMM with a row minimum); the epsilon-dependent tables and the exact sampler
+        stay in float64 on the CPU."""
+        from dptext.devices import check_device
+
         super().__init__(epsilon=epsilon, **common)
+        self.device = check_device(device)
         self.sensitive_fraction = check_probability(sensitive_fraction, "sensitive_fraction")
         if self.sensitive_fraction == 0.0:
             raise DPTextError("sensitive_fraction must be > 0")
@@ -119,7 +130,8 @@ class SanText(WordMechanism):
             shift = near_d.min(1)
             lost = np.flatnonzero(~np.isfinite(shift))
             if len(lost):
-                shift[lost] = _nearest_distance(space.vectors, lost, np.flatnonzero(sensitive))
+                shift[lost] = _nearest_distance(space.vectors, lost, np.flatnonzero(sensitive),
+                                                device=self.device)
             if path is not None:
                 _save_npz(path, sensitive=sensitive, shift=shift)
         return {"sensitive": sensitive, "near_ok": near_ok, "near_d": near_d, "shift": shift,
@@ -385,7 +397,7 @@ class SanTextPlus(SanText):
     summary = "SanText over the rarest w of words; other words kept w.p. 1-p"
 
     # the entity check reads the texts, not the tables
-    runtime_parameters = frozenset({"warn_entities"})
+    runtime_parameters = frozenset({"warn_entities", "device"})
 
     def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3,
                  warn_entities: bool = False, **params) -> None:
@@ -471,9 +483,14 @@ def _check_near_sampler(tables: dict, log_w: np.ndarray, tol: float = 1e-9) -> N
 
 
 def _nearest_distance(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray,
-                      block: int = 256) -> np.ndarray:
+                      block: int = 256, device: str = "cpu") -> np.ndarray:
     """min over ``columns`` of the Euclidean distance from each of ``rows`` (float64 result
-    from float32 products, blocked so memory stays ~block x len(columns) floats)."""
+    from float32 products, blocked so memory stays ~block x len(columns) floats). ``device``
+    other than "cpu": the same computation in torch there (:func:`_nearest_distance_torch`)."""
+    from dptext.devices import resolve_device
+
+    if resolve_device(device) != "cpu":
+        return _nearest_distance_torch(vectors, rows, columns, device=resolve_device(device))
     cols = vectors[columns]
     col_sq = np.einsum("ij,ij->i", cols, cols)
     out = np.empty(len(rows))
@@ -481,6 +498,30 @@ def _nearest_distance(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray
         x = vectors[rows[s : s + block]]
         d2 = (col_sq[None, :] - 2.0 * (x @ cols.T)).min(1).astype(np.float64)
         out[s : s + block] = np.sqrt(np.maximum(d2 + np.einsum("ij,ij->i", x, x), 0.0))
+    return out
+
+
+def _nearest_distance_torch(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray, *,
+                            device: str, block: int = 4096) -> np.ndarray:
+    """:func:`_nearest_distance` in torch on ``device`` (full float32: TF32 off): the sensitive
+    words stay on the device, each block of rows is one GEMM and a row minimum."""
+    import torch
+
+    dev = torch.device(device)
+    cols = torch.from_numpy(np.ascontiguousarray(vectors[columns], dtype=np.float32)).to(dev)
+    col_sq = (cols * cols).sum(1)
+    out = np.empty(len(rows))
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        for s in range(0, len(rows), block):
+            x = torch.from_numpy(np.ascontiguousarray(vectors[rows[s : s + block]],
+                                                      dtype=np.float32)).to(dev)
+            d2 = (col_sq[None, :] - 2.0 * (x @ cols.T)).min(1).values
+            d2 = d2.double() + (x * x).sum(1).double()
+            out[s : s + block] = torch.sqrt(torch.clamp(d2, min=0.0)).cpu().numpy()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     return out
 
 

@@ -322,8 +322,9 @@ class TrainJob:
 
     def _fingerprint(self) -> dict:
         """The settings a resumed run must share (all but the number of rounds, the
-        display/checkpoint options, the device, the target epsilon - its noise multiplier is compared in
-        the configuration - and the data's path - its content is compared by digest)."""
+        display/checkpoint options, the device, the target epsilon - its noise multiplier is
+        compared in the configuration - and the data's path - its content is compared by
+        digest)."""
         skip = {"rounds", "progress", "extra", "checkpoint_every", "epsilon", "data", "device"}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
