@@ -6,6 +6,10 @@ round against a noiseless FedAvg round on the same sampled data, and canary expo
         --max-sentences 8 --repeats 3 --threads 1]
         (cost: the median of per-round UeDP/noiseless ratios on identical batches)
     .venv/bin/python benchmarks/bench_training.py canary [--texts 60 --rounds 15 --copies 20]
+
+``cost`` also times the server step (clipping + noise + aggregation) of the same UeDP round with
+each noise generator: torch's MT19937 (what the trainer used before), numpy PCG64 (the default)
+and ChaCha20 (``secure_rng``), and reports the secure generator's share of a whole round.
 """
 
 from __future__ import annotations
@@ -100,8 +104,13 @@ def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0, model: str = "lstm
     # The figure is the median of the per-round ratios: a ratio of the two medians compares
     # different rounds (the batches differ several-fold in size), which is what made earlier
     # versions of this benchmark report UeDP at 0.52-0.59x of a noiseless round.
+    from dptext.rng import secure_generator
+
     times = {"noiseless": [], "uedp": []}
     server = {"noiseless": [], "uedp": []}
+    noise_gens = {"torch MT19937": gen, "PCG64 (default)": np.random.default_rng(seed),
+                  "ChaCha20 (secure)": secure_generator(seed)}
+    by_gen = {k: [] for k in noise_gens}
     users = []
     for r in range(repeats):
         batch = sample()
@@ -118,6 +127,11 @@ def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0, model: str = "lstm
             end = time.perf_counter()
             times[algo].append(end - start)
             server[algo].append(end - middle)
+            if algo == "uedp":  # the same server step with each noise generator
+                for name, g in noise_gens.items():
+                    t0 = time.perf_counter()
+                    aggregate(updates, cfg, corpus.n_users, g)
+                    by_gen[name].append(time.perf_counter() - t0)
     for algo in times:
         print(f"  {algo:9s} rounds (s): " + " ".join(f"{t:.3f}" for t in times[algo]))
     ratios = np.array(times["uedp"]) / np.array(times["noiseless"])
@@ -131,6 +145,16 @@ def cost(n_texts: int = 120, repeats: int = 6, seed: int = 0, model: str = "lstm
     print(f"of which clipping + aggregation + noise: UeDP {np.median(server['uedp']):.3f}s, "
           f"noiseless mean {np.median(server['noiseless']):.3f}s (median round UeDP "
           f"{np.median(times['uedp']):.2f}s, noiseless {np.median(times['noiseless']):.2f}s)")
+    n_params = sum(v.numel() for v in params.values())
+    round_s = float(np.median(times["uedp"]))
+    base = float(np.median(by_gen["PCG64 (default)"]))
+    print(f"server step by noise generator ({n_params:,} noised parameters; median of "
+          f"{repeats}):")
+    for name, ts in by_gen.items():
+        t = float(np.median(ts))
+        print(f"  {name:18s} {t * 1e3:8.2f} ms ({t / base:.2f}x PCG64; {n_params / t / 1e6:.0f}M "
+              f"normals/s incl. clipping); a whole round with it: {round_s - base + t:.3f}s "
+              f"({(round_s - base + t) / round_s:.3f}x the default round)")
 
 
 def canary(n_texts: int, rounds: int, copies: int, q_u: float, seed: int) -> None:

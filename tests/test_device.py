@@ -78,3 +78,93 @@ def test_laplace_device_auto_gives_the_cpu_words(data):
 def test_faiss_search_is_refused_on_the_gpu():
     with pytest.raises(DPTextError, match="faiss"):
         dptext.mechanism("laplace", epsilon=3.0, search="ivf", device="cuda")
+
+
+# ------------------------------------------------------------ SanText fit, truncated Gumbel
+def test_santext_distance_pass_in_torch_on_cpu_equals_numpy(data):
+    from dptext.mechanisms.santext import _nearest_distance, _nearest_distance_torch
+
+    words, _ = data
+    rows, cols = np.arange(0, 700, 3), np.arange(1, 700, 7)
+    ref = np.sqrt(((words[rows, None, :].astype(np.float64)
+                    - words[None, cols, :].astype(np.float64)) ** 2).sum(-1)).min(1)
+    got_np = _nearest_distance(words, rows, cols)
+    got_torch = _nearest_distance_torch(words, rows, cols, device="cpu", block=100)
+    # float32 products: |d^2| errors ~1e-6, so up to ~3e-3 in d where d = 0 (a row among
+    # the columns)
+    np.testing.assert_allclose(got_np, ref, rtol=1e-5, atol=5e-3)
+    np.testing.assert_allclose(got_torch, ref, rtol=1e-5, atol=5e-3)
+
+
+def _space(words):
+    return EmbeddingSpace([f"w{i}" for i in range(len(words))], words, name="device-test")
+
+
+def test_santext_plus_device_auto_fits_the_cpu_tables(data):
+    space = _space(data[0])
+    params = dict(epsilon=3.0, space=space, sensitive_fraction=0.02, p=1.0)
+    a = dptext.mechanism("santext+", **params).fit(cache=False)
+    b = dptext.mechanism("santext+", device="auto", **params).fit(cache=False)
+    assert (a._tables["near_count"] == 0).sum() > 100  # the distance pass is exercised
+    for key in ("shift", "log_p_far", "cum"):
+        np.testing.assert_allclose(a._tables[key], b._tables[key], rtol=1e-6)
+
+
+def test_gumbel_large_k_candidates_in_torch_on_cpu_equal_numpy(data):
+    from dptext.mechanisms.truncated_gumbel import minimum_epsilon
+
+    space = _space(data[0][1:])  # without the duplicate (Delta_min > 0)
+    geo = dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
+    m = dptext.mechanism("gumbel", space=space,
+                         epsilon=2 * minimum_epsilon(**geo, rule="paper")).fit(cache=False)
+    rows, ks = np.array([0, 1, 5, 698]), np.array([699, 100, 699, 65])
+    for (c1, d1), (c2, d2) in zip(m._large_candidates(rows, ks),
+                                  m._large_candidates(rows, ks, torch_device="cpu"),
+                                  strict=True):
+        np.testing.assert_array_equal(c1, c2)
+        np.testing.assert_allclose(d1, d2, rtol=1e-12, atol=1e-12)
+    assert next(m._large_candidates(rows[:1], ks[:1]))[0][0] == 0  # the word itself first
+
+
+@pytest.mark.skipif(GPU, reason="checks the error raised without a GPU")
+@pytest.mark.parametrize("name", ["santext", "santext+", "gumbel"])
+def test_santext_gumbel_cuda_without_a_gpu_is_a_one_line_error(name):
+    with pytest.raises(DPTextError) as e:
+        dptext.mechanism(name, epsilon=500.0, device="cuda")
+    assert "\n" not in str(e.value) and "no CUDA GPU" in str(e.value)
+    with pytest.raises(DPTextError, match="device must be one of"):
+        dptext.mechanism(name, epsilon=500.0, device="gpu0")
+
+
+def test_sanitize_cli_device_option(data, tmp_path, capsys):
+    from dptext.cli import main
+
+    space = _space(data[0])
+    path = space.save(tmp_path / "s.npz")
+    base = ["sanitize", "-m", "santext", "-e", "3", "--space", str(path), "--text", "w1 w2",
+            "--no-progress"]
+    assert main(base + ["--device", "auto"]) == 0
+    assert capsys.readouterr().out.strip()
+    assert main(base + ["--device", "tpu"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "device must be one of" in err and len(err.splitlines()) == 1
+
+
+@needs_gpu
+def test_santext_and_gumbel_on_the_gpu_match_the_cpu(data):
+    from dptext.mechanisms.santext import _nearest_distance, _nearest_distance_torch
+
+    words, _ = data
+    rows, cols = np.arange(0, 700, 3), np.arange(1, 700, 7)
+    np.testing.assert_allclose(_nearest_distance_torch(words, rows, cols, device="cuda"),
+                               _nearest_distance(words, rows, cols), rtol=1e-5, atol=5e-3)
+    space = _space(words[1:])
+    from dptext.mechanisms.truncated_gumbel import minimum_epsilon
+
+    geo = dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
+    m = dptext.mechanism("gumbel", space=space,
+                         epsilon=2 * minimum_epsilon(**geo, rule="paper")).fit(cache=False)
+    rows, ks = np.array([0, 5]), np.array([699, 300])
+    for (c1, _), (c2, _) in zip(m._large_candidates(rows, ks),
+                                m._large_candidates(rows, ks, torch_device="cuda"), strict=True):
+        np.testing.assert_array_equal(c1, c2)

@@ -72,3 +72,22 @@ def test_indexed_search_finds_words_near_their_own_vector(kind):
                   space=EmbeddingSpace([f"w{i}" for i in range(500)], vectors, name="ivf"))
     out = m.fit(cache=False).privatize("w1 w2 w3", rng=0)
     assert len(out.text.split()) == 3 and out.report.tokens_privatized == 3
+
+
+@pytest.mark.parametrize("tile", [16, 1024])
+def test_runner_up_inside_the_winning_tile_triggers_the_exact_check(tile):
+    """The tie test's runner-up comes from the other tiles and from a re-score of the winning
+    tile: near twins in the same tile and in another tile both resolve as float64 says."""
+    rng = np.random.default_rng(11)
+    words = rng.standard_normal((200, 12)).astype(np.float32)
+    words[6] = words[5]                                        # exact twin, same tile
+    words[5 + 16] = words[5]                                   # exact twin, another tile
+    words[41] = words[40] + np.float32(3e-7) * rng.standard_normal(12).astype(np.float32)
+    words[40 + 32] = words[40] + np.float32(3e-7) * rng.standard_normal(12).astype(np.float32)
+    points = np.concatenate([np.repeat(words[[5, 40]].astype(np.float64), 20, axis=0)
+                             + rng.standard_normal((40, 12)) * 1e-6,
+                             rng.standard_normal((60, 12))])
+    ref = np.argmin(((points[:, None, :] - words[None].astype(np.float64)) ** 2).sum(-1), 1)
+    search = ExactSearch(words, block=32, tile=tile)
+    np.testing.assert_array_equal(search(points), ref)
+    assert search.rechecked >= 40  # every point next to the twins was re-checked

@@ -93,8 +93,46 @@ def test_santext_plus_rows_without_a_sensitive_neighbour():
 def test_tables_saved_by_the_exact_far_mass_sampler_are_refitted(tmp_path):
     space = make_space(100, 6)
     m = SanText(epsilon=2.2, space=space).fit(cache=False)
-    old = {k: v for k, v in m._tables.items() if k != "envelope"}
+    old = {k: v for k, v in m._tables.items() if k != "layout"}
     old["p_near"] = np.full(len(space), 0.5)  # what the old format stored means something else
     path = m.save(tmp_path / "old.npz", old)
     again = SanText(epsilon=2.2, space=space).load(path)
     np.testing.assert_array_equal(again._tables["p_near"], m._tables["p_near"])
+
+
+@pytest.mark.parametrize("eps", [19.1])  # an epsilon no other test or cache has fitted
+def test_sampling_at_another_new_epsilon_matches_the_realized_law(eps):
+    space = make_space(300, 8)
+    m = SanText(epsilon=eps, space=space).fit()
+    x = 42
+    law = np.exp(m.realized_log_probabilities(x))
+    assert law.sum() == pytest.approx(1.0, abs=1e-12)
+    n = 60_000
+    counts = np.bincount(m._sample(np.full(n, x), np.random.default_rng(5)),
+                         minlength=len(space))
+    assert chi2_p(counts, law) > P_MIN
+
+
+def test_huge_epsilon_realizes_every_probability_and_the_guarantee():
+    """At eps 400 most probabilities are far below 2^-53: the grid sampler realized them as 0
+    (1 - p_near rounds to 0: no far word could ever be drawn); the exact sampler realizes each
+    within float32 distance rounding of its target, so the privacy loss between two inputs is
+    at most eps * d(x, x') (+ that rounding)."""
+    eps = 400.0
+    space = make_space(300, 9)
+    m = SanText(epsilon=eps, space=space).fit()
+    d = exact_distances(space)
+    t = m._tables
+    assert (1.0 - t["p_near"] == 0.0).any() and np.isfinite(t["log_p_far"]).all()
+    laws = {}
+    for x in (3, 4, 150):
+        lp = m.realized_log_probabilities(x)
+        target = -eps / 2 * d[x] - np.logaddexp.reduce(-eps / 2 * d[x])
+        assert np.isfinite(lp).all()  # every word keeps a positive probability
+        assert (np.exp(target) < 2.0**-53).sum() > 200  # the regime the grid cannot represent
+        # float32 distances: |d~ - d| <~ 1e-6 here, so the log-probabilities agree to eps*1e-6
+        np.testing.assert_allclose(lp, target, rtol=0, atol=eps * 2e-6)
+        laws[x] = lp
+    for a, b in ((3, 4), (3, 150), (4, 150)):
+        loss = np.abs(laws[a] - laws[b]).max()
+        assert loss <= eps * d[a, b] * (1 + 1e-5) + eps * 4e-6

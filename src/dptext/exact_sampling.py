@@ -118,8 +118,13 @@ def bernoulli(q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     infinite-precision uniform U, refined past the 2^-53 grid only when the grid cannot decide
     (probability 2^-53 per level)."""
     q = np.array(q, dtype=np.float64, copy=True)
-    out = np.zeros(q.shape, dtype=bool)
-    pending = np.arange(q.size)
+    u = np.asarray(rng.random(q.size)).reshape(q.shape)
+    out = u + GRID <= q
+    undecided = ~out & (u < q)
+    if not undecided.any():  # the grid decided every draw (all but ~2^-53 of them)
+        return out
+    q[undecided] = (q[undecided] - u[undecided]) * SCALE
+    pending = np.flatnonzero(undecided.reshape(-1))
     flat_q, flat_out = q.reshape(-1), out.reshape(-1)
     while len(pending):
         u = rng.random(len(pending))
@@ -136,6 +141,9 @@ def bernoulli_log(log_q: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Exact Bernoulli(exp(log_q)) for any ``log_q <= 0`` (also far below the double range):
     a product of independent Bernoulli factors of at least e^-BLOCK_NATS each."""
     log_q = np.asarray(log_q, dtype=np.float64)
+    if log_q.size == 0 or log_q.min() >= -BLOCK_NATS or bool(
+            (np.isneginf(log_q) | (log_q >= -BLOCK_NATS)).all()):
+        return bernoulli(np.exp(log_q), rng)  # one factor each (exp(-inf) = 0: never)
     finite = np.isfinite(log_q)
     pieces = np.ones(log_q.shape, dtype=np.int64)
     pieces[finite] = np.maximum(1, np.ceil(-log_q[finite] / BLOCK_NATS)).astype(np.int64)

@@ -23,15 +23,65 @@ SECURE = "secure"
 RngLike = np.random.Generator | int | str | None
 
 
-def secure_generator() -> np.random.Generator:
-    """A numpy Generator over ChaCha20 with a fresh 256-bit key from the OS (``secrets``)."""
+def _chacha():
     try:
         from randomgen import ChaCha
     except ImportError:  # pragma: no cover - a core dependency
         raise DPTextError("rng='secure' needs the randomgen package: pip install randomgen"
                           ) from None
-    key = int.from_bytes(secrets.token_bytes(32), "little")
-    return np.random.Generator(ChaCha(key=key, counter=0, rounds=20))
+    return ChaCha
+
+
+def secure_generator(seed: int | np.random.SeedSequence | None = None) -> np.random.Generator:
+    """A numpy Generator over ChaCha20 with a fresh 256-bit key from the OS (``secrets``).
+
+    ``seed`` (experiments only): the key is 256 bits of ``SeedSequence(seed)`` instead, so the
+    stream is reproducible - and predictable to anyone who knows the seed."""
+    if seed is None:
+        key = int.from_bytes(secrets.token_bytes(32), "little")
+    else:
+        ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+        key = int.from_bytes(ss.generate_state(8, dtype=np.uint32).astype("<u4").tobytes(),
+                             "little")
+    return np.random.Generator(_chacha()(key=key, counter=0, rounds=20))
+
+
+def generator_state(gen: np.random.Generator) -> dict:
+    """The state of ``gen`` as plain Python values (dicts, lists, ints, strs), so that
+    ``torch.load(..., weights_only=True)`` and JSON can hold it; :func:`restore_generator`
+    rebuilds the generator. Whoever holds it can predict every later draw: keep it private."""
+    return _plain(gen.bit_generator.state)
+
+
+def restore_generator(state: dict) -> np.random.Generator:
+    """The generator whose :func:`generator_state` is ``state`` (PCG64 or ChaCha20)."""
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    if name == "PCG64":
+        bits = np.random.PCG64()
+    elif isinstance(name, str) and name.rsplit(".", 1)[-1] == "ChaCha":
+        bits = _chacha()()
+    else:
+        raise DPTextError(f"not a saved PCG64 or ChaCha generator state: {name!r}")
+    bits.state = _arrays(state)
+    return np.random.Generator(bits)
+
+
+def _plain(value):
+    if isinstance(value, np.ndarray):
+        return {"__ndarray__": value.tolist(), "dtype": value.dtype.str}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _arrays(value):
+    if isinstance(value, dict):
+        if set(value) == {"__ndarray__", "dtype"}:
+            return np.asarray(value["__ndarray__"], dtype=np.dtype(value["dtype"]))
+        return {k: _arrays(v) for k, v in value.items()}
+    return value
 
 
 def is_secure(gen: np.random.Generator) -> bool:
@@ -68,4 +118,7 @@ def gaussian_noise(shape, std: float, generator, *, dtype=None):
     if isinstance(generator, np.random.Generator):
         noise = torch.from_numpy(generator.standard_normal(tuple(shape)))
         return (noise * std).to(dtype or torch.get_default_dtype())
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise DPTextError(f"noise generator must be a numpy or torch Generator, got "
+                          f"{type(generator).__name__}")
     return torch.randn(tuple(shape), generator=generator, dtype=dtype) * std

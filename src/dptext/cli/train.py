@@ -147,7 +147,7 @@ def _job(args):
         max_sentences=args.max_sentences, users_per_chunk=args.users_per_chunk,
         vocab_size=args.vocab_size, max_len=args.max_len, normalizer=args.normalizer,
         checkpoint_every=args.checkpoint_every, ledger=args.ledger, owner=args.owner,
-        ledger_dataset=args.dataset,
+        ledger_dataset=args.dataset, secure_rng=args.secure_rng, device=args.device,
         progress=not args.no_progress and sys.stderr.isatty())
 
 
@@ -251,6 +251,13 @@ def register(subparsers) -> None:
     t.add_argument("--resume", action="store_true",
                    help="continue the unfinished run in --output from its last checkpoint "
                         "(same options; gives the result of an uninterrupted run)")
+    t.add_argument("--secure-rng", action="store_true",
+                   help="draw the DP noise and the sampling coins from ChaCha20 keyed by the OS "
+                        "(with --seed: keyed from the seed, for experiments) instead of PCG64 "
+                        "(docs/reliability.md)")
+    t.add_argument("--device", default="cpu", metavar="{cpu,cuda,auto}",
+                   help="where the local training and aggregation run (default cpu; auto: the "
+                        "GPU when torch sees one)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 

@@ -1,18 +1,24 @@
 """Nearest word (Euclidean) to many points: the search of the multivariate Laplace mechanism.
 
 Exact search (the default): argmin_y |p - y|^2 = argmax_y (p.y - |y|^2 / 2). Points go in
-blocks of ``block`` rows; per block, the words in tiles of ``tile`` rows: one float32 GEMM per
-tile (numpy's BLAS, OpenBLAS here, which reaches a higher float32 rate than torch's on this
-CPU) written into a preallocated buffer, minus |y|^2/2, and a running top-two per point. No
-float64 copy of the vectors is made.
+blocks of ``block`` rows (512); per block, the words in tiles of ``tile`` rows (1024: a 2 MB
+score tile that stays in cache for the pass after the GEMM): one float32 GEMM per tile (numpy's
+BLAS, OpenBLAS here, which reaches a higher float32 rate than torch's on this CPU) of the
+points [p, 1] against [y, -|y|^2/2] (the score comes out of the GEMM: no subtraction pass),
+written into a preallocated buffer, then an argmax and a max pass over the tile while it is
+still in cache (a running top two per point), and each tile's best score kept per point (so a
+near tie is re-checked over the tiles that may hold the best only). No float64 copy of the
+vectors is made.
 
 Exactness: a float32 score differs from the exact one by at most
 ``B = (d + 4) * u * (|p| * r + r^2 / 2) * 1.01`` (u = 2^-24, r the largest word norm, d the
-dimension: the standard bound gamma_d * sum |p_i y_i| of a dot product in any summation order,
-plus the rounding of the point, of |y|^2/2 and of the subtraction). Where the best and the
+dimension: the standard bound gamma_(d+1) * (sum |p_i y_i| + |y|^2/2) of the augmented dot
+product [p, 1].[y, -|y|^2/2] in any summation order, plus the rounding of the point and of
+|y|^2/2 to float32). Where the best and the
 second-best float32 scores are within ``2B``, the order may be wrong: those points (rare) are
-re-scored in float64 over every word whose float32 score is within ``2B`` of the best. The
-result equals a brute-force float64 search (the point itself taken in float64).
+re-scored in float64 (|p - y|^2 from the differences, row by row) over every word whose
+float32 score is within ``2B`` of the best. The result equals a brute-force float64 search
+(the point itself taken in float64; exact ties: the lowest index).
 
 On a GPU (``device="cuda"``, :class:`TorchExactSearch`) the same search runs with torch: the
 word matrix stays on the device, each block of points is one float32 GEMM (full float32: TF32
@@ -39,13 +45,20 @@ _U32 = 2.0**-24
 class ExactSearch:
     """Exact nearest word, float32 GEMM with a certified float64 re-check of near ties."""
 
-    def __init__(self, vectors: np.ndarray, *, block: int = 256, tile: int = 8192) -> None:
+    def __init__(self, vectors: np.ndarray, *, block: int = 512, tile: int = 1024) -> None:
         self.words = np.ascontiguousarray(vectors, dtype=np.float32)
         self.half_sq = 0.5 * np.einsum("ij,ij->i", self.words, self.words, dtype=np.float64)
         self.half_sq32 = self.half_sq.astype(np.float32)
         self.radius = float(np.sqrt(2.0 * self.half_sq.max())) if len(self.words) else 0.0
         self.block, self.tile = int(block), int(tile)
         self.rechecked = 0  # points re-scored in float64 so far (for the benchmark)
+        # [y, -|y|^2/2, 0...]: the score p.y - |y|^2/2 comes out of the GEMM of [p, 1, 0...]
+        # (no pass over the scores to subtract it); width padded to a multiple of 8
+        m, d = self.words.shape
+        self.width = -(-(d + 1) // 8) * 8
+        self.augmented = np.zeros((m, self.width), dtype=np.float32)
+        self.augmented[:, :d] = self.words
+        self.augmented[:, d] = -self.half_sq32
 
     def error_bound(self, point_norms: np.ndarray) -> np.ndarray:
         d, r = self.words.shape[1], self.radius
@@ -59,26 +72,30 @@ class ExactSearch:
             return out
         if m == 0:
             raise DPTextError("cannot search an empty vocabulary")
+        d, tile, words = self.words.shape[1], self.tile, self.augmented
         bound2 = 2.0 * self.error_bound(np.linalg.norm(points64, axis=1))
-        buf = np.empty((self.block, min(self.tile, m)), dtype=np.float32)
+        buf = np.empty((self.block, min(tile, m)), dtype=np.float32)
+        pbuf = np.zeros((self.block, self.width), dtype=np.float32)
+        pbuf[:, d] = 1.0
         for s in range(0, n, self.block):
-            p = points64[s: s + self.block].astype(np.float32)
-            b = len(p)
+            b = min(self.block, n - s)
+            pbuf[:b, :d] = points64[s: s + b]  # rounded to float32 once
+            p = pbuf[:b]
             best = np.full(b, -np.inf, dtype=np.float32)
             second = np.full(b, -np.inf, dtype=np.float32)
             arg = np.zeros(b, dtype=np.int64)
             rows = np.arange(b)
-            for t in range(0, m, self.tile):
-                w = self.words[t: t + self.tile]
-                sc = buf[:b, : len(w)]
-                np.matmul(p, w.T, out=sc)
-                sc -= self.half_sq32[t: t + len(w)]
-                j = sc.argmax(1)
+            tops = np.empty((b, -(-m // tile)), dtype=np.float32)  # each tile's best score
+            for t in range(0, m, tile):
+                sc = buf[:b, : min(tile, m - t)]
+                np.matmul(p, words[t: t + tile].T, out=sc)
+                j = sc.argmax(1)  # first index on ties
                 top = sc[rows, j]
-                sc[rows, j] = -np.inf
+                tops[:, t // tile] = top
+                sc[rows, j] = -np.inf  # the tile's runner-up: one more pass, in cache
                 nxt = sc.max(1)
-                sc[rows, j] = top
-                # merge the tile's top two into the running top two
+                # merge the tile's top two into the running top two; an equal score keeps the
+                # earlier (lower) index
                 new_best = top > best
                 second = np.where(new_best, np.maximum(best, nxt), np.maximum(second, top))
                 arg = np.where(new_best, t + j, arg)
@@ -86,10 +103,23 @@ class ExactSearch:
             out[s: s + b] = arg
             close = np.flatnonzero(best.astype(np.float64) - second < bound2[s: s + b])
             for k in close:
-                out[s + k] = self._recheck(points64[s + k], p[k], float(best[k]),
-                                           float(bound2[s + k]))
+                limit = best[k] - bound2[s + k]
+                tiles = np.flatnonzero(tops[k] >= limit)  # every tile that may hold the best
+                out[s + k] = self._recheck_tiles(points64[s + k], p[k], tiles, limit)
             self.rechecked += len(close)
         return out
+
+    def _recheck_tiles(self, point64: np.ndarray, point_aug: np.ndarray, tiles: np.ndarray,
+                       limit: float) -> int:
+        """Exact float64 nearest word among the words of ``tiles`` whose float32 score is at
+        least ``limit`` = best - 2B: the true best is among them (its score, evaluated any way
+        in float32, is within B of the exact one, and so is the best's)."""
+        cand = np.concatenate([np.arange(t * self.tile, min((t + 1) * self.tile,
+                                                            len(self.words))) for t in tiles])
+        approx = self.augmented[cand] @ point_aug
+        cand = cand[approx >= limit]
+        diff = self.words[cand].astype(np.float64) - point64
+        return int(cand[np.argmin(np.einsum("ij,ij->i", diff, diff))])
 
     def _recheck(self, point64: np.ndarray, point32: np.ndarray, best: float,
                  bound2: float) -> int:
@@ -97,8 +127,11 @@ class ExactSearch:
         ``best`` (the true best is among them)."""
         approx = self.words @ point32 - self.half_sq32
         cand = np.flatnonzero(approx >= best - bound2)
-        exact = self.words[cand].astype(np.float64) @ point64 - self.half_sq[cand]
-        return int(cand[np.argmax(exact)])  # the lowest index among exact ties
+        # |p - y|^2 from the differences, row by row (not a BLAS product: its kernels round
+        # identical rows differently at different positions, which would break exact ties)
+        diff = self.words[cand].astype(np.float64) - point64
+        exact = np.einsum("ij,ij->i", diff, diff)
+        return int(cand[np.argmin(exact)])  # the lowest index among exact ties
 
 
 class TorchExactSearch(ExactSearch):

@@ -15,7 +15,7 @@ table of the space's geometry, which does not depend on epsilon and is cached wi
 Every other sensitive word is at least as far as the m-th neighbour, so its weight is at most
 ``far_max``; U = |V_s| * far_max bounds the far mass Z_far from above for any epsilon. One round
 of a draw picks the near part with probability Z_near / (Z_near + U) and returns a draw from the
-near table (inverse CDF); otherwise it proposes y uniformly from V_s and returns it with
+near table; otherwise it proposes y uniformly from V_s and returns it with
 probability weight(y) / far_max if y is not a near word, and starts a new round if not. A round
 returns y with probability weight(y) / (Z_near + U) for every sensitive y, so the output is an
 exact draw (rejection sampling with the envelope U), and the expected number of far proposals
@@ -23,15 +23,28 @@ per draw, U / (Z_near + Z_far), equals that of drawing the far part with the exa
 is therefore O(|V| m) at any new epsilon (the exact Z_far needed an O(|V| |V_s| d) pass).
 All weights of a row are taken relative to its nearest sensitive word (``shift``), so that large
 epsilons cannot underflow them to zero (a row with no weight left would never finish a draw).
+
+Exactness (docs/reliability.md, "Sampling on the double grid"): no decision is an inverse CDF
+on the 2^-53 grid of a double. The near/far branch is an exact Bernoulli of the far part's
+probability kept as a logarithm (``log_p_far``; ``1 - p_near`` would round to 0 at large
+epsilon and switch the far words off); the near draw is dptext.exact_sampling's (ascending
+cumulative sums, an exact uniform, blocks beyond 600 nats); the rejection test is an exact
+Bernoulli of weight(y) / far_max in the log domain. :func:`_check_near_sampler` checks at every
+fit and load that the near sampler realizes each probability to within 1e-9 nats, so every
+sensitive word keeps a positive probability within exp(+-1e-9) of its target at any epsilon
+and the printed guarantee is what the sampler delivers (for the float32-stored distances:
+docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
 import numpy as np
 
+from dptext import exact_sampling
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
@@ -52,10 +65,21 @@ class SanText(WordMechanism):
     summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
     guarantee_summary = "epsilon*d metric DP over sensitive words, d = Euclidean distance"
 
+    # where the fit's distance pass runs (the tables are the same up to float32 rounding)
+    runtime_parameters = frozenset({"device"})
+
     def __init__(
-        self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0, **common
+        self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0,
+        device: str = "cpu", **common
     ) -> None:
+        """``device`` ("cpu", "cuda", "auto"): where the fit's pass over distances beyond the
+        kNN table runs (SanText+ rows whose kNN list holds no sensitive word: a |rows| x |V_s|
+        float32 GEMM with a row minimum); the epsilon-dependent tables and the exact sampler
+        stay in float64 on the CPU."""
+        from dptext.devices import check_device
+
         super().__init__(epsilon=epsilon, **common)
+        self.device = check_device(device)
         self.sensitive_fraction = check_probability(sensitive_fraction, "sensitive_fraction")
         if self.sensitive_fraction == 0.0:
             raise DPTextError("sensitive_fraction must be > 0")
@@ -106,17 +130,22 @@ class SanText(WordMechanism):
             shift = near_d.min(1)
             lost = np.flatnonzero(~np.isfinite(shift))
             if len(lost):
-                shift[lost] = _nearest_distance(space.vectors, lost, np.flatnonzero(sensitive))
+                shift[lost] = _nearest_distance(space.vectors, lost, np.flatnonzero(sensitive),
+                                                device=self.device)
             if path is not None:
                 _save_npz(path, sensitive=sensitive, shift=shift)
         return {"sensitive": sensitive, "near_ok": near_ok, "near_d": near_d, "shift": shift,
                 "near": np.where(near_ok, geo.neighbors, -1),
                 "last_d": geo.distances[:, -1].astype(np.float64)}
 
+    #: 2: the exact sampler (exact_sampling tables for the near part, log-domain branch and
+    #: rejection probabilities); 1 was the grid inverse CDF
+    LAYOUT = 2
+
     def _table_params(self) -> dict:
-        # The envelope sampler's p_near is not the earlier sampler's: its tables get their own
-        # cache paths, so that neither version loads the other's (a wrong distribution).
-        return {**super()._table_params(), "sampler": "envelope"}
+        # Each sampler's tables mean something else: they get their own cache paths, so that
+        # no version loads another's (a wrong distribution).
+        return {**super()._table_params(), "sampler": "exact-envelope"}
 
     def _free_cache_path(self, space: EmbeddingSpace):
         """Where the epsilon-free part (V_s and the shifts) of this space and w is cached."""
@@ -140,28 +169,20 @@ class SanText(WordMechanism):
         docstring); the tables are identical to those of a single fit at that epsilon.
         """
         free = self._epsilon_free(space)
-        sensitive, near_ok, shift = free["sensitive"], free["near_ok"], free["shift"]
-        n, m = near_ok.shape
-        n_sensitive = int(sensitive.sum())
-        near_count = near_ok.sum(1)
         out = []
         for eps in epsilons:
-            half_eps = float(eps) / 2.0
-            near_w = np.where(near_ok, np.exp(-half_eps * (free["near_d"] - shift[:, None])), 0.0)
-            # Every sensitive word outside the kNN row is at least as far as its last entry and
-            # as the row's nearest sensitive word (shift): its weight is at most far_max <= 1.
-            far_max = np.exp(-half_eps * (np.maximum(free["last_d"], shift) - shift))
-            envelope = np.where(near_count < n_sensitive, n_sensitive * far_max, 0.0)
-            if m >= n:  # the kNN rows hold every word: nothing is far
-                envelope[:] = 0.0
-            z_near = near_w.sum(1)
-            cum = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
+            log_w, log_p_far, log_far_max = _log_weights(free, float(eps))
+            near = exact_sampling.build_tables(_drawable(log_w))
             out.append({
-                "sensitive": sensitive, "near": free["near"], "cum": cum, "far_max": far_max,
-                # probability of the near part in one round of a draw (module docstring)
-                "p_near": z_near / (z_near + envelope), "envelope": np.array(1),
-                "n_sensitive": np.array(n_sensitive),
-                "near_count": near_count, "shift": shift.copy(),
+                "sensitive": free["sensitive"], "near": free["near"],
+                # the near part's exact sampler (exact_sampling.build_tables): the kNN column
+                # at each sorted position, cumulative probabilities in ascending order, blocks
+                **{("near_order" if k == "order" else k): v for k, v in near.items()},
+                "log_far_max": log_far_max, "log_p_far": log_p_far,
+                "p_near": -np.expm1(log_p_far),  # informational: the draw uses log_p_far
+                "n_sensitive": np.array(int(free["sensitive"].sum())),
+                "near_count": free["near_ok"].sum(1), "shift": free["shift"].copy(),
+                "layout": np.array(self.LAYOUT),
             })
         return out
 
@@ -171,7 +192,7 @@ class SanText(WordMechanism):
         restricted to it, its cumulative weights are exp(-eps d / 2) of those rows (recomputed:
         O(|V| m)), and the near/far split lies within the bounds the distances allow."""
         super().validate_tables(tables)
-        need = {"sensitive", "near", "cum", "far_max", "p_near", "n_sensitive", "near_count"}
+        need = {"sensitive", "near", "cum", "p_near", "n_sensitive", "near_count"}
         missing = sorted(need - set(tables))
         if missing:
             raise DPTextError(f"tables lack {', '.join(missing)}")
@@ -198,37 +219,26 @@ class SanText(WordMechanism):
                 has_near.any() and not np.allclose(shift[has_near], near_d[has_near].min(1),
                                                    rtol=1e-6, atol=1e-6)):
             raise DPTextError("the weight shift is not each row's nearest sensitive distance")
-        half = self.epsilon / 2.0
-        near_w = np.where(near_ok, np.exp(-half * (near_d - shift[:, None])), 0.0)
-        z_near = near_w.sum(1)
-        ref = np.cumsum(near_w, 1) / np.where(z_near > 0, z_near, 1.0)[:, None]
-        cum = np.asarray(tables["cum"], dtype=np.float64)
-        if cum.shape != (n, m) or not np.allclose(cum, ref, rtol=1e-6, atol=1e-9):
-            raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
-                              "distances")
-        last_d = geo.distances[:, -1].astype(np.float64)
-        far_ref = np.exp(-half * ((np.maximum(last_d, shift) if "envelope" in tables
-                                   else last_d) - shift))
-        if not np.allclose(tables["far_max"], far_ref, rtol=1e-6, atol=0.0):
-            raise DPTextError("far_max is not the weight of the last kNN distance")
-        p_near = np.asarray(tables["p_near"], dtype=np.float64)
-        if p_near.shape != (n,) or ((p_near < 0) | (p_near > 1)).any():
-            raise DPTextError("p_near is not a probability per word")
-        if "envelope" not in tables:
-            # the older exact-far-mass format: its p_near is never used - _use_tables refits
-            # these tables for the envelope sampler (the other tables were checked above)
+        if int(np.asarray(tables.get("layout", 1))) != self.LAYOUT:
+            # an earlier sampler's tables: never sampled from - _use_tables refits them (the
+            # parts they share with these were checked above)
             return
-        # the envelope sampler: the near mass against n_s * far_max (module docstring)
-        n_s = int(sensitive.sum())
-        envelope = np.where(near_ok.sum(1) < n_s, n_s * far_ref, 0.0)
-        if m >= n:
-            envelope[:] = 0.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            want = z_near / (z_near + envelope)
-        ok = np.isclose(p_near, want, rtol=1e-6, atol=1e-12) | (z_near == 0)
-        if not ok.all():
-            raise DPTextError(f"p_near of {int((~ok).sum())} words is not the envelope "
-                              "sampler's near mass")
+        need = {"near_order", "log_far_max", "log_p_far"}
+        missing = sorted(need - set(tables))
+        if missing:
+            raise DPTextError(f"tables lack {', '.join(missing)}")
+        free = {"near_ok": near_ok, "near_d": near_d, "shift": shift,
+                "last_d": geo.distances[:, -1].astype(np.float64), "sensitive": sensitive}
+        log_w, log_p_far, log_far_max = _log_weights(free, self.epsilon)
+        if not np.allclose(tables["log_far_max"], log_far_max, rtol=1e-9, atol=1e-9):
+            raise DPTextError("far_max is not the weight of the last kNN distance")
+        got = np.asarray(tables["log_p_far"], dtype=np.float64)
+        if got.shape != (n,) or not _close_logs(got, log_p_far):
+            raise DPTextError("the far-part probabilities are not the envelope sampler's "
+                              "(n_s * far_max against the near mass)")
+        if not np.allclose(tables["p_near"], -np.expm1(log_p_far), rtol=1e-9, atol=1e-300):
+            raise DPTextError("p_near is not 1 - p_far")
+        _check_near_sampler(tables, _drawable(log_w))
 
     @classmethod
     def fit_many(cls, epsilons, *, progress: bool = False, **params) -> list[SanText]:
@@ -251,17 +261,15 @@ class SanText(WordMechanism):
         return [m.fit() for m in ms]
 
     def _use_tables(self, tables: dict[str, np.ndarray]) -> None:
-        if "envelope" not in tables:
-            # tables saved before the envelope sampler: their p_near used the exact far mass,
-            # which the rounds of _draw must not use. A fit at one epsilon takes seconds.
+        if int(np.asarray(tables.get("layout", 1))) != self.LAYOUT:
+            # tables of an earlier sampler (grid inverse CDF, or the exact far mass): the
+            # rounds of _draw must not use them. A fit at one epsilon takes seconds.
             tables = self._fit_tables(self.space)
         super()._use_tables(tables)
         self._sq_norms = _squared_norms(self.space.vectors)
         self._sensitive_rows = np.flatnonzero(tables["sensitive"])
-        # Column of the last sensitive word of each kNN row (SanText+ rows have -1 gaps, so this
-        # is not near_count - 1); rows without one are never drawn from the near table.
-        valid = tables["near"] >= 0
-        self._near_last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1)
+        self._near_tables = {k: tables[k] for k in ("cum", "block_end", "log_cont")
+                             if k in tables}
 
     # ------------------------------------------------------------- sample
     def _output_rows(self) -> np.ndarray | None:
@@ -279,6 +287,9 @@ class SanText(WordMechanism):
         return out
 
     def _draw(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Exact draws (module docstring, "Exactness"): every decision is an exact Bernoulli
+        or an exact draw from the stored doubles (dptext.exact_sampling), none an inverse CDF
+        on the 2^-53 grid."""
         t = self._tables
         out = np.empty(len(rows), dtype=np.int64)
         vec, sq = self.space.vectors, self._sq_norms
@@ -286,26 +297,59 @@ class SanText(WordMechanism):
         pending = np.arange(len(rows))
         while len(pending):  # one round per pending row (module docstring)
             x = rows[pending]
-            go_near = rng.random(len(x)) < t["p_near"][x]
-            idx = np.flatnonzero(go_near)
+            go_far = exact_sampling.bernoulli_log(t["log_p_far"][x], rng)
+            idx = np.flatnonzero(~go_far)
             if len(idx):
-                # u in (0, 1]: the first column whose cumulative weight reaches u has weight > 0
-                # (never a -1 gap); past the last sensitive column only by rounding of the cumsum
                 xi = x[idx]
-                u = 1.0 - rng.random(len(idx))
-                j = (t["cum"][xi] < u[:, None]).sum(1)
-                j = np.minimum(j, self._near_last[xi])
-                out[pending[idx]] = t["near"][xi, j]
-            far = np.flatnonzero(~go_near)
+                pos = exact_sampling.sample(self._near_tables, xi, rng)
+                out[pending[idx]] = t["near"][xi, t["near_order"][xi, pos]]
+            far = np.flatnonzero(go_far)
             x = x[far]
             y = self._sensitive_rows[rng.integers(0, len(self._sensitive_rows), len(far))]
+            ok = (t["near"][x] != y[:, None]).all(1)
+            cand = np.flatnonzero(ok)
+            xc, yc = x[cand], y[cand]
             # float32 dot products (rounding ~1e-7 in d), the rest in float64
-            dot = np.einsum("ij,ij->i", vec[x], vec[y]).astype(np.float64)
-            d = np.sqrt(np.maximum(sq[x] + sq[y] - 2.0 * dot, 0.0))
-            w = np.exp(-half_eps * (d - t["shift"][x]))
-            ok = (t["near"][x] != y[:, None]).all(1) & (rng.random(len(x)) * t["far_max"][x] < w)
+            dot = np.einsum("ij,ij->i", vec[xc], vec[yc]).astype(np.float64)
+            d = np.sqrt(np.maximum(sq[xc] + sq[yc] - 2.0 * dot, 0.0))
+            # accept with probability weight(y) / far_max, exactly (also below 2^-53)
+            log_ratio = np.minimum(-half_eps * (d - t["shift"][xc]) - t["log_far_max"][xc], 0.0)
+            ok[cand] = exact_sampling.bernoulli_log(log_ratio, rng)
             out[pending[far[ok]]] = y[ok]
             pending = pending[far[~ok]]
+        return out
+
+    def realized_log_probabilities(self, row: int) -> np.ndarray:
+        """ln P(_draw returns y | x = ``row``) for every word y, computed from the tables as
+        the sampler uses them (its near probabilities as realized by exact_sampling, its
+        branch and rejection probabilities, the far distances from the same float32 dot
+        products): the law the guarantee must hold for (-inf outside V_s)."""
+        t = self._tables
+        self._fitted_space()
+        n = len(self.space)
+        x = int(row)
+        lp_far = float(t["log_p_far"][x])
+        log_stay = math.log(-math.expm1(lp_far)) if lp_far < 0 else -math.inf
+        out = np.full(n, -np.inf)
+        rounds = np.full(n, -np.inf)  # ln P(the first round returns y)
+        realized = exact_sampling.realized_log_probabilities(self._near_tables, [x])[0]
+        order = t["near_order"][x]
+        cols = order[order >= 0]
+        rounds[t["near"][x, cols]] = log_stay + realized[order >= 0]
+        far = np.setdiff1d(self._sensitive_rows, t["near"][x][t["near"][x] >= 0])
+        log_accept = -math.inf
+        if len(far) and lp_far > -math.inf:
+            vec, sq = self.space.vectors, self._sq_norms
+            dot = (vec[far] @ vec[x]).astype(np.float64)
+            d = np.sqrt(np.maximum(sq[x] + sq[far] - 2.0 * dot, 0.0))
+            log_ratio = np.minimum(-self.epsilon / 2.0 * (d - t["shift"][x])
+                                   - t["log_far_max"][x], 0.0)
+            base = lp_far - math.log(len(self._sensitive_rows))
+            rounds[far] = base + log_ratio
+            log_accept = float(np.logaddexp.reduce(rounds[far]))
+        # a round ends with a word with probability (1 - p_far) + P(far accepted)
+        log_end = float(np.logaddexp(log_stay, log_accept))
+        out[:] = rounds - log_end
         return out
 
     def distribution(self, word: str) -> tuple[list[str], np.ndarray]:
@@ -353,7 +397,7 @@ class SanTextPlus(SanText):
     summary = "SanText over the rarest w of words; other words kept w.p. 1-p"
 
     # the entity check reads the texts, not the tables
-    runtime_parameters = frozenset({"warn_entities"})
+    runtime_parameters = frozenset({"warn_entities", "device"})
 
     def __init__(self, *, sensitive_fraction: float = 0.9, p: float = 0.3,
                  warn_entities: bool = False, **params) -> None:
@@ -364,10 +408,89 @@ class SanTextPlus(SanText):
         self.warn_entities = check_bool(warn_entities, "warn_entities")
 
 
+def _log_weights(free: dict, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log-weights of the kNN columns, -eps/2 (d - shift), -inf where not sensitive; log of
+    each row's far-part probability in one round, log(U / (Z_near + U)) with the envelope
+    U = n_s * far_max; log far_max), all in the log domain: nothing underflows at any
+    epsilon (module docstring)."""
+    near_ok, near_d, shift = free["near_ok"], free["near_d"], free["shift"]
+    n, m = near_ok.shape
+    n_sensitive = int(free["sensitive"].sum())
+    half = epsilon / 2.0
+    log_w = np.where(near_ok, -half * (near_d - shift[:, None]), -np.inf)
+    # Every sensitive word outside the kNN row is at least as far as its last entry and as the
+    # row's nearest sensitive word (shift): its weight is at most far_max <= 1.
+    log_far_max = -half * (np.maximum(free["last_d"], shift) - shift)
+    has_far = (near_ok.sum(1) < n_sensitive) & (m < n)  # m >= n: the kNN rows hold every word
+    log_env = np.where(has_far, math.log(max(n_sensitive, 1)) + log_far_max, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        top = np.max(log_w, axis=1)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        log_z_near = safe + np.log(np.exp(log_w - safe[:, None]).sum(1))
+        log_p_far = np.minimum(log_env - np.logaddexp(log_z_near, log_env), 0.0)
+    return log_w, np.where(np.isfinite(log_env), log_p_far, -np.inf), log_far_max
+
+
+def _drawable(log_w: np.ndarray) -> np.ndarray:
+    """``log_w`` with a placeholder outcome in rows without a sensitive kNN word (SanText+):
+    the exact sampler needs one possible outcome per row; such rows always go to the far
+    part (log_p_far = 0), so it is never drawn."""
+    empty = ~np.isfinite(log_w).any(1)
+    if not empty.any():
+        return log_w
+    out = log_w.copy()
+    out[empty, 0] = 0.0
+    return out
+
+
+def _close_logs(a: np.ndarray, b: np.ndarray, tol: float = 1e-9) -> bool:
+    same_inf = np.isneginf(a) == np.isneginf(b)
+    fin = np.isfinite(a) & np.isfinite(b)
+    return bool(same_inf.all() and np.all(np.abs(a[fin] - b[fin]) <= tol)
+                and (np.isfinite(a) | np.isneginf(a)).all())
+
+
+def _check_near_sampler(tables: dict, log_w: np.ndarray, tol: float = 1e-9) -> None:
+    """The stored near sampler realizes each kNN column's probability w / Z_near to within
+    ``tol`` nats (what exact_sampling.sample draws: realized_log_probabilities), and its order
+    is a permutation of the possible columns."""
+    order = np.asarray(tables["near_order"])
+    cum = np.asarray(tables["cum"], dtype=np.float64)
+    n, m = log_w.shape
+    if order.shape != (n, m) or cum.shape != (n, m):
+        raise DPTextError("the near sampling tables do not match the kNN table")
+    possible = np.isfinite(log_w)
+    if (order < -1).any() or (order >= m).any() or not np.array_equal(
+            (order >= 0).sum(1), possible.sum(1)):
+        raise DPTextError("the near sampling order is not a permutation of the kNN columns")
+    hit = np.zeros((n, m), dtype=bool)
+    r, c = np.nonzero(order >= 0)
+    hit[r, order[r, c]] = True
+    if not np.array_equal(hit, possible):
+        raise DPTextError("the near sampling order is not a permutation of the kNN columns")
+    if np.isnan(cum).any():
+        raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
+                          "distances (NaN)")
+    realized = exact_sampling.realized_log_probabilities(
+        {k: tables[k] for k in ("cum", "block_end", "log_cont") if k in tables})
+    top = log_w.max(1, keepdims=True)
+    want = log_w - (top + np.log(np.exp(log_w - top).sum(1, keepdims=True)))
+    sorted_want = np.where(order >= 0, np.take_along_axis(want, np.maximum(order, 0), 1),
+                           -np.inf)
+    if not _close_logs(realized, sorted_want, tol):
+        raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
+                          "distances (realized probabilities differ)")
+
+
 def _nearest_distance(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray,
-                      block: int = 256) -> np.ndarray:
+                      block: int = 256, device: str = "cpu") -> np.ndarray:
     """min over ``columns`` of the Euclidean distance from each of ``rows`` (float64 result
-    from float32 products, blocked so memory stays ~block x len(columns) floats)."""
+    from float32 products, blocked so memory stays ~block x len(columns) floats). ``device``
+    other than "cpu": the same computation in torch there (:func:`_nearest_distance_torch`)."""
+    from dptext.devices import resolve_device
+
+    if resolve_device(device) != "cpu":
+        return _nearest_distance_torch(vectors, rows, columns, device=resolve_device(device))
     cols = vectors[columns]
     col_sq = np.einsum("ij,ij->i", cols, cols)
     out = np.empty(len(rows))
@@ -375,6 +498,30 @@ def _nearest_distance(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray
         x = vectors[rows[s : s + block]]
         d2 = (col_sq[None, :] - 2.0 * (x @ cols.T)).min(1).astype(np.float64)
         out[s : s + block] = np.sqrt(np.maximum(d2 + np.einsum("ij,ij->i", x, x), 0.0))
+    return out
+
+
+def _nearest_distance_torch(vectors: np.ndarray, rows: np.ndarray, columns: np.ndarray, *,
+                            device: str, block: int = 4096) -> np.ndarray:
+    """:func:`_nearest_distance` in torch on ``device`` (full float32: TF32 off): the sensitive
+    words stay on the device, each block of rows is one GEMM and a row minimum."""
+    import torch
+
+    dev = torch.device(device)
+    cols = torch.from_numpy(np.ascontiguousarray(vectors[columns], dtype=np.float32)).to(dev)
+    col_sq = (cols * cols).sum(1)
+    out = np.empty(len(rows))
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        for s in range(0, len(rows), block):
+            x = torch.from_numpy(np.ascontiguousarray(vectors[rows[s : s + block]],
+                                                      dtype=np.float32)).to(dev)
+            d2 = (col_sq[None, :] - 2.0 * (x @ cols.T)).min(1).values
+            d2 = d2.double() + (x * x).sum(1).double()
+            out[s : s + block] = torch.sqrt(torch.clamp(d2, min=0.0)).cpu().numpy()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     return out
 
 

@@ -111,10 +111,21 @@ class TruncatedGumbel(WordMechanism):
         "epsilon*d metric DP (Theorem 1), d = Euclidean; epsilon must exceed a vocabulary bound"
     )
 
-    def __init__(self, *, epsilon: float = 250.0, b: str | float = "paper", **common) -> None:
+    # where the candidate search of a large k (beyond the kNN table) runs
+    runtime_parameters = frozenset({"device"})
+
+    def __init__(self, *, epsilon: float = 250.0, b: str | float = "paper", device: str = "cpu",
+                 **common) -> None:
         """``b``: ``"paper"`` (closed form of Algorithm 2), ``"tight"`` (smallest b meeting the
-        same bound) or a number (checked against the bound)."""
+        same bound) or a number (checked against the bound). ``device`` ("cpu", "cuda",
+        "auto"): where the candidates of a k beyond the kNN table (k = |W| when the Poisson
+        draw is 0 or >= |W|) are found - the float64 distances to every word and their stable
+        sort, in torch on the GPU; the noise is drawn on the CPU from the mechanism's
+        generator either way."""
+        from dptext.devices import check_device
+
         super().__init__(epsilon=epsilon, **common)
+        self.device = check_device(device)
         if b not in ("paper", "tight"):
             b = check_epsilon(b, "b")
         self.b_rule = b
@@ -221,13 +232,43 @@ class TruncatedGumbel(WordMechanism):
             noisy = d + truncated_gumbel(d.shape, b, c, rng)
             noisy[np.arange(width)[None, :] >= kk[:, None]] = np.inf
             out[small] = geo.neighbors[rows[small], noisy.argmin(1)]
-        for i in np.flatnonzero(k > m):  # rare: more candidates than the kNN table holds
-            d = space.pairwise([rows[i]])[0]
-            d[rows[i]] = -1.0
-            cand = np.argsort(d, kind="stable")[: k[i]]
-            dist = np.maximum(d[cand], 0.0)
-            out[i] = cand[np.argmin(dist + truncated_gumbel(len(cand), b, c, rng))]
+        large = np.flatnonzero(k > m)  # rare: more candidates than the kNN table holds
+        if len(large):
+            from dptext.devices import resolve_device
+
+            on = None if resolve_device(self.device) == "cpu" else "cuda"
+            for i, (cand, dist) in zip(large, self._large_candidates(rows[large], k[large], on),
+                                       strict=True):
+                out[i] = cand[np.argmin(dist + truncated_gumbel(len(cand), b, c, rng))]
         return out
+
+    def _large_candidates(self, rows: np.ndarray, ks: np.ndarray, torch_device: str | None = None):
+        """For each row, its ``k`` nearest words (itself first; exact float64 distances, ties
+        in row order) and their distances. ``torch_device``: the distances and the stable sort
+        in torch on that device (float64, the formula of EmbeddingSpace.pairwise); None: numpy."""
+        space = self.space
+        device = torch_device
+        if device is None:
+            for r, kk in zip(rows.tolist(), ks.tolist(), strict=True):
+                d = space.pairwise([r])[0]
+                d[r] = -1.0
+                cand = np.argsort(d, kind="stable")[:kk]
+                yield cand, np.maximum(d[cand], 0.0)
+            return
+        import torch
+
+        dev = torch.device(device)
+        if getattr(self, "_device_words", None) is None or self._device_words[0] != device:
+            w = torch.from_numpy(space.vectors.astype(np.float64)).to(dev)  # euclidean
+            self._device_words = (device, w, (w * w).sum(1))
+        _, w, w_sq = self._device_words
+        for r, kk in zip(rows.tolist(), ks.tolist(), strict=True):
+            a = w[r : r + 1]
+            d = torch.sqrt(torch.clamp((a * a).sum(1)[:, None] + w_sq[None, :]
+                                       - 2.0 * (a @ w.T), min=0.0))[0]
+            d[r] = -1.0
+            cand = torch.sort(d, stable=True).indices[:kk]
+            yield cand.cpu().numpy(), torch.clamp(d[cand], min=0.0).cpu().numpy()
 
 
 def argmin_probabilities(d: np.ndarray, b: float, c: float) -> np.ndarray:

@@ -138,6 +138,19 @@ class CausalLMTask:
         ids, lengths = self.token_ids(sentences)
         return PrefixRows(self, ids, lengths, progress=progress)
 
+    @property
+    def device(self) -> torch.device:
+        return self._mask.device
+
+    def to(self, device) -> CausalLMTask:
+        """Run the model (frozen prefix, trainable suffix, head) and the evaluation on
+        ``device``; the rows of :class:`PrefixRows` stay on the CPU (the trainer moves each
+        round's batch)."""
+        self.model.to(device)
+        self._positions = tuple(t.to(device) for t in self._positions)
+        self._mask = self._mask.to(device)
+        return self
+
     @torch.no_grad()
     def prefix(self, ids: torch.Tensor, lengths: torch.Tensor, batch: int = 32) -> torch.Tensor:
         """Rows [n, max_len + 1, hidden + 2] for ``ids``: batches sorted by length, each run
@@ -149,13 +162,13 @@ class CausalLMTask:
             idx = order[start:start + batch]
             n = int(lengths[idx].max())
             x = ids[idx, :n]
-            h = base.embed_tokens(x)
+            h = base.embed_tokens(x.to(self.device))
             pos = tuple(t[:, :n] for t in self._positions)
             mask = self._mask[..., :n, :n]
             for block in base.layers[: self._first]:
                 h = block(h, attention_mask=mask, position_embeddings=pos)
             real = torch.arange(n)[None] < lengths[idx, None]
-            out[idx, :n, : self.hidden] = h * real[..., None]
+            out[idx, :n, : self.hidden] = h.cpu() * real[..., None]
             out[idx, :n, self.hidden] = x.float()
             out[idx, :n, self.hidden + 1] = real.float()
         return out
@@ -200,7 +213,8 @@ class CausalLMTask:
         order = torch.argsort(lengths, descending=True)
         total, count = 0.0, 0.0
         for start in range(0, len(order), batch):
-            nll, tokens = self.loss(params, self.trim(test[order[start:start + batch]]))
+            rows = self.trim(test[order[start:start + batch]]).to(self.device)
+            nll, tokens = self.loss(params, rows)
             total += float(nll.sum())
             count += float(tokens.sum())
         loss = total / max(count, 1.0)
@@ -211,8 +225,8 @@ class CausalLMTask:
         """The prefix/suffix decomposition must reproduce the model's own logits."""
         ids, lengths = self.token_ids(["The quick brown fox jumps over the lazy dog."])
         n = int(lengths[0])
-        ours = self._logits(self.init(), self.prefix(ids, lengths)[:, :n])
-        theirs = self.model(input_ids=ids[:, :n]).logits[:, :-1]
+        ours = self._logits(self.init(), self.prefix(ids, lengths)[:, :n].to(self.device))
+        theirs = self.model(input_ids=ids[:, :n].to(self.device)).logits[:, :-1]
         gap = float((ours - theirs).abs().max())
         if not gap <= tol * max(1.0, float(theirs.abs().max())):
             raise DPTextError(f"this model's blocks cannot be run one by one (logits differ by "

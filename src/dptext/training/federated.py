@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch.func import grad, vmap
+
+from dptext.rng import gaussian_noise
 
 Params = dict[str, torch.Tensor]
 LossFn = Callable[[Params, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
@@ -57,20 +60,23 @@ def clipped_sum(updates: Params, beta: float) -> Params:
 
 
 def gaussian_release(total: Params, std: float, denominator: float,
-                     generator: torch.Generator | None = None) -> Params:
+                     generator: np.random.Generator | torch.Generator | None = None) -> Params:
     """(total + N(0, std^2 I)) / denominator: the Gaussian mechanism of line 15.
 
-    ``std`` is z * S (the standard deviation, not the variance).
+    ``std`` is z * S (the standard deviation, not the variance). ``generator``: where the noise
+    comes from - a numpy Generator (what the trainer passes: PCG64 from OS entropy, or ChaCha20
+    with ``secure_rng``; docs/reliability.md, "Randomness"), a torch Generator, or None
+    (torch's global one). The noise is drawn on the CPU and moved to the tensors' device.
     """
     out = {}
     for k, v in total.items():
-        noise = torch.randn(v.shape, generator=generator, dtype=v.dtype) * std
+        noise = gaussian_noise(v.shape, std, generator, dtype=v.dtype).to(v.device)
         out[k] = (v + noise) / denominator
     return out
 
 
 def noised_sum(updates: Params, std: float, denominator: float,
-               generator: torch.Generator | None = None) -> Params:
+               generator: np.random.Generator | torch.Generator | None = None) -> Params:
     """(sum over users + N(0, std^2 I)) / denominator (the updates as given, unclipped)."""
     return gaussian_release({k: v.sum(dim=0) for k, v in updates.items()}, std, denominator,
                             generator)

@@ -47,7 +47,7 @@ DIVERGENCE_NATS = math.log(100.0)
 # has this file can remove the noise from the released model; never publish it). Deleted when
 # the run completes.
 STATE_FILE = "training_state.pt"
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: the generators are numpy states (dptext.rng.generator_state)
 # metrics.json fields that are not covered by the training guarantee (docs/uedp.md)
 NOT_PRIVATE = ("per-round 'users' (sampled users with usable data), 'seconds', 'eval_seconds', "
                "the held-out metrics (evaluated on the held-out users' data, which the "
@@ -73,6 +73,10 @@ class TrainJob:
     text_field: str = "text"
     limit: int | None = None
     seed: int | None = None
+    # ChaCha20 for the DP noise and the sampling coins (docs/reliability.md, "Randomness")
+    secure_rng: bool = False
+    # where the parameters, local training and aggregation run: "cpu", "cuda", "auto"
+    device: str = "cpu"
     q_u: float = 0.05
     q_e: float = 0.5
     q_s: float = 1.0
@@ -112,6 +116,11 @@ class TrainJob:
         check_choice(self.algo, "--algo", ALGOS)
         check_choice(self.task, "--task", ("nwp", "cls"))
         check_choice(self.detector, "--detector", DETECTORS)
+        from dptext.devices import check_device
+        from dptext.validation import check_bool
+
+        check_device(self.device)
+        check_bool(self.secure_rng, "--secure-rng")
         check_int(self.rounds, "--rounds", minimum=1)
         if self.model == LSTM:
             if self.trainable_blocks is not None:
@@ -180,7 +189,8 @@ class TrainJob:
                              local_steps=self.local_steps, local_lr=self.local_lr,
                              server_lr=self.server_lr, max_sentences=self.max_sentences,
                              max_len=self.max_len, users_per_chunk=self.users_per_chunk,
-                             normalizer=self.normalizer, seed=self.seed)
+                             normalizer=self.normalizer, seed=self.seed,
+                             secure_rng=self.secure_rng)
         if config.privacy() is not None and self.epsilon is not None:
             config.z = calibrate_z(config.privacy(), self.rounds, self.epsilon, self.delta)
         return config
@@ -230,10 +240,15 @@ class TrainJob:
                    **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks}),
                    **({} if pretrained is None else {"pretrained": pretrained}),
                    "users": train_corpus.n_users, "test_users": len(test_users),
+                   "noise_generator": ("ChaCha20 (secure)" if self.secure_rng else "PCG64"),
                    "not_private": NOT_PRIVATE}
         summary.update(wide_entities(train_corpus, config))
+        # the generators: from the seed (drawn or given); a secure run without --seed keys its
+        # ChaCha20 generators with 256 fresh bits each (their states are in the private
+        # checkpoint state, so a resumed run continues them)
         trainer = FederatedTrainer(train_corpus, select_rows(rows, ~is_test), task, config,
-                                   seed=seed)
+                                   seed=None if self.secure_rng and self.seed is None else seed,
+                                   device=self.device)
         if saved:
             trainer.load_state_dict(saved["trainer"])
             for row in trainer.metrics:
@@ -307,9 +322,10 @@ class TrainJob:
 
     def _fingerprint(self) -> dict:
         """The settings a resumed run must share (all but the number of rounds, the
-        display/checkpoint options, the target epsilon - its noise multiplier is compared in
-        the configuration - and the data's path - its content is compared by digest)."""
-        skip = {"rounds", "progress", "extra", "checkpoint_every", "epsilon", "data"}
+        display/checkpoint options, the device, the target epsilon - its noise multiplier is
+        compared in the configuration - and the data's path - its content is compared by
+        digest)."""
+        skip = {"rounds", "progress", "extra", "checkpoint_every", "epsilon", "data", "device"}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
     def _task_rows(self, corpus, is_test):
@@ -424,7 +440,8 @@ def _write_model(path: Path, trainer, config, task: str, extra: dict) -> None:
     from dptext.io import atomic_write
 
     with atomic_write(path, "wb") as f:
-        torch.save({"params": trainer.params, "config": asdict(config), "task": task,
+        params = {k: v.detach().cpu() for k, v in trainer.params.items()}
+        torch.save({"params": params, "config": asdict(config), "task": task,
                     "round": trainer.round, **extra}, f)
 
 

@@ -25,6 +25,11 @@ class NextWordTask:
     def init(self, generator: torch.Generator) -> Params:
         return init_lstm(self.vocab_size, dim=self.dim, hidden=self.hidden, generator=generator)
 
+    def to(self, device) -> NextWordTask:
+        """Evaluate on ``device`` (where the trainer keeps the parameters)."""
+        self.test = self.test.to(device)
+        return self
+
     @staticmethod
     def loss(params: Params, tokens: torch.Tensor):
         return sentence_nll(params, tokens)
@@ -48,11 +53,17 @@ class ClassificationTask:
     def init(self, generator: torch.Generator) -> Params:
         return {"w": torch.zeros(self.n_classes, self.dim), "b": torch.zeros(self.n_classes)}
 
+    def to(self, device) -> ClassificationTask:
+        """Evaluate on ``device`` (where the trainer keeps the parameters)."""
+        self.test = self.test.to(device)
+        return self
+
     @staticmethod
     def loss(params: Params, rows: torch.Tensor):
         x, y = rows[..., :-1], rows[..., -1].long()
         logp = torch.log_softmax(x @ params["w"].T + params["b"], dim=-1)
-        return -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1), torch.ones(rows.shape[:-1])
+        return (-logp.gather(-1, y.unsqueeze(-1)).squeeze(-1),
+                torch.ones(rows.shape[:-1], device=rows.device))
 
     @torch.no_grad()
     def evaluate(self, params: Params) -> dict:

@@ -31,6 +31,7 @@ import torch
 
 from dptext.accounting.uedp import TrainingPrivacy
 from dptext.errors import DPTextError
+from dptext.rng import generator_state, is_secure, restore_generator, secure_generator
 from dptext.training.corpus import UserCorpus
 from dptext.training.federated import (
     Params,
@@ -52,7 +53,9 @@ class TrainConfig:
     sum of clipped updates), clipping bound beta, K (``entity_users``), FedAvg settings, the
     per-user loss ``normalizer`` (module docstring), the public user count ``population``
     (None: the corpus's), and the encoding length ``max_len`` the caller used (recorded with the
-    metrics). ``seed=None``: OS entropy."""
+    metrics). ``seed=None``: OS entropy. ``secure_rng``: the DP noise and the sampling coins
+    come from ChaCha20 (keyed with 256 bits from the OS, or from ``seed`` for experiments)
+    instead of PCG64 (docs/reliability.md, "Randomness")."""
 
     algo: str = "uedp"
     rounds: int = 20
@@ -72,6 +75,7 @@ class TrainConfig:
     normalizer: str = "usable"
     population: int | None = None
     seed: int | None = None
+    secure_rng: bool = False
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -153,8 +157,10 @@ def round_updates(params, batch: RoundBatch, config: TrainConfig, loss_fn=None):
     return {k: torch.cat([p[k] for p in parts])[inverse] for k in params}
 
 
-def aggregate(updates, config: TrainConfig, n_users: int, generator: torch.Generator):
-    """The server step's update: noised clipped sum / (q_u |U|) for the private algorithms."""
+def aggregate(updates, config: TrainConfig, n_users: int,
+              generator: np.random.Generator | torch.Generator):
+    """The server step's update: noised clipped sum / (q_u |U|) for the private algorithms
+    (the noise drawn from ``generator``: federated.gaussian_release)."""
     privacy = config.privacy()
     if privacy is None:
         return plain_mean(updates)
@@ -163,12 +169,20 @@ def aggregate(updates, config: TrainConfig, n_users: int, generator: torch.Gener
                             generator)
 
 
-def _rngs(seed: int | None) -> tuple[np.random.Generator, torch.Generator]:
+def _rngs(seed: int | None, secure: bool = False
+          ) -> tuple[np.random.Generator, np.random.Generator, torch.Generator]:
+    """(data generator: coins and subsets; noise generator: the DP noise; the torch generator
+    of the initial parameters). ``secure``: the first two are ChaCha20, keyed from the OS
+    (``seed=None``: 256 fresh bits each) or from the seed; otherwise PCG64."""
     ss = np.random.SeedSequence(seed)  # None: OS entropy
-    data_seed, noise_seed = ss.spawn(2)
-    gen = torch.Generator()
-    gen.manual_seed(int(noise_seed.generate_state(1, dtype=np.uint64)[0] >> 1))
-    return np.random.default_rng(data_seed), gen
+    data_seed, noise_seed, init_seed = ss.spawn(3)
+    init = torch.Generator()
+    init.manual_seed(int(init_seed.generate_state(1, dtype=np.uint64)[0] >> 1))
+    if secure:
+        keyed = seed is not None
+        return (secure_generator(data_seed if keyed else None),
+                secure_generator(noise_seed if keyed else None), init)
+    return np.random.default_rng(data_seed), np.random.default_rng(noise_seed), init
 
 
 class FederatedTrainer:
@@ -176,7 +190,10 @@ class FederatedTrainer:
 
     ``sampler``: the round sampler (default: ``config.sampler(corpus)``; tests pass one with
     fixed coins). ``seed`` overrides ``config.seed`` (a caller that drew a private seed from OS
-    entropy and must not record it in the config). :meth:`state_dict` /
+    entropy and must not record it in the config). ``device`` ("cpu", "cuda", "auto"): where
+    the parameters, the local training and the aggregation run (the noise is drawn on the CPU
+    from the numpy generator and moved there; the result is the same up to floating-point
+    rounding of the device). :meth:`state_dict` /
     :meth:`load_state_dict` hold everything a resumed run needs to continue exactly as an
     uninterrupted one: the parameters, the round, the metrics so far and the states of both
     generators (the data generator of the coins and subsets, the noise generator). The server
@@ -186,10 +203,17 @@ class FederatedTrainer:
     """
 
     def __init__(self, corpus: UserCorpus, rows, task, config: TrainConfig, *,
-                 sampler: RoundSampler | None = None, seed: int | None = None) -> None:
+                 sampler: RoundSampler | None = None, seed: int | None = None,
+                 device: str = "cpu") -> None:
+        from dptext.devices import resolve_device
+
         self.corpus, self.rows, self.task, self.config = corpus, rows, task, config
-        self.rng, self.gen = _rngs(config.seed if seed is None else seed)
-        self.params: Params = task.init(self.gen)
+        self.device = torch.device(resolve_device(device))
+        self.rng, self.noise_rng, init = _rngs(config.seed if seed is None else seed,
+                                               config.secure_rng)
+        if hasattr(task, "to"):
+            task.to(self.device)
+        self.params: Params = {k: v.to(self.device) for k, v in task.init(init).items()}
         self.sampler = sampler if sampler is not None else config.sampler(corpus)
         self.privacy = config.privacy()
         self.population = config.population or corpus.n_users
@@ -205,6 +229,9 @@ class FederatedTrainer:
             return None
         if hasattr(self.task, "trim"):  # drop all-padding positions
             batch = RoundBatch(self.task.trim(batch.tokens), batch.weights, batch.sizes)
+        if self.device.type != "cpu":
+            batch = RoundBatch(*(x.to(self.device) for x in
+                                 (batch.tokens, batch.weights, batch.sizes)))
         return round_updates(self.params, batch, self.config, self.task.loss)
 
     def noise_free_sum(self, sample: RoundSample) -> Params:
@@ -224,10 +251,10 @@ class FederatedTrainer:
         updates = self.user_updates(sample)
         users = 0 if updates is None else len(next(iter(updates.values())))
         if updates is not None:
-            step = aggregate(updates, config, self.population, self.gen)
+            step = aggregate(updates, config, self.population, self.noise_rng)
         elif self.privacy is not None:  # nobody trained: the noise is still released
-            zeros = {k: torch.zeros(1, *v.shape) for k, v in self.params.items()}
-            step = aggregate(zeros, config, self.population, self.gen)
+            zeros = {k: torch.zeros(1, *v.shape, device=v.device) for k, v in self.params.items()}
+            step = aggregate(zeros, config, self.population, self.noise_rng)
         else:
             step = {k: torch.zeros_like(v) for k, v in self.params.items()}
         self.params = {k: self.params[k] + config.server_lr * step[k] for k in self.params}
@@ -241,9 +268,13 @@ class FederatedTrainer:
 
     # ----------------------------------------------------------- checkpoint
     def state_dict(self) -> dict:
-        return {"round": self.round, "params": {k: v.clone() for k, v in self.params.items()},
+        """Parameters (on the CPU), round, metrics, and both generators' states as plain
+        values (dptext.rng.generator_state)."""
+        return {"round": self.round,
+                "params": {k: v.detach().cpu().clone() for k, v in self.params.items()},
                 "metrics": [dict(r) for r in self.metrics],
-                "data_rng": self.rng.bit_generator.state, "noise_rng": self.gen.get_state()}
+                "data_rng": generator_state(self.rng),
+                "noise_rng": generator_state(self.noise_rng)}
 
     def load_state_dict(self, state: dict) -> None:
         if set(state["params"]) != set(self.params):
@@ -252,11 +283,14 @@ class FederatedTrainer:
             if v.shape != self.params[k].shape:
                 raise DPTextError(f"checkpoint parameter {k} has shape {tuple(v.shape)}, the "
                                   f"task {tuple(self.params[k].shape)}")
-        self.params = {k: v.clone() for k, v in state["params"].items()}
+        rngs = (restore_generator(state["data_rng"]), restore_generator(state["noise_rng"]))
+        if any(is_secure(g) != self.config.secure_rng for g in rngs):
+            raise DPTextError("the checkpoint's generators are not of this run's kind "
+                              f"(secure_rng={self.config.secure_rng})")
+        self.params = {k: v.clone().to(self.device) for k, v in state["params"].items()}
         self.round = int(state["round"])
         self.metrics = [dict(r) for r in state["metrics"]]
-        self.rng.bit_generator.state = state["data_rng"]
-        self.gen.set_state(state["noise_rng"])
+        self.rng, self.noise_rng = rngs
 
 
 def train(corpus: UserCorpus, rows: torch.Tensor, task, config: TrainConfig,
