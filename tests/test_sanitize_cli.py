@@ -95,7 +95,6 @@ def _setup(w: Path) -> dict:
         "too_long_skip": ("-i", "long.txt", "-o", "skip.out", "--max-record-bytes", "1000",
                           "--on-error", "skip"),
         "resume_nothing": ("-i", "same.txt", "-o", "fresh.txt", "--resume"),
-        "ray_to_stdout": ("-i", "same.txt", "-o", "-", "--engine", "ray"),
     }
 
 
@@ -143,7 +142,6 @@ ERRORS = [
     ("suffix_mismatch", ("names jsonl but the input is csv", "--output-format jsonl")),
     ("too_long", ("long.txt", "line 2", "--max-record-bytes 1000")),
     ("resume_nothing", ("--resume", "no interrupted run")),
-    ("ray_to_stdout", ("--engine ray", "--output FILE")),
 ]
 
 

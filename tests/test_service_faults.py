@@ -70,6 +70,7 @@ def test_kill_9_mid_job_then_restart_resumes_exactly_once(tmp_path):
     ids = [json.loads(line)["id"] for line in out.splitlines()]
     assert len(ids) == len(set(ids)) == n  # none lost, none twice (no budget: none withheld)
     for i, answer in spent.items():
+        assert "spent" in answer, (i, answer, job)
         assert answer["spent"]["records"] == 1 and answer["spent"]["pending"] == 0, (i, answer)
     ledger = Ledger(str(ledger_path))  # every unit, read from the database itself
     for i in range(n):
