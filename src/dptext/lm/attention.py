@@ -48,7 +48,8 @@ def use_packed_gqa(model) -> bool:
     config = model.config
     heads = getattr(config, "num_attention_heads", None)
     kv = getattr(config, "num_key_value_heads", None)
-    if not heads or not kv or kv == heads or getattr(config, "_attn_implementation", None) != "sdpa":
+    sdpa = getattr(config, "_attn_implementation", None) == "sdpa"
+    if not heads or not kv or kv == heads or not sdpa:
         return False
     if not _registered:
         from transformers import AttentionInterface
