@@ -167,11 +167,16 @@ def test_segments_give_the_scores_of_their_own_context(llama):
         assert any(torch.allclose(want, got, atol=1e-4) for got in seen)
 
 
-def test_independent_draws_score_each_word_after_the_original_prefix(llama):
+def test_independent_draws_score_each_word_after_the_original_prefix(llama, monkeypatch):
     m = _causal(llama, epsilon=5.0, draws="independent")
     text = "the dog sat, john went to paris"
     aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+    passes = []
+    real = decoding.ScoreHead.score_positions
+    monkeypatch.setattr(decoding.ScoreHead, "score_positions",
+                        lambda self, ids, *a: passes.append(ids.shape) or real(self, ids, *a))
     got = m._backend.score_independent([(aligned.ids, [(s.glue, s.start) for s in slots])])[0]
+    assert len(passes) == 1 and passes[0][0] == 1  # one pass, one row, for all the words
     head = m._backend._prefix(aligned.ids, 0, [])
     assert got.shape == (len(slots), len(m._backend.candidate_ids))
     for k, s in enumerate(slots):
