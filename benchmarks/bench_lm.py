@@ -170,7 +170,7 @@ MODES = {"sequential": {}, "sequential int8": {"precision": "int8"},
          "independent int8": {"draws": "independent", "precision": "int8"}}
 
 
-def utility(n_words: int, epsilons: list[float], seeds: int) -> None:
+def utility(n_words: int, epsilons: list[float], seeds: int, modes: list[str]) -> None:
     """Utility of the causal modes on one long text: the share of privatized words released
     unchanged and the mean cosine similarity (default embedding space) between each privatized
     word and its replacement, over ``seeds`` runs."""
@@ -187,8 +187,8 @@ def utility(n_words: int, epsilons: list[float], seeds: int) -> None:
           f"{_load()}")
     print("| mode | epsilon | unchanged | cosine (orig, new) | words/min |")
     print("|---|---|---|---|---|")
-    for name, kw in MODES.items():
-        m = mechanism("dpmlm", keep_stopwords=False, epsilon=1, **kw).fit()
+    for name in modes:
+        m = mechanism("dpmlm", keep_stopwords=False, epsilon=1, **MODES[name]).fit()
         for eps in epsilons:
             m.epsilon = eps
             same, cos, start, n = [], [], time.perf_counter(), 0
@@ -273,8 +273,9 @@ def main() -> None:
     p.add_argument("--draws", default="sequential")
     p.add_argument("--long", type=int, default=0, help="one text of this many words")
     p.add_argument("--busy", action="store_true", help="--long: also beside a busy loop")
-    p.add_argument("--modes", default=",".join(m.replace(" ", "-") for m in MODES),
-                   help="--long: which of " + ", ".join(m.replace(" ", "-") for m in MODES))
+    names = [m.replace(" ", "-") for m in MODES]
+    p.add_argument("--modes", default=",".join(names),
+                   help="--long/--utility: which of " + ", ".join(names))
     p.add_argument("--hostile", action="store_true")
     p.add_argument("--utility", type=int, default=0, help="utility of the modes, N words")
     p.add_argument("--epsilons", default="25,50")
@@ -285,16 +286,17 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"device: cpu, torch threads (ceiling of the thread policy) {torch.get_num_threads()}"
           f"; load: {_load()}")
+    modes = [m.replace("-", " ") for m in args.modes.split(",")]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        p.error(f"unknown --modes {unknown}")
     if args.long:
-        modes = [m.replace("-", " ") for m in args.modes.split(",")]
-        unknown = sorted(set(modes) - set(MODES))
-        if unknown:
-            p.error(f"unknown --modes {unknown}")
         return long_document(args.long, args.busy, modes)
     if args.hostile:
         return hostile()
     if args.utility:
-        return utility(args.utility, [float(e) for e in args.epsilons.split(",")], args.seeds)
+        return utility(args.utility, [float(e) for e in args.epsilons.split(",")], args.seeds,
+                       modes)
     if args.quantization:
         return quantization(args.quantization)
     texts = sample_texts(args.words)
