@@ -19,9 +19,11 @@ by side against the same decoder one text at a time.
         [--precision fp32|int8] [--draws sequential|independent]
     python benchmarks/bench_lm.py --long 500 [--busy]     # one long document (issue 19)
     python benchmarks/bench_lm.py --hostile               # head-of-line blocking check
+    python benchmarks/bench_lm.py --utility 300 [--epsilons 25,50] [--seeds 2]
+    python benchmarks/bench_lm.py --quantization 300      # int8 vs fp32 scores and bounds
 
 ``--long N``: the first N words of the headlines as ONE text, the causal backend's variants
-(sequential; sequential int8; independent draws) with the thread policy of dptext.lm.threads,
+(sequential, independent draws; each fp32 and int8) with the thread policy of dptext.lm.threads,
 on the machine as it is and, with ``--busy``, beside a busy loop this script starts on one
 core and kills afterwards. ``--hostile``: 32 headlines, one text "Alice" + 300 emoji + " Bob
 met Carol.", and both in one call (the ratio to the two run apart should be <= 1.5).
@@ -133,17 +135,15 @@ def _load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def long_document(n_words: int, busy: bool) -> None:
+def long_document(n_words: int, busy: bool, modes: list[str]) -> None:
     import subprocess
     import sys
 
     from dptext import mechanism
 
-    text = " ".join(" ".join(t.rstrip(".") + "." for t in sample_texts(n_words)).split()[:n_words])
-    variants = {"sequential": {}, "sequential int8": {"precision": "int8"},
-                "independent": {"draws": "independent"}}
-    mechs = {k: mechanism("dpmlm", epsilon=50, keep_stopwords=False, **kw).fit()
-             for k, kw in variants.items()}
+    text = long_text(n_words)
+    mechs = {k: mechanism("dpmlm", epsilon=50, keep_stopwords=False, **MODES[k]).fit()
+             for k in modes}
     for m in mechs.values():
         m.privatize("A warm-up text.")
     for competing in ([False, True] if busy else [False]):
@@ -159,6 +159,86 @@ def long_document(n_words: int, busy: bool) -> None:
             if spin is not None:
                 spin.kill()
                 spin.wait()
+
+
+def long_text(n_words: int) -> str:
+    return " ".join(" ".join(t.rstrip(".") + "." for t in sample_texts(n_words)).split()[:n_words])
+
+
+MODES = {"sequential": {}, "sequential int8": {"precision": "int8"},
+         "independent": {"draws": "independent"},
+         "independent int8": {"draws": "independent", "precision": "int8"}}
+
+
+def utility(n_words: int, epsilons: list[float], seeds: int, modes: list[str]) -> None:
+    """Utility of the causal modes on one long text: the share of privatized words released
+    unchanged and the mean cosine similarity (default embedding space) between each privatized
+    word and its replacement, over ``seeds`` runs."""
+    import numpy as np
+
+    from dptext import mechanism
+    from dptext.resources import default_space
+    from dptext.text import split_words
+
+    text = long_text(n_words)
+    words = split_words(text)[1::2]
+    space = default_space()
+    print(f"utility on one text of {n_words} words, {seeds} seeded runs per cell; load: "
+          f"{_load()}")
+    print("| mode | epsilon | unchanged | cosine (orig, new) | words/min |")
+    print("|---|---|---|---|---|")
+    for name in modes:
+        m = mechanism("dpmlm", keep_stopwords=False, epsilon=1, **MODES[name]).fit()
+        for eps in epsilons:
+            m.epsilon = eps
+            same, cos, start, n = [], [], time.perf_counter(), 0
+            for seed in range(seeds):
+                new = split_words(m.privatize(text, rng=seed).text)[1::2]
+                for a, b in zip(words, new, strict=True):
+                    same.append(a.lower() == b.lower())
+                    ia, ib = space.lookup(a.lower()), space.lookup(b.lower())
+                    if ia is not None and ib is not None and ia >= 0 and ib >= 0:
+                        va, vb = space.vectors[ia], space.vectors[ib]
+                        cos.append(float(va @ vb / (np.linalg.norm(va) * np.linalg.norm(vb))))
+                n += len(new)
+            rate_ = n / (time.perf_counter() - start) * 60
+            print(f"| {name} | {eps:g} | {np.mean(same):.3f} | {np.mean(cos):.3f} | "
+                  f"{rate_:.0f} |", flush=True)
+
+
+def quantization(n_words: int) -> None:
+    """int8 against fp32 on the same slots (independent scoring of the long text): score
+    change, top-1 agreement, total variation of the clipped exponential mechanism at epsilon
+    50, and the bounds the calibration rule gives for each (the shipped ones are fp32's)."""
+    import numpy as np
+    import torch
+
+    from dptext import mechanism
+    from dptext.lm.bounds import percentile_rule
+    from dptext.lm.sampling import clipped_log_probs
+
+    text = long_text(n_words)
+    scores = {}
+    for precision in ("fp32", "int8"):
+        m = mechanism("dpmlm", epsilon=50, keep_stopwords=False, draws="independent",
+                      precision=precision).fit()
+        aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+        job = [(aligned.ids, [(s.glue, s.start) for s in slots])]
+        scores[precision] = m._backend.score_independent(job)[0].float()
+    lo, hi = m.bounds
+    a, b = scores["fp32"], scores["int8"]
+    pa, pb = (clipped_log_probs(x, epsilon=50, lo=lo, hi=hi).exp() for x in (a, b))
+    tv = 0.5 * (pa - pb).abs().sum(1)
+    print(f"int8 vs fp32 on {len(a)} slots x {a.shape[1]} candidates of a {n_words}-word text: "
+          f"max |diff| {float((a - b).abs().max()):.3f}, mean |diff| "
+          f"{float((a - b).abs().mean()):.4f} (score std {float(a.std()):.2f}); top-1 agreement "
+          f"{float((a.argmax(1) == b.argmax(1)).float().mean()):.3f}; total variation of the "
+          f"eps-50 draw: mean {float(tv.mean()):.4f}, max {float(tv.max()):.4f}")
+    for name, x in scores.items():
+        print(f"  calibration rule on these slots, {name}: lo {percentile_rule(x.numpy())[0]:.4f} "
+              f"hi {percentile_rule(x.numpy())[1]:.4f}   (shipped, fp32 calibration: lo "
+              f"{lo:.4f} hi {hi:.4f})")
+    del torch
 
 
 def hostile() -> None:
@@ -193,16 +273,32 @@ def main() -> None:
     p.add_argument("--draws", default="sequential")
     p.add_argument("--long", type=int, default=0, help="one text of this many words")
     p.add_argument("--busy", action="store_true", help="--long: also beside a busy loop")
+    names = [m.replace(" ", "-") for m in MODES]
+    p.add_argument("--modes", default=",".join(names),
+                   help="--long/--utility: which of " + ", ".join(names))
     p.add_argument("--hostile", action="store_true")
+    p.add_argument("--utility", type=int, default=0, help="utility of the modes, N words")
+    p.add_argument("--epsilons", default="25,50")
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--quantization", type=int, default=0, help="int8 vs fp32 on N words")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"device: cpu, torch threads (ceiling of the thread policy) {torch.get_num_threads()}"
           f"; load: {_load()}")
+    modes = [m.replace("-", " ") for m in args.modes.split(",")]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        p.error(f"unknown --modes {unknown}")
     if args.long:
-        return long_document(args.long, args.busy)
+        return long_document(args.long, args.busy, modes)
     if args.hostile:
         return hostile()
+    if args.utility:
+        return utility(args.utility, [float(e) for e in args.epsilons.split(",")], args.seeds,
+                       modes)
+    if args.quantization:
+        return quantization(args.quantization)
     texts = sample_texts(args.words)
     subset = sample_texts(args.baseline_words)
     print(f"{sum(len(t.split()) for t in texts)} words in {len(texts)} headlines (baseline: "

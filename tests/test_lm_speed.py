@@ -167,11 +167,16 @@ def test_segments_give_the_scores_of_their_own_context(llama):
         assert any(torch.allclose(want, got, atol=1e-4) for got in seen)
 
 
-def test_independent_draws_score_each_word_after_the_original_prefix(llama):
+def test_independent_draws_score_each_word_after_the_original_prefix(llama, monkeypatch):
     m = _causal(llama, epsilon=5.0, draws="independent")
     text = "the dog sat, john went to paris"
     aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
+    passes = []
+    real = decoding.ScoreHead.score_positions
+    monkeypatch.setattr(decoding.ScoreHead, "score_positions",
+                        lambda self, ids, *a: passes.append(ids.shape) or real(self, ids, *a))
     got = m._backend.score_independent([(aligned.ids, [(s.glue, s.start) for s in slots])])[0]
+    assert len(passes) == 1 and passes[0][0] == 1  # one pass, one row, for all the words
     head = m._backend._prefix(aligned.ids, 0, [])
     assert got.shape == (len(slots), len(m._backend.candidate_ids))
     for k, s in enumerate(slots):
@@ -198,3 +203,75 @@ def test_int8_model_scores_stay_close_to_fp32(llama):
     a = fp32._backend.score_independent(job)[0]
     b = int8._backend.score_independent(job)[0]
     assert (a - b).abs().max() < 0.1 * a.std()
+
+
+# ------------------------------------------------- attention, devices
+def test_packed_gqa_attention_gives_the_scores_of_transformers_sdpa(llama):
+    """Incremental passes of several masked rows (where transformers copies the key/value
+    cache per query head) give the same hidden states with dptext_gqa as with "sdpa"."""
+    from dptext.lm import attention
+
+    m = _causal(llama, epsilon=5.0)
+    model = m._lm[0]
+    assert model.config._attn_implementation == attention.NAME
+    calls = []
+    real = attention.packed_gqa_attention
+
+    def spy(*args, **kw):
+        calls.append(args[1].shape[2])
+        return real(*args, **kw)
+
+    gen = torch.Generator().manual_seed(0)
+    prompt = torch.randint(3, 200, (3, 12), generator=gen)
+    mask = torch.ones(3, 12, dtype=torch.long)
+    mask[1, :4] = 0  # a left-padded row
+    step = torch.randint(3, 200, (3, 3), generator=gen)
+    out = {}
+    from transformers import AttentionInterface
+
+    for impl in ("sdpa", attention.NAME):
+        model.set_attn_implementation(impl)
+        AttentionInterface.register(attention.NAME, spy)
+        with torch.inference_mode():
+            first = model.base_model(input_ids=prompt, attention_mask=mask, use_cache=True)
+            full = torch.cat([mask, torch.ones(3, 3, dtype=torch.long)], 1)
+            pos = (full.cumsum(1) - 1).clamp_min(0)[:, -3:]
+            res = model.base_model(input_ids=step, attention_mask=full, position_ids=pos,
+                                   cache=first.cache, use_cache=True)
+        out[impl] = res.last_hidden_state
+    AttentionInterface.register(attention.NAME, real)
+    assert 3 in calls  # the packed path ran on the 3-token step
+    torch.testing.assert_close(out[attention.NAME], out["sdpa"], atol=1e-5, rtol=1e-5)
+
+
+def test_device_is_checked_and_cpu_or_auto_runs_here(llama):
+    from dptext.devices import cuda_available
+
+    with pytest.raises(DPTextError, match="device must be one of"):
+        mechanism("dpmlm", epsilon=1, device="tpu")
+    with pytest.raises(DPTextError, match="device must be one of"):
+        mechanism("dpprompt", epsilon=1, device="gpu")
+    for device in ("cpu", "auto"):
+        m = _causal(llama, epsilon=5.0, device=device)
+        want = "cuda" if device == "auto" and cuda_available() else "cpu"
+        assert m._lm[0].device.type == want
+        assert m.privatize("the dog sat on the mat", rng=0).report.tokens_privatized
+    if not cuda_available():
+        with pytest.raises(DPTextError, match="no CUDA GPU"):
+            mechanism("dpmlm", epsilon=1, device="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none here)")
+@pytest.mark.parametrize("draws", ["sequential", "independent"])
+def test_cuda_gives_the_scores_of_the_cpu(llama, draws):
+    cpu = _causal(llama, epsilon=5.0, draws=draws)
+    gpu = _causal(llama, epsilon=5.0, draws=draws, device="cuda")
+    text = "the dog sat, john went to paris"
+    aligned, _, slots, _ = cpu._plan(text, np.random.default_rng(0))
+    job = [(aligned.ids, [(s.glue, s.start) for s in slots])]
+    a = cpu._backend.score_independent(job)[0]
+    b = gpu._backend.score_independent(job)[0].cpu()
+    torch.testing.assert_close(a, b, atol=1e-3, rtol=1e-3)
+    assert gpu.privatize(text, rng=0).report.tokens_privatized == len(slots)
+    with pytest.raises(DPTextError, match="CPU only"):
+        mechanism("dpmlm", epsilon=1, device="cuda", precision="int8")

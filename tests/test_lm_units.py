@@ -121,3 +121,37 @@ def test_percentile_rule():
     with pytest.raises(DPTextError):
         percentile_rule(np.zeros((3, 4)))
     assert math.isfinite(temperature(1.0, lo, hi))
+
+
+@pytest.mark.parametrize("epsilon", [2.0, 150.0, 3000.0])  # 3000: log-weights span > 600 nats
+def test_sampler_realizes_the_clipped_softmax_exactly(epsilon):
+    """lm.sampling.sample draws from the sorted clipped scores, then uniformly among the
+    candidates of the drawn score: the law it realizes (computed from its own tables, also far
+    below 2^-53 and below the double range) is the clipped softmax to 1e-9 in log space, for
+    every candidate, ties at the clip bounds and exact duplicates included."""
+    from dptext.lm.sampling import realized_log_probabilities
+
+    rng = np.random.default_rng(7)
+    s = rng.normal(-8.0, 4.0, (2, 31_664)).astype(np.float32)
+    s[:, :50] = s[:, 50:100]  # exact duplicates inside the clip range
+    lo, hi = -12.0, 2.0
+    lp = realized_log_probabilities(torch.from_numpy(s), epsilon=epsilon, lo=lo, hi=hi)
+    z = np.clip(s.astype(np.float64), lo, hi) / temperature(epsilon, lo, hi)
+    ref = z - np.logaddexp.reduce(z, axis=1, keepdims=True)
+    assert np.isfinite(lp).all()
+    np.testing.assert_allclose(lp, ref, atol=1e-9, rtol=0)
+    assert np.abs(lp[0] - lp[1]).max() <= epsilon * (1 + 1e-12)
+
+
+def test_tied_candidates_are_drawn_uniformly():
+    """Three candidates above hi (clipped to the same score) and two exactly equal ones: each
+    of a tie gets its own share (chi-square on 5 outcomes against the clipped softmax)."""
+    gen = torch.Generator().manual_seed(11)
+    scores = torch.tensor([[9.0, 5.0, 7.0, 0.5, 0.5]])
+    eps, lo, hi = 3.0, -1.0, 2.0
+    probs = clipped_log_probs(scores, epsilon=eps, lo=lo, hi=hi).exp()[0].numpy()
+    n = 30000
+    draws = sample(scores.expand(n, -1), epsilon=eps, lo=lo, hi=hi, generator=gen)
+    observed = np.bincount(draws, minlength=5)
+    chi2 = float(((observed - n * probs) ** 2 / (n * probs)).sum())
+    assert chi2 < 18.47  # chi-square, 4 degrees of freedom, p = 0.001

@@ -52,26 +52,36 @@ class ScoreHead:
     """
 
     def __init__(self, model, candidate_ids: torch.Tensor, probe_ids: Sequence[int]) -> None:
-        self.model, self.ids = model, torch.as_tensor(candidate_ids)
+        self.device = model.device  # inputs are moved there; scores come back from there
+        self.model, self.ids = model, torch.as_tensor(candidate_ids).to(self.device)
         head = model.get_output_embeddings()
         self.weight = self.bias = None
         if isinstance(head, torch.nn.Linear) and model.base_model is not model:
             self.weight = head.weight[self.ids].detach()
             self.bias = None if head.bias is None else head.bias[self.ids].detach()
-            probe = torch.as_tensor([list(probe_ids) or [0]])
+            probe = torch.as_tensor([list(probe_ids) or [0]], device=self.device)
             with torch.inference_mode():
                 full = model(input_ids=probe, logits_to_keep=1).logits[0, -1, self.ids]
                 hidden = model.base_model(input_ids=probe).last_hidden_state[0, -1]
             if not torch.allclose(self._project(hidden), full, atol=1e-4, rtol=1e-4):
                 self.weight = self.bias = None
 
+    def _to(self, x):
+        return x if x is None or x.device == self.device else x.to(self.device)
+
+    def select(self, cache, index: torch.Tensor) -> None:
+        """Keep the cache rows ``index`` (on the model's device)."""
+        index = self._to(index)
+        for layer in cache.layers:
+            layer.batch_select_indices(index)
+
     def _project(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.linear(hidden, self.weight, self.bias)
 
     def forward(self, ids, mask, positions, cache) -> tuple[object, object]:
         """One pass: (cache, a function rows -> candidate scores at the last position)."""
-        args = dict(input_ids=ids, attention_mask=mask, position_ids=positions, cache=cache,
-                    use_cache=True)
+        args = dict(input_ids=self._to(ids), attention_mask=self._to(mask),
+                    position_ids=self._to(positions), cache=cache, use_cache=True)
         with torch.inference_mode():
             if self.weight is not None:
                 res = self.model.base_model(**args)
@@ -83,7 +93,9 @@ class ScoreHead:
 
     def score_positions(self, ids, mask, positions, rows: list[int], cols: list[int]):
         """Candidate scores after position ``cols[i]`` of row ``rows[i]`` (one pass, no cache)."""
-        args = dict(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+        args = dict(input_ids=self._to(ids), attention_mask=self._to(mask),
+                    position_ids=self._to(positions), use_cache=False)
+        rows, cols = self._to(torch.as_tensor(rows)), self._to(torch.as_tensor(cols))
         with torch.inference_mode():
             if self.weight is not None:
                 hidden = self.model.base_model(**args).last_hidden_state
@@ -141,8 +153,7 @@ def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
             return
         if len(keep) < len(alive):
             index = torch.as_tensor(keep)
-            for layer in cache.layers:
-                layer.batch_select_indices(index)
+            head.select(cache, index)
             mask, seen = mask[index], seen[index]
             alive = [alive[k] for k in keep]
         w = width([len(queues[r]) for r in alive])

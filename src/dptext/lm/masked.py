@@ -109,14 +109,19 @@ class MaskedBackend:
             if int(where.sum()) != len(rows):
                 raise DPTextError("a masked input must hold exactly one mask token")
 
+            device = self.model.device
+            where = where.to(device)
+
             def only_masks(_module, args, where=where):
                 return (args[0][where],)
 
             hook = head.register_forward_pre_hook(only_masks)
             try:
                 with torch.inference_mode():
-                    logits = self.model(input_ids=batch, attention_mask=attention).logits
+                    logits = self.model(input_ids=batch.to(device),
+                                        attention_mask=attention.to(device)).logits
             finally:
                 hook.remove()
-            out[torch.as_tensor(rows)] = logits.reshape(len(rows), -1)[:, self.candidate_ids]
+            picked = logits.reshape(len(rows), -1)[:, self.candidate_ids.to(device)]
+            out[torch.as_tensor(rows)] = picked.float().cpu()
         return out

@@ -136,8 +136,15 @@ class LMMechanism(Mechanism):
 
     def __init__(self, *, epsilon: float, backend: str = "causal", model: str | None = None,
                  clip_low: float | None = None, clip_high: float | None = None,
-                 max_length: int | None = None, precision: str = "fp32") -> None:
+                 max_length: int | None = None, precision: str = "fp32",
+                 device: str = "cpu") -> None:
+        from dptext.devices import check_device
+
         self.epsilon = check_epsilon(epsilon)
+        self.device = check_device(device)
+        if precision == "int8" and self.device == "cuda":
+            raise DPTextError("precision='int8' (dynamic quantization) runs on the CPU only; "
+                              "use precision='fp32' with device='cuda'")
         self.precision = check_choice(precision, "precision", PRECISIONS)
         self.backend = check_choice(backend, "backend", ("causal",) if self.causal_only
                                     else BACKENDS)
@@ -167,6 +174,17 @@ class LMMechanism(Mechanism):
 
         resolved = resolve_model(self.model, causal=self.causal, progress=progress)
         self._lm = load_model(resolved, causal=self.causal)
+        from dptext.devices import resolve_device
+
+        where = resolve_device(self.device)
+        if where == "cuda" and self.precision == "int8":
+            where = "cpu"  # device="auto" on a GPU machine: int8 is a CPU kernel
+        if where != "cpu":
+            self._lm[0].to(where)
+        if self.causal:
+            from dptext.lm.attention import use_packed_gqa
+
+            use_packed_gqa(self._lm[0])
         if self.precision == "int8":
             from dptext.lm.quantize import quantize_int8
 
@@ -215,9 +233,11 @@ class DPMLM(LMMechanism):
                  clip_high: float | None = None, separator: str | None = None,
                  max_length: int | None = None, batch_size: int = 64,
                  draws: str = "sequential", segment_words: int = 32,
-                 precision: str = "fp32", keep_case: bool = False) -> None:
+                 precision: str = "fp32", keep_case: bool = False,
+                 device: str = "cpu") -> None:
         super().__init__(epsilon=epsilon, backend=backend, model=model, clip_low=clip_low,
-                         clip_high=clip_high, max_length=max_length, precision=precision)
+                         clip_high=clip_high, max_length=max_length, precision=precision,
+                         device=device)
         self.draws = check_choice(draws, "draws", DRAWS)
         if self.draws == "independent" and not self.causal:
             raise DPTextError("draws='independent' is for the causal backend (the masked "

@@ -56,9 +56,10 @@ class DPPrompt(LMMechanism):
     def __init__(self, *, epsilon: float, model: str | None = None,
                  prompt: str = DEFAULT_PROMPT, clip_low: float | None = None,
                  clip_high: float | None = None, max_length: int | None = None,
-                 batch_size: int = 64, precision: str = "fp32") -> None:
+                 batch_size: int = 64, precision: str = "fp32", device: str = "cpu") -> None:
         super().__init__(epsilon=epsilon, backend="causal", model=model, clip_low=clip_low,
-                         clip_high=clip_high, max_length=max_length, precision=precision)
+                         clip_high=clip_high, max_length=max_length, precision=precision,
+                         device=device)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         if "{text}" not in str(prompt):
             raise DPTextError("prompt must contain {text}")
