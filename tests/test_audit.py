@@ -15,14 +15,14 @@ from planted_bugs import LM_WORDS, rig_worst_case, tiny_bert, tiny_llama, tiny_s
 import dptext
 import dptext.mechanisms.truncated_gumbel as tg
 from dptext.audit import CONSISTENT, Pair, audit, audit_exact
-from dptext.cli.audit import EXIT_VIOLATION
-from dptext.cli.audit import register as add_commands
 from dptext.audit.stats import (
     cp_lower,
     cp_upper,
     epsilon_from_error_rates,
     log_ratio_lower_bound,
 )
+from dptext.cli.audit import EXIT_VIOLATION
+from dptext.cli.audit import register as add_commands
 from dptext.errors import DPTextError
 
 torch = pytest.importorskip("torch")

@@ -88,7 +88,8 @@ def test_grid_utility_cell_with_the_finetune_classifier(bert_dir, tmp_path, monk
 
     from dptext.embeddings import EmbeddingSpace
     from dptext.errors import DPTextError
-    from dptext.evaluation.grid import GridConfig, GridContext as _Context, run_grid
+    from dptext.evaluation.grid import GridConfig, run_grid
+    from dptext.evaluation.grid import GridContext as _Context
 
     monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(_Context, "finetune_dir", lambda self: bert_dir)
