@@ -17,12 +17,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt requirements-nodeps.txt
 demo: setup
 	$(BIN)/dptext demo
 
-# The service fault tests (a real server killed with -9 and restarted) run in a pytest process
-# of their own: in the same process as the whole suite they once saw a ledger without the
-# killed server's charges (not root-caused; see the session note of issues 13/15).
 test: setup
-	$(BIN)/python -m pytest -q --deselect tests/test_service_faults.py
-	$(BIN)/python -m pytest -q tests/test_service_faults.py
+	$(BIN)/python -m pytest -q
 
 bench: setup
 	uptime
