@@ -20,13 +20,21 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# Every figure of the speed issues in one run (about 30 minutes on 2 quiet cores); each script
+# prints `uptime` beside its figures and the reference it is compared with.
 bench: setup
 	uptime
-	$(BIN)/python benchmarks/bench_mechanisms.py
-	$(BIN)/python benchmarks/bench_laplace.py --indexed
-	$(BIN)/python benchmarks/bench_lm.py --backends causal,dpprompt
-	$(BIN)/python benchmarks/bench_lm.py --long 500 --busy
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_mechanisms.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_mechanisms.py --mechanisms custext,custext+ --cached-tables --non-ascii
+	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_laplace.py --epsilons 10,50,200 --indexed
+	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --backends causal,dpprompt --baseline-words 100
+	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --long 500 --busy --modes independent,independent-int8,sequential
 	$(BIN)/python benchmarks/bench_lm.py --hostile
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ledger.py --records 100000 --sanitize
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_corpus.py quick
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_service.py --seconds 20
+	$(BIN)/python benchmarks/bench_grid.py --workers 2
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_training.py cost --texts 120 --repeats 4
 	uptime
 
 lint: setup
