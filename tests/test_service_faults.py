@@ -70,12 +70,24 @@ def test_kill_9_mid_job_then_restart_resumes_exactly_once(tmp_path):
     ids = [json.loads(line)["id"] for line in out.splitlines()]
     assert len(ids) == len(set(ids)) == n  # none lost, none twice (no budget: none withheld)
     for i, answer in spent.items():
-        assert "spent" in answer, (i, answer, job)
+        assert "spent" in answer, (i, answer, job, _ledger_state(ledger_path, n))
         assert answer["spent"]["records"] == 1 and answer["spent"]["pending"] == 0, (i, answer)
     ledger = Ledger(str(ledger_path))  # every unit, read from the database itself
     for i in range(n):
         s = ledger.spent(f"r{i}", owner="clinic", pld=False)
         assert (s.records, s.pending, s.withheld) == (1, 0, 0), (i, s)
+
+
+def _ledger_state(ledger_path, n: int) -> dict:
+    """What the database itself holds, for a failure message (the in-suite failure of
+    2026-12-01 is not root-caused: this says whether the charges are missing or unreadable)."""
+    ledger = Ledger(str(ledger_path))
+    missing = [i for i in range(n) if ledger.spent(f"r{i}", owner="clinic", pld=False).records
+               + ledger.spent(f"r{i}", owner="clinic", pld=False).pending == 0]
+    return {"units_without_charges": len(missing), "first": missing[:10],
+            "charges": sum(1 for _ in ledger.charges()), "pending": len(ledger.pending()),
+            "releases": len(ledger.releases()),
+            "files": sorted(p.name for p in ledger_path.parent.iterdir())}
 
 
 def test_32_concurrent_clients(tmp_path):
