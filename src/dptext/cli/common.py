@@ -216,17 +216,23 @@ def mechanism_params(args) -> dict:
     return params
 
 
-def build_mechanism(args, *, fit: bool = True):
-    """The mechanism the options describe, fitted (with a progress bar or a stage line)."""
+def unfitted_mechanism(args, params: dict):
+    """The mechanism ``args.mechanism`` with ``params``, not yet fitted; notes in
+    ``args.epsilon_note`` when it runs at a defaulted epsilon."""
     from dptext.mechanisms.registry import mechanism, parameters, registered
 
-    params = mechanism_params(args)
     m = mechanism(args.mechanism, **params)
     if "epsilon" not in params:
         default = parameters(registered()[args.mechanism]).get("epsilon")
         if isinstance(default, int | float):
             args.epsilon_note = (f"dptext: no --epsilon given: {args.mechanism} ran at its "
                                  f"default epsilon {default:g}")
+    return m
+
+
+def build_mechanism(args, *, fit: bool = True):
+    """The mechanism the options describe, fitted (with a progress bar or a stage line)."""
+    m = unfitted_mechanism(args, mechanism_params(args))
     if fit:
         bar = progress_wanted(args)
         note = m.preparation_note()

@@ -22,6 +22,7 @@ from dptext.cli.common import (
     positive_type,
     progress_wanted,
     rng_choice,
+    unfitted_mechanism,
 )
 from dptext.errors import DPTextError
 
@@ -112,17 +113,6 @@ def _job(args, m):
     )
 
 
-def _unfitted(args, params: dict):
-    """The mechanism the options describe, not yet fitted (noting a defaulted epsilon)."""
-    from dptext.mechanisms.registry import mechanism, parameters, registered
-
-    m = mechanism(args.mechanism, **params)
-    if "epsilon" not in params:
-        default = parameters(registered()[args.mechanism]).get("epsilon")
-        if isinstance(default, int | float):
-            args.epsilon_note = (f"dptext: no --epsilon given: {args.mechanism} ran at its "
-                                 f"default epsilon {default:g}")
-    return m
 
 
 def mechanism_params_for_record(args) -> dict:
@@ -160,7 +150,7 @@ def cmd_sanitize(args) -> int:
         # language-model mechanisms load their model in each worker, not in this process
         lm_in_workers = not _is_word_mechanism(args.mechanism) and (
             args.workers > 1 or args.engine == "ray")
-        m = _targeted(args, _unfitted(args, args._params))
+        m = _targeted(args, unfitted_mechanism(args, args._params))
         runner = prepare(_job(args, m))  # every path and option checked before any work
         if not lm_in_workers:
             build_fit(args, m)

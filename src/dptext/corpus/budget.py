@@ -12,23 +12,10 @@ job continues its release and ``reserve`` answers ``already`` for records it dec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from dptext.accounting.events import PrivacyEvent
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-
-try:  # the ledger's event type (issue 13); this fallback has the same fields
-    from dptext.accounting.events import PrivacyEvent
-except ImportError:  # pragma: no cover - until dptext.ledger is merged
-
-    @dataclass(frozen=True, slots=True)
-    class PrivacyEvent:  # type: ignore[no-redef]
-        kind: str
-        epsilon: float
-        delta: float = 0.0
-        count: int = 1
-        mechanism: str = ""
-        scope: str = ""
 
 
 def privacy_events(report: PrivacyReport) -> list:
