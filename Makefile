@@ -22,8 +22,7 @@ demo: setup
 # restarted server's ledger had no charge for a unit whose record is in the output), alone it
 # has always passed. Not root-caused - see issue 15's note and docs/service.md.
 test: setup
-	$(BIN)/python -m pytest -q --deselect tests/test_service_faults.py
-	$(BIN)/python -m pytest -q tests/test_service_faults.py
+	$(BIN)/python -m pytest -q
 
 # Every figure of the speed issues in one run (about 30 minutes on 2 quiet cores); each script
 # prints `uptime` beside its figures and the reference it is compared with.

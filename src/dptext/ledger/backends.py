@@ -17,6 +17,8 @@ import os
 import re
 import sqlite3
 import stat
+import threading
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -111,9 +113,49 @@ def sqlite_path(url: str | os.PathLike) -> Path:
     return Path(text).expanduser()
 
 
+# Live SQLite connections of this process, per database file ((st_dev, st_ino) -> count).
+# On POSIX, closing *any* descriptor of a file drops every advisory lock the process holds on
+# it - also the locks of SQLite's own connections ("How To Corrupt An SQLite Database File",
+# section 2.2). A connection whose shared lock is gone looks absent to the others: the last
+# other connection to close then checkpoints and *deletes the WAL*, and this process goes on
+# committing into the unlinked file, so every later commit is lost at the next crash
+# (reproduced: a service killed mid-job lost all its charges while the shards they covered were
+# released). So the header check below, which opens the file itself, runs only while this
+# process holds no SQLite connection to that file; the first connection checks it.
+_LIVE: dict[tuple[int, int], int] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _file_key(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_dev, st.st_ino
+
+
+def _forget(key: tuple[int, int]) -> None:
+    with _LIVE_LOCK:
+        left = _LIVE.get(key, 0) - 1
+        if left > 0:
+            _LIVE[key] = left
+        else:
+            _LIVE.pop(key, None)
+
+
+def live_connections(path: Path) -> int:
+    """How many SQLite connections this process holds to the file at ``path`` (0 if none)."""
+    try:
+        key = _file_key(path)
+    except OSError:
+        return 0
+    with _LIVE_LOCK:
+        return _LIVE.get(key, 0)
+
+
 def check_sqlite_file(path: Path) -> None:
     """Refuse a file that is not an SQLite database or is shorter than its header says
-    (truncated): SQLite itself would only notice on reading a missing page, or never."""
+    (truncated): SQLite itself would only notice on reading a missing page, or never.
+
+    Opens the file: never call it while this process holds an SQLite connection to it
+    (see ``_LIVE``); :meth:`SQLiteBackend.connect` takes care of that."""
     size = path.stat().st_size
     if size == 0:
         raise DPTextError(f"ledger {path} is an empty file, not a ledger (truncated?)")
@@ -150,33 +192,53 @@ class SQLiteBackend(Backend):
 
     def connect(self) -> None:
         path = self.path
-        if path.exists():
-            check_sqlite_file(path)
-            mode = path.stat().st_mode
-            # also when running as root, for whom os.access ignores the mode bits
-            self.readonly = not os.access(path, os.W_OK) or not mode & (
-                stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-        else:
-            if not path.parent.is_dir():
+        # the check and the open under one lock: no other thread of this process opens a
+        # connection to the file while the check holds a descriptor of it
+        with _LIVE_LOCK:
+            if path.exists():
+                if not _LIVE.get(_file_key(path)):
+                    check_sqlite_file(path)
+                mode = path.stat().st_mode
+                # also when running as root, for whom os.access ignores the mode bits
+                self.readonly = not os.access(path, os.W_OK) or not mode & (
+                    stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+            elif not path.parent.is_dir():
                 raise DPTextError(f"ledger directory {path.parent} does not exist")
-        with self.errors("open"):
-            if self.readonly:
-                uri = f"{path.resolve().as_uri()}?mode=ro"
-                self.conn = sqlite3.connect(uri, uri=True, timeout=self.timeout,
-                                            isolation_level=None, check_same_thread=False)
-            else:
-                new = not path.exists()
-                self.conn = sqlite3.connect(path, timeout=self.timeout, isolation_level=None,
-                                            check_same_thread=False)
-                if new:  # before the first write fixes it (docs/ledger.md, "Speed")
-                    self.conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
-                self.conn.execute("PRAGMA journal_mode=WAL")
-            # FULL: a committed charge survives power loss before the output it covers
-            self.conn.execute("PRAGMA synchronous=FULL")
-            # the indexes a batch touches at random stay in memory (and a transaction's dirty
-            # pages are not spilled to the WAL before COMMIT); allocated as used
-            self.conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
-            self._durable = True
+            new = not path.exists()
+            with self.errors("open"):
+                if self.readonly:
+                    uri = f"{path.resolve().as_uri()}?mode=ro"
+                    self.conn = sqlite3.connect(uri, uri=True, timeout=self.timeout,
+                                                isolation_level=None, check_same_thread=False)
+                else:
+                    self.conn = sqlite3.connect(path, timeout=self.timeout,
+                                                isolation_level=None, check_same_thread=False)
+            key = _file_key(path)  # sqlite3.connect opened (or created) the file
+            _LIVE[key] = _LIVE.get(key, 0) + 1
+        self._untrack = weakref.finalize(self, _forget, key)  # also if never closed
+        try:
+            with self.errors("open"):
+                if not self.readonly:
+                    if new:  # before the first write fixes it (docs/ledger.md, "Speed")
+                        self.conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
+                    self.conn.execute("PRAGMA journal_mode=WAL")
+                # FULL: a committed charge survives power loss before the output it covers
+                self.conn.execute("PRAGMA synchronous=FULL")
+                # the indexes a batch touches at random stay in memory (and a transaction's
+                # dirty pages are not spilled to the WAL before COMMIT); allocated as used
+                self.conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+                self._durable = True
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            untrack = getattr(self, "_untrack", None)
+            if untrack is not None:
+                untrack()
 
     def begin_write(self, durable: bool = True) -> None:
         if durable != self._durable:  # WAL + NORMAL: atomic, not fsynced until a FULL commit
