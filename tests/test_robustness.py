@@ -392,7 +392,7 @@ def test_cli_robustness_runs_and_rejects_bad_input(space, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(bad)
     assert exit_info.value.code == 2
-    assert "must be >= 1" in capsys.readouterr().err
+    assert "expected an integer >= 1, got -3" in capsys.readouterr().err
     assert main(argv + ["--ibp-kappa", "1.5"]) == 2
     assert "kappa must be in [0, 1]" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:

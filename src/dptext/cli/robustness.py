@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dptext.cli.common import progress_wanted
+from dptext.cli.common import int_type, progress_wanted
 from dptext.errors import DPTextError
 
 # Defaults measured in docs/robustness.md: the gumbel bound of the default space is ~194; in the
@@ -52,19 +52,6 @@ def _optional_distance(text: str) -> float | None:
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value
-
-
-def _count(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
 
 
 def cmd_robustness(args) -> int:
@@ -150,28 +137,28 @@ def register(subparsers) -> None:
     p.add_argument("--dataset", default="rotten_tomatoes", help="a packaged dataset name")
     p.add_argument("--space", help="embedding space: a saved .npz or a vectors file "
                    "(default: the offline default space)")
-    p.add_argument("--threads", type=_count(1), default=None,
+    p.add_argument("--threads", type=int_type(1), default=None,
                    help="torch CPU threads (1 is fastest on a busy shared machine)")
     p.add_argument("--out", required=True, help="output directory (created)")
     p.add_argument("--train-size", type=_optional_size, default=2000,
                    help="training texts, a seeded random sample (default 2000; 'all')")
     p.add_argument("--test-size", type=_optional_size, default=None,
                    help="test texts for clean accuracy (default all)")
-    p.add_argument("--attack-size", type=_count(1), default=200,
+    p.add_argument("--attack-size", type=int_type(1), default=200,
                    help="test texts attacked (default 200: a subsample)")
-    p.add_argument("--copies", type=_count(0), default=4, help="augmentation copies (default 4)")
-    p.add_argument("--ibp-k", type=_count(1), default=8,
+    p.add_argument("--copies", type=int_type(0), default=4, help="augmentation copies (default 4)")
+    p.add_argument("--ibp-k", type=int_type(1), default=8,
                    help="IBP substitution set: the k nearest words (default 8, Alzantot's N)")
     p.add_argument("--ibp-delta", type=_optional_distance, default=0.6,
                    help="... within this distance of the word (default 0.6; 'none': all k)")
-    p.add_argument("--ibp-epochs", type=_count(1), default=12,
+    p.add_argument("--ibp-epochs", type=int_type(1), default=12,
                    help="IBP training epochs (default 12: 2 warm-up, ramp, plateau)")
     p.add_argument("--ibp-kappa", type=float, default=0.5,
                    help="final weight of the IBP loss term (default 0.5)")
-    p.add_argument("--population", type=_count(2), default=20)
-    p.add_argument("--generations", type=_count(1), default=10)
-    p.add_argument("--max-queries", type=_count(1), default=None)
-    p.add_argument("--epochs", type=_count(1), default=6)
+    p.add_argument("--population", type=int_type(2), default=20)
+    p.add_argument("--generations", type=int_type(1), default=10)
+    p.add_argument("--max-queries", type=int_type(1), default=None)
+    p.add_argument("--epochs", type=int_type(1), default=6)
     p.add_argument("--seed", type=int, default=0, help="experiment seed (default 0)")
     p.add_argument("--split-seed", type=int, default=0, help="dataset split seed (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
