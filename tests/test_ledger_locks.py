@@ -19,7 +19,6 @@ import textwrap
 from pathlib import Path
 
 import dptext
-from dptext.accounting.events import PrivacyEvent
 from dptext.ledger import Ledger
 from dptext.ledger.backends import check_sqlite_file, live_connections
 
@@ -37,8 +36,8 @@ CHILD = textwrap.dedent(f"""
     print("ready", flush=True)
     sys.stdin.readline()
     for i in range({N}):
-        first.commit(rid, [d.charge_id for d in
-                           first.reserve(rid, [(f"r{{i}}", f"u{{i}}", [PrivacyEvent("pure", 1.0)])])])
+        item = (f"r{{i}}", f"u{{i}}", [PrivacyEvent("pure", 1.0)])
+        first.commit(rid, [d.charge_id for d in first.reserve(rid, [item])])
     print("wrote", flush=True)
     time.sleep(600)
 """)

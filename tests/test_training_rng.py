@@ -11,24 +11,18 @@ import math
 import numpy as np
 import pytest
 import torch
+from training_jobs import Killed, kill_at, stable, uedp_job, write_users
 
 from dptext.cli.train import register
 from dptext.errors import DPTextError
 from dptext.rng import generator_state, is_secure, restore_generator, secure_generator
 from dptext.training.federated import gaussian_release
-from dptext.training.run import STATE_FILE, TrainJob
+from dptext.training.run import STATE_FILE
 from dptext.training.tasks import ClassificationTask, classification_rows
 from dptext.training.trainer import FederatedTrainer, TrainConfig, aggregate
 
 GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU on this machine")
-
-TEXTS = [
-    "Alice Smith moved to Boston last year. She likes the city and the people.",
-    "The weather is good today. I will walk to the park with my dog.",
-    "Microsoft hired Bob Jones in London. He works on new products.",
-    "We had dinner at home. The food was very good and the time was nice.",
-]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -135,43 +129,23 @@ def test_state_dict_round_trips_the_secure_generators_through_torch_load(tmp_pat
 # ----------------------------------------------------------------- TrainJob and CLI
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "users.jsonl"
-    rows = [{"user": f"u{i}", "text": TEXTS[(i + j) % 4]} for i in range(12) for j in range(2)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return str(path)
+    return write_users(tmp_path_factory.mktemp("data") / "users.jsonl")
 
 
 def _job(data, **kw):
-    base = dict(algo="uedp", data=data, rounds=4, z=1.0, q_u=0.5, q_e=0.5, q_s=0.5,
-                vocab_size=300, max_len=10, seed=0, checkpoint_every=2,
-                categories=["PERSON", "GPE", "ORG"], secure_rng=True)
-    return TrainJob(**{**base, **kw})
-
-
-class Killed(Exception):
-    pass
-
-
-def _kill_at(n):
-    def on_round(row):
-        if row["round"] == n:
-            raise Killed
-    return on_round
-
-
-def _stable(rows):
-    return [{k: v for k, v in r.items() if k not in ("seconds", "eval_seconds")} for r in rows]
+    """4 rounds, from the secure generator."""
+    return uedp_job(data, **{"rounds": 4, "secure_rng": True, **kw})
 
 
 def test_seeded_secure_run_resumes_bit_for_bit(data, tmp_path):
     whole = _job(data).run(tmp_path / "whole")
     assert whole["noise_generator"] == "ChaCha20 (secure)"
     with pytest.raises(Killed):
-        _job(data).run(tmp_path / "cut", on_round=_kill_at(3))
+        _job(data).run(tmp_path / "cut", on_round=kill_at(3))
     state = torch.load(tmp_path / "cut" / STATE_FILE, weights_only=True)
     assert "ChaCha" in state["trainer"]["noise_rng"]["bit_generator"]
     resumed = _job(data).run(tmp_path / "cut", resume=True)
-    assert _stable(resumed["rounds"]) == _stable(whole["rounds"])
+    assert stable(resumed["rounds"]) == stable(whole["rounds"])
     a = torch.load(tmp_path / "whole" / "checkpoint.pt", weights_only=True)["params"]
     b = torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)["params"]
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -179,11 +153,11 @@ def test_seeded_secure_run_resumes_bit_for_bit(data, tmp_path):
 
 def test_unseeded_secure_run_continues_its_checkpointed_generators(data, tmp_path):
     with pytest.raises(Killed):
-        _job(data, seed=None).run(tmp_path, on_round=_kill_at(3))
+        _job(data, seed=None).run(tmp_path, on_round=kill_at(3))
     before = json.loads((tmp_path / "metrics.json").read_text())
     resumed = _job(data, seed=None).run(tmp_path, resume=True)
     # round 3 is replayed from the round-2 state: the same coins and noise, hence the same row
-    assert _stable(resumed["rounds"][:3]) == _stable(before["rounds"])
+    assert stable(resumed["rounds"][:3]) == stable(before["rounds"])
 
 
 def test_cli_secure_rng_and_device_options(data, tmp_path):
