@@ -189,24 +189,7 @@ class FakeLedger:
         self.committed += list(charge_ids)
 
 
-@pytest.fixture
-def privacy_event(monkeypatch):
-    from dptext.accounting import events
-
-    if not hasattr(events, "PrivacyEvent"):  # until the ledger issue lands: its contract
-        @dataclasses.dataclass(frozen=True, slots=True)
-        class PrivacyEvent:
-            kind: str
-            epsilon: float
-            delta: float = 0.0
-            count: int = 1
-            mechanism: str = ""
-            scope: str = ""
-
-        monkeypatch.setattr(events, "PrivacyEvent", PrivacyEvent, raising=False)
-
-
-def test_ledger_withholds_what_a_unit_cannot_pay_for(space_path, privacy_event):
+def test_ledger_withholds_what_a_unit_cannot_pay_for(space_path):
     ledger = FakeLedger(budget=5.0)  # u1's first targeted body costs 4 (Alice, Bob); then 0-4
     rel = privatize(_ds(), ["body"], mechanism="custext", epsilon=2, k=3, space=space_path,
                     entities=["PERSON"], detector="spacy", unit_column="user", ledger=ledger,

@@ -307,22 +307,7 @@ def test_report_combines_to_dict_and_prints_honestly(custext):
     assert combined.epsilon_for_delta(1e-6) <= combined.epsilon + 1e-9
 
 
-def test_privacy_events_follow_the_ledger_contract(custext, monkeypatch):
-    import dataclasses
-
-    from dptext.accounting import events
-
-    if not hasattr(events, "PrivacyEvent"):  # the ledger issue's class, as its contract says
-        @dataclasses.dataclass(frozen=True, slots=True)
-        class PrivacyEvent:
-            kind: str
-            epsilon: float
-            delta: float = 0.0
-            count: int = 1
-            mechanism: str = ""
-            scope: str = ""
-
-        monkeypatch.setattr(events, "PrivacyEvent", PrivacyEvent, raising=False)
+def test_privacy_events_follow_the_ledger_contract(custext):
     m = TargetedMechanism(custext, entities=["PERSON", "PHONE"], detector=None,
                           pattern_policy="surrogate", surrogate_epsilon=0.5)
     text = "Bob Lee: 555-0100"
