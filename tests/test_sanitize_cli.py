@@ -222,3 +222,39 @@ def test_temporaries_of_killed_runs_are_removed(work):
     assert r.returncode == 0, r.stderr
     assert not stale.exists() and mine.exists()
     mine.unlink()
+
+
+def _auto_args(tmp_path, mechanism="dpmlm", lines=40, **kw):
+    import argparse
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"text": f"note {i}"}) + "\n" for i in range(lines)))
+    base = dict(workers="auto", mechanism=mechanism, engine="local", entities=None,
+                torch_threads=1, input=path, batch_size=None)
+    return argparse.Namespace(**{**base, **kw})
+
+
+@pytest.mark.parametrize("free, kw, want", [
+    (2, {}, 2),                                   # a language model, a long file, 2 free cores
+    (1, {}, 1),                                   # only one core free
+    (2, {"mechanism": "custext"}, 1),             # word mechanisms: one process
+    (2, {"lines": 32}, 1),                        # not more than two batches of 16
+    (2, {"lines": 32, "batch_size": 8}, 2),       # ... but more than two batches of 8
+    (2, {"torch_threads": 2}, 1),                 # the user asked for threads, not processes
+    (2, {"engine": "ray"}, 1),
+    (2, {"entities": "PERSON"}, 1),               # targeted runs in one process
+    (2, {"input": "-"}, 1),                       # stdin: the length is not known
+    (2, {"workers": 3}, 3),                       # an explicit count is kept
+])
+def test_workers_auto(tmp_path, monkeypatch, free, kw, want):
+    import dptext.lm.threads as threads
+    from dptext.cli.sanitize import resolve_workers
+
+    monkeypatch.setattr(threads, "free_cores", lambda interval=0: free)
+    lines = kw.pop("lines", 40)
+    assert resolve_workers(_auto_args(tmp_path, lines=lines, **kw)) == want
+
+
+def test_workers_must_be_a_count_or_auto(work):
+    r = dptext(work, "--input", "x.jsonl", "--output", "y.jsonl", "--workers", "two")
+    assert r.returncode == 2 and "expected an integer, got 'two'" in r.stderr
