@@ -17,10 +17,6 @@ $(VENV)/.installed: pyproject.toml constraints.txt requirements-nodeps.txt
 demo: setup
 	$(BIN)/dptext demo
 
-# The service fault tests (a real server killed with -9 and restarted) run in a pytest process
-# of their own: inside the whole suite the kill test has failed (2026-12-01, a fresh clone: the
-# restarted server's ledger had no charge for a unit whose record is in the output), alone it
-# has always passed. Not root-caused - see issue 15's note and docs/service.md.
 test: setup
 	$(BIN)/python -m pytest -q
 
