@@ -664,34 +664,33 @@ class Ledger:
             withheld: list[tuple] = []  # (id, entry, unit, record, 0, 0, events, reason, status)
             lines: list[str] = []
             new = tuple.__new__
+            single = len(limits) == 1 and limits[0][2] is own
+            b_eps1, b_delta1 = limits[0][:2]
             for record, unit, cost in zip(records, units_of, costs, strict=True):
                 d = decided.get(record)
                 if d is not None:
                     decisions.append(d if d.already else d._replace(already=True))
                     continue
                 eps_n, delta_n, ev = cost[0], cost[1], cost[2]
-                for b_eps, b_delta, tot in limits:
-                    cur = tot.get(unit)
-                    if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
-                            cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
-                        reason = _over_budget(checks, unit, eps_n, delta_n)
-                        withheld.append((next_id, entry, unit, record, 0, 0, ev, reason,
-                                         "withheld"))
-                        lines.append(fast_line(next_id, unit, record, 0, 0, ev, reason))
-                        d = new(Decision, (False, None, reason, False))
-                        break
+                if single:  # the usual one budget, of the release's own scope
+                    cur = own[unit]
+                    ok = cur[0] + eps_n <= b_eps1 and cur[1] + delta_n <= b_delta1
+                    if ok:
+                        cur[0] += eps_n
+                        cur[1] += delta_n
                 else:
-                    for _, _, tot in limits:
-                        cur = tot.get(unit)
-                        if cur is None:
-                            tot[unit] = [eps_n, delta_n]
-                        else:
-                            cur[0] += eps_n
-                            cur[1] += delta_n
+                    ok = _fits(limits, unit, eps_n, delta_n)
+                if ok:
                     charged.append((next_id, unit, record, eps_n, delta_n, ev))
                     # batches.fast_line, inlined (hex fields, no reason)
                     lines.append(f'[{next_id},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
                     d = new(Decision, (True, next_id, None, False))
+                else:
+                    reason = _over_budget(checks, unit, eps_n, delta_n)
+                    withheld.append((next_id, entry, unit, record, 0, 0, ev, reason,
+                                     "withheld"))
+                    lines.append(fast_line(next_id, unit, record, 0, 0, ev, reason))
+                    d = new(Decision, (False, None, reason, False))
                 next_id += 1
                 decided[record] = d
                 decisions.append(d)
@@ -1243,6 +1242,24 @@ def _remove_if_empty(path: Path) -> None:
     if empty:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _fits(limits, unit: str, eps_n: int, delta_n: int) -> bool:
+    """Whether (eps_n, delta_n) fits ``unit``'s every (budget eps, budget delta, running
+    totals); if so, added to the totals."""
+    for b_eps, b_delta, tot in limits:
+        cur = tot.get(unit)
+        if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
+                cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
+            return False
+    for _, _, tot in limits:
+        cur = tot.get(unit)
+        if cur is None:
+            tot[unit] = [eps_n, delta_n]
+        else:
+            cur[0] += eps_n
+            cur[1] += delta_n
+    return True
 
 
 def _over_budget(checks, unit: str, eps_n: int, delta_n: int) -> str | None:

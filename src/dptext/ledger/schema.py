@@ -17,7 +17,8 @@ Tables (prefixed ``ledger_`` so a shared PostgreSQL database can hold other thin
   the chain exactly like an edited entry. Keyed by the charge id (appended in order: a batch
   writes a few contiguous pages), with no index on a random key (the partial index of the
   pending charges is by id since version 3: appended to in order, not by unit); a record's
-  earlier decision is found through the release's batch entries (``ledger_entries_release``, :class:`dptext.ledger.batches.RecordIndex`).
+  earlier decision is found through the release's batch entries
+  (``ledger_entries_release``, :class:`dptext.ledger.batches.RecordIndex`).
 - ``ledger_events`` (version 2): the distinct event lists, content-addressed (the key is the
   SHA-256 of the body, which verify recomputes): most records of a release share a handful.
 - The ``status`` of a charge (``pending`` until a later commit entry names it, then
