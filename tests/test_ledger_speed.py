@@ -187,6 +187,21 @@ def test_pipeline_slow_producer_is_not_held_back():
                       ("handed", 2)]
 
 
+def test_pipeline_reserves_one_group_while_the_next_is_made():
+    session = Session()
+    stamps = []
+
+    def fast():
+        for out in batches(3):
+            stamps.append(("made", out.batch))
+            yield out
+
+    for out, _ in charging.charged(fast(), session, group_records=10, group_seconds=60):
+        stamps.append(("handed", out.batch))
+    assert stamps == [("made", 0), ("made", 1), ("handed", 0), ("made", 2), ("handed", 1),
+                      ("handed", 2)]
+
+
 def test_pipeline_without_a_ledger_passes_results_through():
     outs = list(batches(3))
     assert list(charging.charged(iter(outs), None)) == [(o, None) for o in outs]

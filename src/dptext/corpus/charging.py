@@ -24,9 +24,10 @@ decisions back (``already``). Resume is unchanged: a shard's charges are still c
 the shard is durable (``ledger_committed`` in the manifest); grouping only decides when
 records are reserved, never what a shard holds.
 
-A slow producer (a group took :data:`GROUP_SECONDS` or more to fill: language-model
+A group is closed at :data:`GROUP_RECORDS` records or :data:`GROUP_SECONDS` after its first
+batch came. A slow producer (a batch took :data:`GROUP_SECONDS` or more to come: language-model
 mechanisms, a trickle on stdin) gets its group reserved and yielded at once, so output is not
-held back a group; the overlap only matters where privatizing is fast.
+held back behind the next batch; the overlap only matters where privatizing is fast.
 """
 
 from __future__ import annotations
@@ -57,22 +58,25 @@ def charged(results: Iterable, session, *, group_records: int | None = None,
     count = 0
     first = 0.0
     try:
+        last = time.monotonic()
         for out in results:
+            now = time.monotonic()
+            slow, last = now - last >= group_seconds, now  # this batch took that long to come
             if not group:
-                first = time.monotonic()
+                first = now
             group.append(out)
             count += len(out.items or ())
-            age = time.monotonic() - first
-            if count < group_records and age < group_seconds:
+            if count < group_records and now - first < group_seconds and not slow:
                 continue
             future = pool.submit(writer.reserve, group)
             if inflight is not None:
                 yield from _ready(*inflight)
             inflight = (group, future)
             group, count = [], 0
-            if age >= group_seconds:  # a slow producer: no output held back
+            if slow:  # a slow producer: no output held back
                 yield from _ready(*inflight)
                 inflight = None
+            last = time.monotonic()
         if group:
             future = pool.submit(writer.reserve, group)
             if inflight is not None:
