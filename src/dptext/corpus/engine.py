@@ -32,6 +32,7 @@ from typing import Any
 
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
+from dptext.corpus import charging
 from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
 from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor
 from dptext.corpus.paths import (
@@ -377,9 +378,16 @@ class _Runner:
             self._pool = ProcessExecutor(j.workers, j.torch_threads or 1, uses_torch=uses_torch)
 
     # ------------------------------------------------------------------ one batch
-    def _process(self, out: BatchResult, shard: _Shard) -> bytes | list[dict]:
-        """Reserve the batch's records in the ledger (before their shard can become durable)
-        and fold what is released into the report; the bytes (or Parquet rows) to write."""
+    def _charged(self, results: Iterator[BatchResult]) -> Iterator[tuple[BatchResult, Any]]:
+        """Each batch result with its ledger decisions, reserved (in groups, in a writer
+        thread: :mod:`dptext.corpus.charging`) before the batch is handed on to be written."""
+        return charging.charged(results, self.ledger)
+
+    def _process(self, out: BatchResult, shard: _Shard, decisions: Sequence | None = None
+                 ) -> bytes | list[dict]:
+        """Fold the batch's ledger ``decisions`` (reserved before its shard can become durable;
+        reserved here when not given) and what is released into the report; the bytes (or
+        Parquet rows) to write."""
         if out.rejects:
             shard.rejects.append(out.rejects)
         parquet = self.out_fmt == "parquet"
@@ -387,19 +395,25 @@ class _Runner:
         parts, max_eps, units = out.field_reports, out.max_record_epsilon, out.units
         released = out.written
         if self.ledger is not None and out.items:
-            decisions = self.ledger.reserve(out.items)
-            keep = []
-            for i, d in enumerate(decisions):
-                if d.allowed:
-                    keep.append(i)
-                    if d.charge_id is not None:
-                        shard.charges.append(d.charge_id)
-                else:
-                    shard.withheld += 1
-                    ordinal, line = out.where[i]
-                    shard.rejects.append(reject_line(
-                        self.sources[out.source], ordinal, line,
-                        f"withheld by the ledger: {d.reason}"))
+            if decisions is None:
+                decisions = self.ledger.reserve(out.items)
+            ids = [d.charge_id for d in decisions if d.allowed]
+            if len(ids) == len(decisions):  # the usual case: nothing withheld
+                keep = range(len(decisions))
+                shard.charges.extend([c for c in ids if c is not None])
+            else:
+                keep = []
+                for i, d in enumerate(decisions):
+                    if d.allowed:
+                        keep.append(i)
+                        if d.charge_id is not None:
+                            shard.charges.append(d.charge_id)
+                    else:
+                        shard.withheld += 1
+                        ordinal, line = out.where[i]
+                        shard.rejects.append(reject_line(
+                            self.sources[out.source], ordinal, line,
+                            f"withheld by the ledger: {d.reason}"))
             if len(keep) < out.written:
                 released = len(keep)
                 if parquet:
@@ -583,8 +597,8 @@ class _Runner:
         try:
             executor = self._executor(shared_dir)
             shard = self._new_shard(wd)
-            for out in executor.map(self._batches(m["next_batch"])):
-                payload = self._process(out, shard)
+            for out, decisions in self._charged(executor.map(self._batches(m["next_batch"]))):
+                payload = self._process(out, shard, decisions)
                 if self.out_fmt == "parquet":
                     shard.rows.extend(payload)
                 elif payload:
@@ -895,9 +909,9 @@ class _Runner:
         executor = self._executor(None if inline else _stream_shared_dir())
         header_written = False
         try:
-            for batch_out in executor.map(self._batches(0)):
+            for batch_out, decisions in self._charged(executor.map(self._batches(0))):
                 shard = _Shard(0, 0, None, self.out_fmt)
-                payload = self._process(batch_out, shard)
+                payload = self._process(batch_out, shard, decisions)
                 if not header_written:
                     out.write(self.writer.header_text().encode())
                     header_written = True

@@ -30,13 +30,15 @@ import math
 import os
 import threading
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from operator import itemgetter
 from pathlib import Path
+from typing import NamedTuple
 
 from dptext.accounting.composition import basic_composition, pld_epsilon
 from dptext.accounting.events import PrivacyEvent
@@ -123,9 +125,9 @@ def _scope(owner: str, dataset: str) -> str:
 
 
 # ----------------------------------------------------------------------------- result types
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What :meth:`Ledger.reserve` decided for one record."""
+class Decision(NamedTuple):
+    """What :meth:`Ledger.reserve` decided for one record (a named tuple: a batch makes one
+    per record, 4x cheaper than a frozen dataclass)."""
 
     allowed: bool
     charge_id: int | None
@@ -250,7 +252,8 @@ class Ledger:
         self._lock = threading.RLock()
         self._pid = os.getpid()
         self._orphans: list = []
-        self._costs: dict[tuple, tuple[int, int, str, str]] = {}
+        self._costs: dict[tuple, tuple[int, int, str, str]] = {}  # events tuple -> cost
+        self._costs1: dict[tuple, tuple[int, int, str, str]] = {}  # one event's fields -> cost
         self._reset_caches()
         self._open(create, DEFAULT_DELTA if delta is None else delta)
 
@@ -625,94 +628,103 @@ class Ledger:
         out after the fact).
 
         The batch is one chained entry (kind ``batch``) and one row per record in
-        ``ledger_charges`` (:mod:`dptext.ledger.batches`).
+        ``ledger_charges`` (:mod:`dptext.ledger.batches`). Per record only what differs
+        between records is done: its keyed hash, its budget check against its unit's running
+        totals, its row and digest line; its unit's key, its events' cost and encoding are
+        looked up (computed once per distinct value), the unit rows are read and written
+        once per unit of the batch.
         """
         release_id = str(release_id)
-        prepared = self._prepare_all(release_id, items)
-        if not prepared:
+        records, units_of, costs = self._prepare_all(release_id, items)
+        if not records:
             return []
         with self._write("charge the ledger") as tx:
             b = self._backend
             owner, dataset = self._release(release_id)
-            seen = self._seen(release_id, [p[0] for p in prepared])
+            seen = self._seen(release_id, records)
             budgets = self._budgets_for(owner, dataset)
-            units = sorted({p[1] for p in prepared if p[0] not in seen})
+            units = sorted(set(units_of) if not seen else
+                           {u for r, u in zip(records, units_of, strict=True) if r not in seen})
             rows_now = self._unit_rows_now(tx, owner, dataset, units)
-            checks = [(bud, {u: rows_now[u][:2] for u in units} if bud[:2] == (owner, dataset)
+            # the batch's running totals per unit, in its own scope (owner, dataset) and in
+            # each other scope a budget covers; ``limits``: (budget eps, budget delta, totals)
+            own = {u: rows_now[u][:2] for u in units}
+            checks = [(bud, own if bud[:2] == (owner, dataset)
                        else self._totals(units, bud[0], bud[1])) for bud in budgets]
+            limits = [(bud[2], bud[3], tot) for bud, tot in checks]
+            if not any(tot is own for _, tot in checks):  # kept for the unit rows
+                limits.append((math.inf, math.inf, own))
             entry = tx.seq + 1  # the batch's entry, appended below
             row = b.execute("SELECT MAX(id) FROM ledger_charges").fetchone()[0]
             next_id = max(int(row or 0), self._charge_base) + 1
             first_id = next_id
             decisions: list[Decision] = []
             decided = seen  # record -> its decision, earlier or in this call
-            acc: dict[str, list[int]] = {}  # unit -> [eps_n, delta_n, pending, withheld]
-            rows: list[tuple] = []
+            charged: list[tuple] = []  # (id, unit, record, eps_n, delta_n, events digest)
+            withheld: list[tuple] = []  # (id, entry, unit, record, 0, 0, events, reason, status)
             lines: list[str] = []
-            events_used: dict[str, str] = {}
-            denied: list[str] = []
-            total_eps = total_delta = 0
-            for record, unit, eps_n, delta_n, ev, ev_body in prepared:
+            new = tuple.__new__
+            single = len(limits) == 1 and limits[0][2] is own
+            b_eps1, b_delta1 = limits[0][:2]
+            for record, unit, cost in zip(records, units_of, costs, strict=True):
                 d = decided.get(record)
                 if d is not None:
-                    decisions.append(d if d.already else Decision(d.allowed, d.charge_id,
-                                                                  d.reason, True))
+                    decisions.append(d if d.already else d._replace(already=True))
                     continue
-                reason = None
-                for (_, _, b_eps, b_delta), tot in checks:
-                    cur = tot.get(unit)
-                    if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
-                            cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
-                        reason = _over_budget(checks, unit, eps_n, delta_n)
-                        break
-                a = acc.get(unit)
-                if a is None:
-                    a = acc[unit] = [0, 0, 0, 0]
-                cid = next_id
-                next_id += 1
-                if reason is None:
-                    for _, tot in checks:
-                        cur = tot.get(unit)
-                        if cur is None:
-                            tot[unit] = [eps_n, delta_n]
-                        else:
-                            cur[0] += eps_n
-                            cur[1] += delta_n
-                    a[0] += eps_n
-                    a[1] += delta_n
-                    a[2] += 1
-                    total_eps += eps_n
-                    total_delta += delta_n
-                    rows.append((cid, entry, unit, record, eps_n, delta_n, ev, "", "pending"))
-                    # batches.fast_line, inlined (hex fields, no reason)
-                    lines.append(f'[{cid},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
-                    d = Decision(True, cid, None, False)
+                eps_n, delta_n, ev = cost[0], cost[1], cost[2]
+                if single:  # the usual one budget, of the release's own scope
+                    cur = own[unit]
+                    ok = cur[0] + eps_n <= b_eps1 and cur[1] + delta_n <= b_delta1
+                    if ok:
+                        cur[0] += eps_n
+                        cur[1] += delta_n
                 else:
-                    a[3] += 1
-                    rows.append((cid, entry, unit, record, 0, 0, ev, reason, "withheld"))
-                    lines.append(fast_line(cid, unit, record, 0, 0, ev, reason))
-                    d = Decision(False, None, reason, False)
-                    denied.append(reason)
-                events_used[ev] = ev_body
+                    ok = _fits(limits, unit, eps_n, delta_n)
+                if ok:
+                    charged.append((next_id, unit, record, eps_n, delta_n, ev))
+                    # batches.fast_line, inlined (hex fields, no reason)
+                    lines.append(f'[{next_id},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
+                    d = new(Decision, (True, next_id, None, False))
+                else:
+                    reason = _over_budget(checks, unit, eps_n, delta_n)
+                    withheld.append((next_id, entry, unit, record, 0, 0, ev, reason,
+                                     "withheld"))
+                    lines.append(fast_line(next_id, unit, record, 0, 0, ev, reason))
+                    d = new(Decision, (False, None, reason, False))
+                next_id += 1
                 decided[record] = d
                 decisions.append(d)
-            if denied and all_or_nothing:
-                raise DPTextError(f"{len(denied)} of {len(prepared)} records would exceed "
-                                  f"their unit's budget (first: {denied[0]}); nothing "
+            if withheld and all_or_nothing:
+                raise DPTextError(f"{len(withheld)} of {len(records)} records would exceed "
+                                  f"their unit's budget (first: {withheld[0][7]}); nothing "
                                   "was charged")
-            if not rows:  # every record was decided before
+            if not lines:  # every record was decided before
                 return decisions
-            new_events = [(k, v) for k, v in events_used.items() if k not in self._events_known]
+            events = {c[2]: c[3] for c in set(costs)}
+            new_events = [(k, v) for k, v in events.items() if k not in self._events_known]
             if new_events:
                 b.executemany("INSERT INTO ledger_events (digest, body) VALUES (?, ?) "
                               "ON CONFLICT (digest) DO NOTHING", new_events)
-            b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
-                          "delta_n, events, reason, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                          rows)
+            if charged:  # the constant columns in the statement: 6 parameters a row, not 9
+                b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
+                              f"delta_n, events, reason, status) VALUES (?, {int(entry)}, ?, ?, "
+                              "?, ?, ?, '', 'pending')", charged)
+            if withheld:
+                b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
+                              "delta_n, events, reason, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+                              "?)", withheld)
             # each unit's row: an update where the (exact) cache says there is one, else new
+            n_charged = Counter(map(itemgetter(1), charged))
+            n_withheld = Counter(map(itemgetter(2), withheld)) if withheld else {}
             update, insert = [], []
-            for u, (e, n, c, w) in sorted(acc.items()):  # key order
-                if rows_now[u][2]:
+            total_eps = total_delta = 0
+            for u in units:  # key order
+                row = rows_now[u]
+                e, n = own[u][0] - row[0], own[u][1] - row[1]
+                c, w = n_charged.get(u, 0), n_withheld.get(u, 0)
+                total_eps += e
+                total_delta += n
+                if row[2]:
                     update.append((e, n, c, w, u, owner, dataset))
                 else:
                     insert.append((u, owner, dataset, e, n, c, w))
@@ -729,20 +741,21 @@ class Ledger:
                               "charges, withheld) VALUES (?, ?, ?, ?, ?, ?, ?)", insert)
             seq = tx.append("batch", release_id=release_id, owner=owner, dataset=dataset,
                             eps_n=total_eps, delta_n=total_delta, body={
-                                "charges": [first_id, next_id - 1], "count": len(rows),
+                                "charges": [first_id, next_id - 1], "count": len(lines),
                                 "digest": digest(lines)})
-            for u, a in acc.items():
+            for u in units:
                 row = rows_now[u]
-                row[0] += a[0]
-                row[1] += a[1]
+                row[0], row[1] = own[u]
                 row[2] = True
             if seq != entry:  # pragma: no cover - one entry per reserve
                 raise AssertionError("the batch entry is not the one its rows name")
-            tx.after.append(partial(self._remember, release_id, entry,
-                                    [(r[3], r[0]) for r in rows], list(events_used)))
+            ids = {c[2]: c[0] for c in charged}
+            if withheld:
+                ids.update({w[3]: w[0] for w in withheld})
+            tx.after.append(partial(self._remember, release_id, entry, ids, list(events)))
         return decisions
 
-    def _remember(self, release_id: str, entry: int, ids: list, events: list) -> None:
+    def _remember(self, release_id: str, entry: int, ids: dict, events: list) -> None:
         """After a reserve committed: its records and event lists are in the database."""
         index = self._index(release_id)
         index.ids.update(ids)
@@ -806,10 +819,12 @@ class Ledger:
                         seen[record] = Decision(True, int(seq), None, True)
         return seen
 
-    def _prepare_all(self, release_id: str, items) -> list[tuple]:
-        """(record hash, unit hash, eps_n, delta_n, events digest, events text) per item."""
+    def _prepare_all(self, release_id: str, items) -> tuple[list, list, list]:
+        """The record hashes, unit hashes and costs ((eps_n, delta_n, events digest, events
+        text)) of the items, as three lists."""
         keys_, units, costs = [], [], []
-        unit_hash, cache = self._keys.unit, self._costs
+        unit_hash, unit_cache = self._keys.unit, self._keys.unit_cache
+        cache, cache1 = self._costs, self._costs1
         for item in items:
             try:
                 record_key, unit_id, events = item
@@ -819,18 +834,31 @@ class Ledger:
             if type(record_key) is not str:
                 record_key = _record_text(record_key)
             keys_.append(record_key)
-            units.append(unit_hash(unit_id if type(unit_id) is str and unit_id
-                                   else _unit_text(unit_id, record_key)))
-            try:
-                events = tuple(events)
-                cost = cache.get(events)
-            except TypeError:  # not a sequence of (hashable) events: said below
-                cost = None
-            if cost is None:
-                cost = self._cost_of(record_key, events)
+            unit = unit_cache.get(unit_id) if type(unit_id) is str else None
+            if unit is None:
+                unit = unit_hash(unit_id if type(unit_id) is str and unit_id
+                                 else _unit_text(unit_id, record_key))
+            units.append(unit)
+            # the usual list of one event: its fields are the key (hashing them directly is
+            # 2.5x cheaper than hashing the dataclass)
+            if type(events) is list and len(events) == 1 and type(events[0]) is PrivacyEvent:
+                e = events[0]
+                key = (e.kind, e.epsilon, e.delta, e.count, e.mechanism, e.scope)
+                cost = cache1.get(key)
+                if cost is None:
+                    cost = cache1[key] = self._cost_of(record_key, tuple(events))
+                    if len(cache1) >= 10_000:
+                        cache1.clear()
+            else:
+                try:
+                    events = tuple(events)
+                    cost = cache.get(events)
+                except TypeError:  # not a sequence of (hashable) events: said below
+                    cost = None
+                if cost is None:
+                    cost = self._cost_of(record_key, events)
             costs.append(cost)
-        records = self._keys.records(release_id, keys_)
-        return [(r, u, *c) for r, u, c in zip(records, units, costs, strict=True)]
+        return self._keys.records(release_id, keys_), units, costs
 
     def _cost_of(self, record_key: str, events: tuple) -> tuple[int, int, str, str]:
         """(eps_n, delta_n, events digest, events text) of one record's events (cached)."""
@@ -1214,6 +1242,24 @@ def _remove_if_empty(path: Path) -> None:
     if empty:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _fits(limits, unit: str, eps_n: int, delta_n: int) -> bool:
+    """Whether (eps_n, delta_n) fits ``unit``'s every (budget eps, budget delta, running
+    totals); if so, added to the totals."""
+    for b_eps, b_delta, tot in limits:
+        cur = tot.get(unit)
+        if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
+                cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
+            return False
+    for _, _, tot in limits:
+        cur = tot.get(unit)
+        if cur is None:
+            tot[unit] = [eps_n, delta_n]
+        else:
+            cur[0] += eps_n
+            cur[1] += delta_n
+    return True
 
 
 def _over_budget(checks, unit: str, eps_n: int, delta_n: int) -> str | None:

@@ -19,6 +19,7 @@ new: fail-open).
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import secrets
@@ -29,6 +30,7 @@ from dptext.errors import DPTextError
 
 SECRET_ENV = "DPTEXT_LEDGER_SECRET"
 _HEX = 32  # 128-bit ids
+_BLOCK = 64  # SHA-256's block size in bytes
 
 
 def new_secret() -> str:
@@ -79,6 +81,8 @@ class Keyring:
             raise DPTextError("the ledger secret must be at least 16 bytes")
         self._key = key
         self._units: dict[str, str] = {}
+        self.unit_cache = self._units  # unit id -> :meth:`unit` (read-only outside)
+        self._pad_states = None
 
     def _mac(self, domain: bytes, *parts: str) -> str:
         msg = domain + b"\x00" + b"\x00".join(p.encode() for p in parts)
@@ -96,9 +100,33 @@ class Keyring:
         return self._mac(b"record", release_id, record_key)
 
     def records(self, release_id: str, record_keys: list[str]) -> list[str]:
-        """:meth:`record` of many keys of one release."""
-        prefix, key, mac = b"record\x00" + release_id.encode() + b"\x00", self._key, hmac.digest
-        return [mac(key, prefix + k.encode(), "sha256").hex()[:_HEX] for k in record_keys]
+        """:meth:`record` of many keys of one release: HMAC-SHA256 (RFC 2104) computed from
+        the inner and outer hash states of the key and the release's prefix, taken once per
+        call and copied per key (the one-shot ``hmac.digest`` sets up both per key: 2.5x
+        slower). Equal to :meth:`record` (tests/test_ledger_speed.py)."""
+        inner, outer = self._pads()
+        inner = inner.copy()
+        inner.update(b"record\x00" + release_id.encode() + b"\x00")
+        out = []
+        for k in record_keys:
+            h = inner.copy()
+            h.update(k.encode())
+            o = outer.copy()
+            o.update(h.digest())
+            out.append(o.hexdigest()[:_HEX])
+        return out
+
+    def _pads(self):
+        """SHA-256 states after the HMAC key's inner and outer pads (RFC 2104, section 2)."""
+        pads = self._pad_states
+        if pads is None:
+            key = self._key
+            if len(key) > _BLOCK:
+                key = hashlib.sha256(key).digest()
+            key = key.ljust(_BLOCK, b"\0")
+            pads = self._pad_states = (hashlib.sha256(bytes(b ^ 0x36 for b in key)),
+                                       hashlib.sha256(bytes(b ^ 0x5C for b in key)))
+        return pads
 
     def release_key(self, key: str) -> str:
         return self._mac(b"release", key)
