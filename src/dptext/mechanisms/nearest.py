@@ -1,15 +1,22 @@
 """Nearest word (Euclidean) to many points: the search of the multivariate Laplace mechanism.
 
 Exact search (the default): argmin_y |p - y|^2 = argmax_y (p.y - |y|^2 / 2). Points go in
-blocks of ``block`` rows (1024); per block, the words in tiles of ``tile`` rows (512: a 2 MB
-score tile that stays in cache for the pass after the GEMM; 1024 x 512 was 4-13% faster than
-512 x 1024 in interleaved runs here): one float32 GEMM per tile (numpy's
-BLAS, OpenBLAS here, which reaches a higher float32 rate than torch's on this CPU) of the
-points [p, 1] against [y, -|y|^2/2] (the score comes out of the GEMM: no subtraction pass),
-written into a preallocated buffer, then an argmax and a max pass over the tile while it is
-still in cache (a running top two per point), and each tile's best score kept per point (so a
-near tie is re-checked over the tiles that may hold the best only). No float64 copy of the
-vectors is made.
+blocks of ``block`` rows (1024), words in tiles of ``tile`` rows (1024); per (block, tile) one
+float32 GEMM (numpy's BLAS, OpenBLAS here, which reaches a higher float32 rate than torch's on
+this CPU) of the points [p, 1] against [y, -|y|^2/2] (the score comes out of the GEMM: no
+subtraction pass; the 385th column costs 0.3%), written into a preallocated row-major buffer,
+then one argmax per row over the tile while it is still in cache; the tile's runner-up (the
+winner set to -inf, a max) is computed only for the rows whose tile top is a new best (about
+ln(#tiles) of the 49 tiles of the default space), and each tile's best score is kept per point
+(so a near tie is re-checked over the tiles that may hold the best only). No float64 copy of
+the vectors is made.
+
+Parallelism: ``workers`` threads (default: the BLAS's thread count, i.e. ``OMP_NUM_THREADS``;
+capped by the cores this process may use), each searching whole blocks with a one-thread BLAS
+(threadpoolctl, restored after the call; during it, other threads of the process also get a
+one-thread BLAS). Two independent single-thread GEMMs beat one two-thread GEMM on this machine
+(no barrier per call, and the argmax passes run in parallel too): see
+``benchmarks/bench_laplace.py``, which measures both layouts as the bound.
 
 Exactness: a float32 score differs from the exact one by at most
 ``B = (d + 4) * u * (|p| * r + r^2 / 2) * 1.01`` (u = 2^-24, r the largest word norm, d the
@@ -30,7 +37,7 @@ Indexed search (``search="ivf"`` or ``"hnsw"``, faiss-cpu, optional extra ``fais
 approximate nearest neighbour over an index built from the public word vectors alone. The word
 returned is still a function of the noisy point alone - post-processing of the Laplace
 output - so the metric-DP guarantee is unchanged; only the agreement with the exact nearest
-word is below 100% (``benchmarks/bench_mechanisms.py --laplace`` reports it).
+word is below 100% (``benchmarks/bench_laplace.py --indexed`` reports it).
 """
 
 from __future__ import annotations
@@ -116,22 +123,19 @@ class ExactSearch:
         size = min(self.block, -(-n // workers))  # every worker gets work
         starts = range(0, n, size)
 
-        def run(s: int) -> tuple[np.ndarray, np.ndarray]:  # the block's near ties
+        def run(s: int) -> int:  # one block, its near ties re-checked here: how many
             arg, margin, tops = self._search_block(points64[s: s + size])
-            out[s: s + len(arg)] = arg
             near = np.flatnonzero(margin < bound2[s: s + len(arg)])
-            return near, tops[near]
+            for k in near.tolist():
+                arg[k] = self._recheck_tiles(points64[s + k], tops[k], float(bound2[s + k]))
+            out[s: s + len(arg)] = arg
+            return len(near)
 
         if workers == 1:
-            found = [run(s) for s in starts]
+            self.rechecked += sum(run(s) for s in starts)
         else:
             with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-                found = list(pool.map(run, starts))
-        for s, (near, tops) in zip(starts, found, strict=True):
-            for k, top in zip(near.tolist(), tops, strict=True):
-                i = s + k
-                out[i] = self._recheck_tiles(points64[i], top, float(bound2[i]))
-            self.rechecked += len(near)
+                self.rechecked += sum(pool.map(run, starts))
         return out
 
     def _workers(self) -> int:
@@ -171,7 +175,7 @@ class ExactSearch:
             if len(new):
                 # the tile's runner-up matters only where its top is the new best: the
                 # winner's score set to -inf, a max over those rows (all rows: in place)
-                if 4 * len(new) >= b:
+                if 2 * len(new) >= b:
                     scores[at] = -np.inf
                     runner = sc.max(1)[new]
                 else:
@@ -189,13 +193,13 @@ class ExactSearch:
         score, evaluated any way in float32, is within B of the exact one, and so is the
         best's)."""
         limit = float(tops.max()) - bound2
-        tiles = np.flatnonzero(tops >= limit)  # every tile that may hold the best
-        m = len(self.words)
-        cand = np.concatenate([np.arange(t * self.tile, min((t + 1) * self.tile, m))
-                               for t in tiles])
+        m, tile = len(self.words), self.tile
         p = np.append(point64.astype(np.float32), np.float32(1.0))
-        approx = self.augmented[cand] @ p
-        cand = cand[approx >= limit]
+        cand = []
+        for t in np.flatnonzero(tops >= limit).tolist():  # every tile that may hold the best
+            approx = self.augmented[t * tile: min((t + 1) * tile, m)] @ p
+            cand.append(t * tile + np.flatnonzero(approx >= limit))
+        cand = np.concatenate(cand)
         # |p - y|^2 from the differences, row by row (not a BLAS product: its kernels round
         # identical rows differently at different positions, which would break exact ties)
         diff = self.words[cand].astype(np.float64) - point64
