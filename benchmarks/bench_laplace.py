@@ -2,7 +2,7 @@
 bound, measured in the same run.
 
     python benchmarks/bench_laplace.py [--tokens 4096] [--repeats 3] [--epsilons 10,50,200]
-        [--indexed] [--certified] [--torch]
+        [--indexed] [--certified] [--torch] [--previous REV]
 
 Data: Rotten Tomatoes records (``dptext.datasets``), taken in order until they hold
 ``--tokens`` privatized tokens; the search's points are the default-space vectors of those
@@ -25,6 +25,7 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
 - ``--certified``: the share of the words two certified pre-filters (k-means clusters with
   their radii; the top 64 principal directions with Cauchy-Schwarz on the rest) cannot rule
   out, even given the exact best score - why no exact indexed search is faster here;
+- ``--previous REV``: the exact search of an earlier revision (same words asserted);
 - ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
 
 Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
@@ -148,6 +149,18 @@ def certified_survivors(points: np.ndarray, words: np.ndarray, best: np.ndarray,
     return clusters, projected
 
 
+def previous_search(rev: str, words: np.ndarray):
+    """``ExactSearch`` of ``src/dptext/mechanisms/nearest.py`` at git revision ``rev``."""
+    import subprocess
+    import types
+
+    code = subprocess.run(["git", "show", f"{rev}:src/dptext/mechanisms/nearest.py"],
+                          capture_output=True, text=True, check=True).stdout
+    module = types.ModuleType(f"nearest_{rev}")
+    exec(compile(code, module.__name__, "exec"), module.__dict__)  # noqa: S102 - our own file
+    return module.ExactSearch(words)
+
+
 def median(clocks: list[Clock], clock: str) -> float:
     return float(np.median([getattr(c, clock) for c in clocks]))
 
@@ -165,6 +178,8 @@ def main() -> None:
     ap.add_argument("--epsilons", default="10,50,200")
     ap.add_argument("--indexed", action="store_true")
     ap.add_argument("--torch", action="store_true")
+    ap.add_argument("--previous", metavar="REV",
+                    help="also time nearest.py's ExactSearch as of git revision REV")
     ap.add_argument("--certified", action="store_true",
                     help="share of words two certified pre-filters cannot rule out")
     args = ap.parse_args()
@@ -191,14 +206,15 @@ def main() -> None:
                                                                      threads)
         layouts[f"{threads} workers 512xall"] = (512, len(words), threads)
     indexed = {}
-    if args.indexed:
-        for kind, options in (("ivf", {"nprobe": 16}), ("ivf", {"nprobe": 64}),
-                              ("hnsw", {"ef_search": 64}), ("hnsw", {"ef_search": 256})):
+    if args.indexed:  # one index per kind, searched at several settings
+        for kind, setting, values in (("ivf", "nprobe", (16, 64, 256)),
+                                      ("hnsw", "efSearch", (64, 256))):
             t0 = time.perf_counter()
-            f = make_search(words, kind, **options)
-            name = f"{kind} " + " ".join(f"{k}={v}" for k, v in options.items())
-            indexed[name] = f
-            print(f"{name}: index built in {time.perf_counter() - t0:.1f}s")
+            f = make_search(words, kind)
+            print(f"{kind}: index built in {time.perf_counter() - t0:.1f}s")
+            for v in values:
+                indexed[f"{kind} {setting}={v}"] = (f, setting, v)
+    previous = previous_search(args.previous, words) if args.previous else None
     kmeans = None
     if args.certified:
         import faiss
@@ -213,7 +229,7 @@ def main() -> None:
         points = words[rows].astype(np.float64) + m.noise(len(rows), rng)
         points32 = points.astype(np.float32)
         bound: dict[str, list[Clock]] = {k: [] for k in layouts}
-        exact, checked, mech, sampled, base = [], [], [], [], []
+        exact, checked, mech, sampled, base, old = [], [], [], [], [], []
         fast: dict[str, list] = {k: [] for k in indexed}
         load_before = load()
         for r in range(args.repeats):  # interleaved: each figure sees the same load
@@ -232,7 +248,13 @@ def main() -> None:
             sampled.append(c)
             if args.torch:
                 base.append(torch_baseline(points, words))
-            for name, f in indexed.items():
+            if previous is not None:
+                with Clock() as c:
+                    same = previous(points)
+                old.append(c)
+                assert np.array_equal(same, ref), "the previous search returned other words"
+            for name, (f, setting, v) in indexed.items():
+                setattr(f.index.hnsw if setting == "efSearch" else f.index, setting, v)
                 with Clock() as c:
                     got = f(points)
                 fast[name].append((c, float((got == ref).mean())))
@@ -253,6 +275,10 @@ def main() -> None:
                 t = n / median(base, clock)
                 print(f"  [{clock:4s}] torch matmul+argmax {t:6.0f} tokens/s (exact / torch "
                       f"{e / t:.2f}x)")
+            if old:
+                t = n / median(old, clock)
+                print(f"  [{clock:4s}] previous search ({args.previous}) {t:6.0f} tokens/s "
+                      f"= {t / b:.3f} of the bound (now {e / t:.2f}x; same words)")
             for name, runs in fast.items():
                 s = n / median([r[0] for r in runs], clock)
                 print(f"  [{clock:4s}] {name}: {s:6.0f} tokens/s ({s / e:.1f}x exact), top-1 "
