@@ -1,40 +1,53 @@
-"""Multivariate Laplace nearest-word search against the BLAS bound measured in the same run.
+"""Multivariate Laplace: the exact nearest-word search and the whole mechanism against the BLAS
+bound, measured in the same run.
 
-    python benchmarks/bench_laplace.py [--tokens 4096] [--repeats 3] [--indexed]
+    python benchmarks/bench_laplace.py [--tokens 4096] [--repeats 3] [--epsilons 10,50,200]
+        [--indexed] [--certified] [--torch] [--previous REV]
 
-Points: default-space vectors of words drawn by public frequency plus Laplace noise at each
-epsilon. Figures (medians of ``--repeats`` interleaved runs):
+Data: Rotten Tomatoes records (``dptext.datasets``), taken in order until they hold
+``--tokens`` privatized tokens; the search's points are the default-space vectors of those
+tokens plus Laplace noise at each epsilon. Every figure is the median of ``--repeats`` runs,
+interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
 
-- bound: the pure float32 GEMM points x words^T (dim 384), numpy's BLAS into a preallocated
-  buffer, no reduction - the time no exact search over all words can beat with this BLAS - as
-  tokens/s (2 * words * dim flops per token): the best of several (block x tile) shapes (the
-  search's own, 256 x 8192, 512 x all words), each timed in every repeat;
-- exact: ``ExactSearch`` (GEMM + fused top-two + float64 re-check of near ties), its ratio to
-  the bound, and the share of points re-checked;
-- baseline: the previous search (torch matmul + argmax over all words, 1,024 points a block);
-- ``--indexed``: faiss ivf / hnsw (post-processing of the noisy point: the guarantee is
-  unchanged) with their top-1 agreement with the exact search.
-Prints ``uptime`` load and the device (CPU, thread count). Each figure is given by wall clock
-and by process CPU time: on a shared machine the CPU-time ratio is the one to read (the
-wall-clock one mostly measures which run another process's work fell into).
+- bound: a pure float32 GEMM points x words^T (dim 384, numpy's BLAS, no reduction, output into
+  a preallocated buffer) - the time no exact search over all words can beat with this BLAS -
+  as tokens/s (2 x 49,916 x 384 flops per token): the best of several layouts, each timed in
+  every repeat: the BLAS's own threads on (block x tile) = the search's shape, 512 x all words
+  and 256 x 8192; and ``T`` worker threads with a one-thread BLAS each (the search's layout) on
+  the search's shape and on 512 x all words;
+- exact: ``ExactSearch`` (one GEMM per tile + fused argmax + float64 re-check of near ties),
+  its ratio to the bound and the share of points re-checked;
+- mechanism: ``MultivariateLaplace.privatize_batch`` on the records (tokenizing, noise in
+  float64, search, output text and reports) and ``sample_rows`` (what ``dptext evaluate``'s
+  cells call: noise + search), as privatized tokens/s and ratio to the bound;
+- ``--indexed``: faiss ivf / hnsw at several settings (post-processing of the noisy point: the
+  guarantee is unchanged), tokens/s and top-1 agreement with the exact search;
+- ``--certified``: the share of the words two certified pre-filters (k-means clusters with
+  their radii; the top 64 principal directions with Cauchy-Schwarz on the rest) cannot rule
+  out, even given the exact best score - why no exact indexed search is faster here;
+- ``--previous REV``: the exact search of an earlier revision (same words asserted);
+- ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
 
-One command for a quiet machine (< 2 min):
+Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
+on a loaded machine) and ``uptime``'s load. ``T`` = the BLAS's thread count (``OMP_NUM_THREADS``).
 
-    OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_laplace.py --epsilons 10,50,200
+One command, < 3 min on a quiet 2-core machine:
+
+    OMP_NUM_THREADS=2 PYTHONPATH=src .venv/bin/python benchmarks/bench_laplace.py
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 
 def load() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return "load " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 class Clock:
@@ -49,34 +62,114 @@ class Clock:
         self.cpu = time.process_time() - self.cpu
 
 
-def gemm_only(points32: np.ndarray, words: np.ndarray, block: int, tile: int) -> Clock:
-    buf = np.empty((block, min(tile, len(words))), np.float32)
+def gemm_blocks(points32: np.ndarray, words: np.ndarray, block: int, tile: int) -> None:
+    buf = np.empty(len(points32) * min(tile, len(words)), np.float32)
+    for s in range(0, len(points32), block):
+        p = points32[s: s + block]
+        for t in range(0, len(words), tile):
+            w = words[t: t + tile]
+            np.matmul(p, w.T, out=buf[: len(p) * len(w)].reshape(len(p), len(w)))
+
+
+def gemm(points32: np.ndarray, words: np.ndarray, block: int, tile: int, workers: int) -> Clock:
+    """The pure GEMM: ``workers`` = 0 -> one caller, the BLAS's own threads; else that many
+    threads with a one-thread BLAS, blocks split as the search splits them."""
+    n = len(points32)
     with Clock() as c:
-        for s in range(0, len(points32), block):
-            p = points32[s: s + block]
-            for t in range(0, len(words), tile):
-                w = words[t: t + tile]
-                np.matmul(p, w.T, out=buf[: len(p), : len(w)])
+        if workers == 0:
+            gemm_blocks(points32, words, block, tile)
+        else:
+            from threadpoolctl import threadpool_limits
+
+            size = min(block, -(-n // workers))
+            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
+                list(pool.map(lambda s: gemm_blocks(points32[s: s + size], words, size, tile),
+                              range(0, n, size)))
     return c
 
 
-def torch_baseline(points: np.ndarray, words: np.ndarray) -> float:  # wall seconds
+def torch_baseline(points: np.ndarray, words: np.ndarray) -> Clock:
     import torch
 
     w = torch.from_numpy(words)
     half = 0.5 * (w * w).sum(1)
     pts = torch.from_numpy(points.astype(np.float32))
-    start = time.perf_counter()
-    for s in range(0, len(pts), 1024):
-        sc = pts[s: s + 1024] @ w.T
-        sc -= half
-        sc.argmax(1)
-    return time.perf_counter() - start
+    with Clock() as c:
+        for s in range(0, len(pts), 1024):
+            sc = pts[s: s + 1024] @ w.T
+            sc -= half
+            sc.argmax(1)
+    return c
+
+
+def benchmark_records(n_tokens: int, m) -> tuple[list[str], np.ndarray]:
+    """Rotten Tomatoes records until they hold ``n_tokens`` privatized tokens, and the
+    vocabulary rows of those tokens (the search's points), as the mechanism splits them."""
+    from dptext.datasets import load_dataset
+    from dptext.mechanisms.word import _SplitBatch
+
+    texts = load_dataset("rotten_tomatoes", split="all").texts[: n_tokens // 4 + 1]
+    batch = _SplitBatch(texts, {}, m._word_code)
+    searched = np.cumsum(batch.per_text(batch.codes >= 0))
+    keep = int(np.searchsorted(searched, n_tokens)) + 1
+    texts = texts[:keep]
+    codes = _SplitBatch(texts, {}, m._word_code).codes
+    return texts, codes[codes >= 0]
+
+
+def certified_survivors(points: np.ndarray, words: np.ndarray, best: np.ndarray,
+                        centroids: np.ndarray, assign: np.ndarray, pcs: int = 64
+                        ) -> tuple[float, float]:
+    """Share of the words that two certified pre-filters could NOT rule out, given even the
+    exact best score (an oracle lower bound, so the shares are the least any such filter
+    scans): (a) clusters (k-means, faiss): score(y) <= p.mu_c + |p| rho_c - min|y|^2/2 over the
+    cluster, rho_c its radius; (b) the top ``pcs`` principal directions: score(y) <=
+    p_k.y_k + |p_r| |y_r| - |y|^2/2 (Cauchy-Schwarz on the rest)."""
+    w64 = words.astype(np.float64)
+    half = 0.5 * np.einsum("ij,ij->i", w64, w64)
+    y = w64[best]
+    lower = np.einsum("ij,ij->i", points, y) - half[best]  # the exact best score
+    k = len(centroids)
+    radius = np.zeros(k)
+    np.maximum.at(radius, assign, np.linalg.norm(w64 - centroids[assign], axis=1))
+    half_min = np.full(k, np.inf)
+    np.minimum.at(half_min, assign, half)
+    size = np.bincount(assign, minlength=k)
+    upper = points @ centroids.T + np.linalg.norm(points, axis=1)[:, None] * radius - half_min
+    clusters = float(((upper >= lower[:, None]) * size).sum(1).mean() / len(words))
+    mean = w64.mean(0)
+    _, _, vt = np.linalg.svd(w64 - mean, full_matrices=False)
+    basis = vt[:pcs]  # words and points in the basis: y = y_k + y_r exactly (float64)
+    yk = w64 @ basis.T
+    yr = np.sqrt(np.maximum(np.einsum("ij,ij->i", w64, w64) - (yk * yk).sum(1), 0))
+    pk = points @ basis.T
+    pr = np.sqrt(np.maximum(np.einsum("ij,ij->i", points, points) - (pk * pk).sum(1), 0))
+    bound = pk @ yk.T + pr[:, None] * yr[None, :] - half[None, :]
+    projected = float((bound >= lower[:, None] - 1e-9).mean())
+    return clusters, projected
+
+
+def previous_search(rev: str, words: np.ndarray):
+    """``ExactSearch`` of ``src/dptext/mechanisms/nearest.py`` at git revision ``rev``."""
+    import subprocess
+    import types
+
+    code = subprocess.run(["git", "show", f"{rev}:src/dptext/mechanisms/nearest.py"],
+                          capture_output=True, text=True, check=True).stdout
+    module = types.ModuleType(f"nearest_{rev}")
+    exec(compile(code, module.__name__, "exec"), module.__dict__)  # noqa: S102 - our own file
+    return module.ExactSearch(words)
+
+
+def median(clocks: list[Clock], clock: str) -> float:
+    return float(np.median([getattr(c, clock) for c in clocks]))
 
 
 def main() -> None:
+    import torch
+
     import dptext
-    from dptext.mechanisms.nearest import ExactSearch, make_search
+    from dptext.mechanisms.nearest import ExactSearch, _blas_threads, make_search
     from dptext.resources import default_space
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -84,67 +177,120 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--epsilons", default="10,50,200")
     ap.add_argument("--indexed", action="store_true")
+    ap.add_argument("--torch", action="store_true")
+    ap.add_argument("--previous", metavar="REV",
+                    help="also time nearest.py's ExactSearch as of git revision REV")
+    ap.add_argument("--certified", action="store_true",
+                    help="share of words two certified pre-filters cannot rule out")
     args = ap.parse_args()
+    torch.set_num_threads(max(1, _blas_threads()))
     space = default_space()
-    words = space.vectors
+    words = np.ascontiguousarray(space.vectors, dtype=np.float32)
     n_flop = 2.0 * words.size
-    import torch
-
-    print(f"device: cpu ({os.cpu_count()} cores; numpy BLAS threads "
-          f"{os.environ.get('OMP_NUM_THREADS', 'default')}, torch threads "
-          f"{torch.get_num_threads()}); {len(words)} words x {words.shape[1]}; "
-          f"{n_flop / 1e6:.0f} MFLOP per token")
-    print(f"load before: {load()}")
-    rng = np.random.default_rng(0)
-    rows = rng.integers(0, len(words), args.tokens)
     search = ExactSearch(words)
+    threads = _blas_threads()
+    print(f"device: cpu ({os.cpu_count()} cores, BLAS threads T={threads}, OMP_NUM_THREADS="
+          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}); {len(words)} words x "
+          f"{words.shape[1]}: {n_flop / 1e6:.0f} MFLOP per token; search: {search.block} x "
+          f"{search.tile} blocks, {search._workers()} workers; {load()}")
+    probe = dptext.mechanism("laplace", epsilon=10.0, space=space).fit()
+    texts, rows = benchmark_records(args.tokens, probe)
+    n_priv = len(rows)  # tokens searched (an out-of-vocabulary token is replaced without one)
+    print(f"data: {len(texts)} Rotten Tomatoes records, {n_priv} tokens to search "
+          f"(= search points: {len(rows)})")
+    layouts = {f"BLAS x{threads} {search.block}x{search.tile}": (search.block, search.tile, 0),
+               f"BLAS x{threads} 512xall": (512, len(words), 0),
+               f"BLAS x{threads} 256x8192": (256, 8192, 0)}
+    if threads > 1:
+        layouts[f"{threads} workers {search.block}x{search.tile}"] = (search.block, search.tile,
+                                                                     threads)
+        layouts[f"{threads} workers 512xall"] = (512, len(words), threads)
     indexed = {}
-    if args.indexed:
-        for kind in ("ivf", "hnsw"):
+    if args.indexed:  # one index per kind, searched at several settings
+        for kind, setting, values in (("ivf", "nprobe", (16, 64, 256)),
+                                      ("hnsw", "efSearch", (64, 256))):
             t0 = time.perf_counter()
-            indexed[kind] = make_search(words, kind)
-            print(f"{kind} index built in {time.perf_counter() - t0:.1f}s")
+            f = make_search(words, kind)
+            print(f"{kind}: index built in {time.perf_counter() - t0:.1f}s")
+            for v in values:
+                indexed[f"{kind} {setting}={v}"] = (f, setting, v)
+    previous = previous_search(args.previous, words) if args.previous else None
+    kmeans = None
+    if args.certified:
+        import faiss
+
+        kmeans = faiss.Kmeans(words.shape[1], int(4 * np.sqrt(len(words))), niter=20, seed=0)
+        kmeans.train(words)
+        assign = kmeans.index.search(words, 1)[1][:, 0]
+        centroids = kmeans.centroids.astype(np.float64)
+    rng = np.random.default_rng(0)
     for eps in (float(e) for e in args.epsilons.split(",")):
-        m = dptext.mechanism("laplace", epsilon=eps, space=space)
+        m = dptext.mechanism("laplace", epsilon=eps, space=space).fit()
         points = words[rows].astype(np.float64) + m.noise(len(rows), rng)
         points32 = points.astype(np.float32)
-        shapes = dict.fromkeys([(search.block, search.tile), (256, 8192), (512, len(words))])
-        bound = {sh: [] for sh in shapes}
-        exact, base, checked = [], [], []
+        bound: dict[str, list[Clock]] = {k: [] for k in layouts}
+        exact, checked, mech, sampled, base, old = [], [], [], [], [], []
         fast: dict[str, list] = {k: [] for k in indexed}
-        for _ in range(args.repeats):  # interleaved: each figure sees the same load
-            for sh in shapes:
-                bound[sh].append(gemm_only(points32, words, *sh))
+        load_before = load()
+        for r in range(args.repeats):  # interleaved: each figure sees the same load
+            for name, (b, t, w) in layouts.items():
+                bound[name].append(gemm(points32, words, b, t, w))
             before = search.rechecked
             with Clock() as c:
                 ref = search(points)
             exact.append(c)
             checked.append(search.rechecked - before)
-            base.append(torch_baseline(points, words))
-            for kind, f in indexed.items():
-                t0 = time.perf_counter()
-                got = f(points)
-                fast[kind].append((time.perf_counter() - t0, float((got == ref).mean())))
+            with Clock() as c:
+                m.privatize_batch(texts, rng=r)
+            mech.append(c)
+            with Clock() as c:
+                m.sample_rows(rows, rng=r)
+            sampled.append(c)
+            if args.torch:
+                base.append(torch_baseline(points, words))
+            if previous is not None:
+                with Clock() as c:
+                    same = previous(points)
+                old.append(c)
+                assert np.array_equal(same, ref), "the previous search returned other words"
+            for name, (f, setting, v) in indexed.items():
+                setattr(f.index.hnsw if setting == "efSearch" else f.index, setting, v)
+                with Clock() as c:
+                    got = f(points)
+                fast[name].append((c, float((got == ref).mean())))
         n = len(points)
-        t = float(np.median(base))
+        print(f"eps {eps:g} ({load_before} -> {load()}):")
         for clock in ("cpu", "wall"):
-            rates = {sh: n / float(np.median([getattr(r, clock) for r in rs]))
-                     for sh, rs in bound.items()}
+            rates = {k: n / median(v, clock) for k, v in bound.items()}
             top = max(rates, key=rates.get)
-            b = n / rates[top]
-            e = float(np.median([getattr(r, clock) for r in exact]))
-            print(f"eps {eps:g} [{clock:4s}]: BLAS bound {n / b:8.0f} tokens/s "
-                  f"({n * n_flop / b / 1e9:.1f} GFLOP/s, shape {top[0]}x{top[1]}; "
-                  + ", ".join(f"{k[0]}x{k[1]} {v:.0f}" for k, v in rates.items())
-                  + f") | exact {n / e:8.0f} tokens/s = {b / e:.3f} of the bound, "
-                  f"{np.median(checked) / n:.2%} re-checked")
-        print(f"eps {eps:g} torch baseline {n / t:8.0f} tokens/s wall (exact / baseline "
-              f"{t / float(np.median([r.wall for r in exact])):.2f}x)")
-        for kind, runs in fast.items():
-            s = float(np.median([r[0] for r in runs]))
-            print(f"   {kind}: {n / s:8.0f} tokens/s ({s and e / s:.1f}x exact), top-1 "
-                  f"agreement with exact {runs[0][1]:.2%}")
-    print(f"load after: {load()}")
+            b = rates[top]
+            e, mt, st = n / median(exact, clock), n_priv / median(mech, clock), \
+                n / median(sampled, clock)
+            print(f"  [{clock:4s}] bound {b:6.0f} tokens/s ({b * n_flop / 1e9:.1f} GFLOP/s, "
+                  f"{top}; " + ", ".join(f"{k} {v:.0f}" for k, v in rates.items()) + ")")
+            print(f"  [{clock:4s}] exact search {e:6.0f} tokens/s = {e / b:.3f} of the bound "
+                  f"({np.median(checked) / n:.2%} re-checked) | privatize_batch {mt:6.0f} = "
+                  f"{mt / b:.3f} | sample_rows {st:6.0f} = {st / b:.3f}")
+            if base:
+                t = n / median(base, clock)
+                print(f"  [{clock:4s}] torch matmul+argmax {t:6.0f} tokens/s (exact / torch "
+                      f"{e / t:.2f}x)")
+            if old:
+                t = n / median(old, clock)
+                print(f"  [{clock:4s}] previous search ({args.previous}) {t:6.0f} tokens/s "
+                      f"= {t / b:.3f} of the bound (now {e / t:.2f}x; same words)")
+            for name, runs in fast.items():
+                s = n / median([r[0] for r in runs], clock)
+                print(f"  [{clock:4s}] {name}: {s:6.0f} tokens/s ({s / e:.1f}x exact), top-1 "
+                      f"agreement with exact {runs[0][1]:.2%}")
+        if kmeans is not None:
+            sub = slice(0, min(512, n))
+            clusters, projected = certified_survivors(points[sub], words, ref[sub], centroids,
+                                                      assign)
+            print(f"  certified pre-filters (oracle lower bound, {sub.stop} points): "
+                  f"{len(centroids)} k-means clusters leave {clusters:.1%} of the words, "
+                  f"64 principal directions {projected:.1%}")
+    print(f"done: {load()}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,37 @@ def test_runner_up_inside_the_winning_tile_triggers_the_exact_check(tile):
     search = ExactSearch(words, block=32, tile=tile)
     np.testing.assert_array_equal(search(points), ref)
     assert search.rechecked >= 40  # every point next to the twins was re-checked
+
+
+@pytest.mark.parametrize("workers, block, tile", [(2, 100, 37), (3, 64, 512), (2, 4096, 64)])
+def test_worker_threads_give_the_brute_force_words(workers, block, tile):
+    """Blocks searched by several threads (each with a one-thread BLAS): the same words as a
+    float64 brute force, near ties (points halfway between two words) re-checked in every
+    block, and the BLAS thread count restored afterwards."""
+    from threadpoolctl import threadpool_info
+
+    rng = np.random.default_rng(12)
+    words = rng.standard_normal((400, 20)).astype(np.float32)
+    words[340:] = words[:60] + np.float32(1e-3) * rng.standard_normal((60, 20)).astype(np.float32)
+    mid = (words[:60].astype(np.float64) + words[340:]) / 2.0  # halfway between near twins
+    points = np.concatenate([words[rng.integers(0, 400, 640)].astype(np.float64)
+                             + rng.standard_normal((640, 20)) * 0.5, mid])
+    points = points[rng.permutation(len(points))]
+    threads_before = [lib["num_threads"] for lib in threadpool_info()]
+    search = ExactSearch(words, block=block, tile=tile, workers=workers)
+    np.testing.assert_array_equal(search(points), _brute_force(points, words))
+    assert search.rechecked >= 60  # the 60 midpoints at least
+    assert [lib["num_threads"] for lib in threadpool_info()] == threads_before
+
+
+def test_default_workers_follow_the_blas_thread_setting():
+    from threadpoolctl import threadpool_limits
+
+    search = ExactSearch(np.eye(4, dtype=np.float32))
+    with threadpool_limits(1, user_api="blas"):
+        assert search._workers() == 1  # OMP_NUM_THREADS=1 / a one-thread worker: serial
+    with threadpool_limits(2, user_api="blas"):
+        assert search._workers() == min(2, len(os.sched_getaffinity(0)))
+    assert ExactSearch(np.eye(4, dtype=np.float32), workers=3)._workers() == 3
+    with pytest.raises(DPTextError, match="positive"):
+        ExactSearch(np.eye(4, dtype=np.float32), tile=0)

@@ -69,12 +69,12 @@ class MultivariateLaplace(WordMechanism):
                               f"{self.space.delta_max:g}")
 
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
-        """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius."""
-        dim = self.space.dim
-        direction = rng.standard_normal((count, dim))
-        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-        radius = rng.gamma(shape=dim, scale=1.0 / self.epsilon, size=count)
-        return direction * radius[:, None]
+        """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius
+        (float64; one Gaussian array scaled in place by radius / norm)."""
+        kappa = rng.standard_normal((count, self.space.dim))
+        radius = rng.gamma(shape=self.space.dim, scale=1.0 / self.epsilon, size=count)
+        kappa *= (radius / np.sqrt(np.einsum("ij,ij->i", kappa, kappa)))[:, None]
+        return kappa
 
     def nearest(self, points: np.ndarray) -> np.ndarray:
         """Rows of the words nearest to ``points`` with this mechanism's ``search``."""
@@ -86,5 +86,6 @@ class MultivariateLaplace(WordMechanism):
         return self._search(points)
 
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        points = self.space.vectors[rows].astype(np.float64) + self.noise(len(rows), rng)
+        points = self.noise(len(rows), rng)
+        points += self.space.vectors[rows]  # the noisy point in float64
         return self.nearest(points)

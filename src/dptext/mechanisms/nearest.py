@@ -1,15 +1,22 @@
 """Nearest word (Euclidean) to many points: the search of the multivariate Laplace mechanism.
 
 Exact search (the default): argmin_y |p - y|^2 = argmax_y (p.y - |y|^2 / 2). Points go in
-blocks of ``block`` rows (1024); per block, the words in tiles of ``tile`` rows (512: a 2 MB
-score tile that stays in cache for the pass after the GEMM; 1024 x 512 was 4-13% faster than
-512 x 1024 in interleaved runs here): one float32 GEMM per tile (numpy's
-BLAS, OpenBLAS here, which reaches a higher float32 rate than torch's on this CPU) of the
-points [p, 1] against [y, -|y|^2/2] (the score comes out of the GEMM: no subtraction pass),
-written into a preallocated buffer, then an argmax and a max pass over the tile while it is
-still in cache (a running top two per point), and each tile's best score kept per point (so a
-near tie is re-checked over the tiles that may hold the best only). No float64 copy of the
-vectors is made.
+blocks of ``block`` rows (1024), words in tiles of ``tile`` rows (1024); per (block, tile) one
+float32 GEMM (numpy's BLAS, OpenBLAS here, which reaches a higher float32 rate than torch's on
+this CPU) of the points [p, 1] against [y, -|y|^2/2] (the score comes out of the GEMM: no
+subtraction pass; the 385th column costs 0.3%), written into a preallocated row-major buffer,
+then one argmax per row over the tile while it is still in cache; the tile's runner-up (the
+winner set to -inf, a max) is computed only for the rows whose tile top is a new best (about
+ln(#tiles) of the 49 tiles of the default space), and each tile's best score is kept per point
+(so a near tie is re-checked over the tiles that may hold the best only). No float64 copy of
+the vectors is made.
+
+Parallelism: ``workers`` threads (default: the BLAS's thread count, i.e. ``OMP_NUM_THREADS``;
+capped by the cores this process may use), each searching whole blocks with a one-thread BLAS
+(threadpoolctl, restored after the call; during it, other threads of the process also get a
+one-thread BLAS). Two independent single-thread GEMMs beat one two-thread GEMM on this machine
+(no barrier per call, and the argmax passes run in parallel too): see
+``benchmarks/bench_laplace.py``, which measures both layouts as the bound.
 
 Exactness: a float32 score differs from the exact one by at most
 ``B = (d + 4) * u * (|p| * r + r^2 / 2) * 1.01`` (u = 2^-24, r the largest word norm, d the
@@ -30,10 +37,14 @@ Indexed search (``search="ivf"`` or ``"hnsw"``, faiss-cpu, optional extra ``fais
 approximate nearest neighbour over an index built from the public word vectors alone. The word
 returned is still a function of the noisy point alone - post-processing of the Laplace
 output - so the metric-DP guarantee is unchanged; only the agreement with the exact nearest
-word is below 100% (``benchmarks/bench_mechanisms.py --laplace`` reports it).
+word is below 100% (``benchmarks/bench_laplace.py --indexed`` reports it).
 """
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
@@ -41,23 +52,57 @@ from dptext.errors import DPTextError
 
 SEARCHES = ("exact", "ivf", "hnsw")
 _U32 = 2.0**-24
+_MIN_ROWS = 128  # fewer points per worker than this: one worker
+_blas = None  # threadpoolctl's controller of the BLAS numpy uses (found once)
+
+
+def _blas_controller():
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController().select(user_api="blas")
+    return _blas
+
+
+def _blas_threads() -> int:
+    """Threads the BLAS may use now (its setting: ``OMP_NUM_THREADS``, threadpoolctl), at
+    most the cores this process may run on."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    threads = [c.num_threads for c in _blas_controller().lib_controllers]
+    return max(1, min(cores, min(threads) if threads else 1))
+
+
+def _one_blas_thread() -> AbstractContextManager:
+    """The BLAS at one thread for the duration (each worker thread runs its own GEMMs)."""
+    controller = _blas_controller()
+    return controller.limit(limits=1) if controller.lib_controllers else nullcontext()
 
 
 class ExactSearch:
-    """Exact nearest word, float32 GEMM with a certified float64 re-check of near ties."""
+    """Exact nearest word, float32 GEMM with a certified float64 re-check of near ties.
 
-    def __init__(self, vectors: np.ndarray, *, block: int = 1024, tile: int = 512) -> None:
+    ``block`` points x ``tile`` words per GEMM; ``workers`` threads, each searching whole
+    blocks of points with a one-thread BLAS (``None``: as many as the BLAS has threads now,
+    so ``OMP_NUM_THREADS=1`` or :func:`threadpoolctl.threadpool_limits` make it serial)."""
+
+    def __init__(self, vectors: np.ndarray, *, block: int = 1024, tile: int = 1024,
+                 workers: int | None = None) -> None:
         self.words = np.ascontiguousarray(vectors, dtype=np.float32)
         self.half_sq = 0.5 * np.einsum("ij,ij->i", self.words, self.words, dtype=np.float64)
         self.half_sq32 = self.half_sq.astype(np.float32)
         self.radius = float(np.sqrt(2.0 * self.half_sq.max())) if len(self.words) else 0.0
-        self.block, self.tile = int(block), int(tile)
+        if block < 1 or tile < 1 or (workers is not None and workers < 1):
+            raise DPTextError("block, tile and workers must be positive")
+        self.block, self.tile, self.workers = int(block), int(tile), workers
         self.rechecked = 0  # points re-scored in float64 so far (for the benchmark)
-        # [y, -|y|^2/2, 0...]: the score p.y - |y|^2/2 comes out of the GEMM of [p, 1, 0...]
-        # (no pass over the scores to subtract it); width padded to a multiple of 8
+        # [y, -|y|^2/2]: the score p.y - |y|^2/2 comes out of the GEMM of [p, 1] (no pass over
+        # the scores to subtract it; d + 1 = 385 columns cost 0.3% more than d)
         m, d = self.words.shape
-        self.width = -(-(d + 1) // 8) * 8
-        self.augmented = np.zeros((m, self.width), dtype=np.float32)
+        self.augmented = np.empty((m, d + 1), dtype=np.float32)
         self.augmented[:, :d] = self.words
         self.augmented[:, d] = -self.half_sq32
 
@@ -73,52 +118,90 @@ class ExactSearch:
             return out
         if m == 0:
             raise DPTextError("cannot search an empty vocabulary")
-        d, tile, words = self.words.shape[1], self.tile, self.augmented
-        bound2 = 2.0 * self.error_bound(np.linalg.norm(points64, axis=1))
-        buf = np.empty((self.block, min(tile, m)), dtype=np.float32)
-        pbuf = np.zeros((self.block, self.width), dtype=np.float32)
-        pbuf[:, d] = 1.0
-        for s in range(0, n, self.block):
-            b = min(self.block, n - s)
-            pbuf[:b, :d] = points64[s: s + b]  # rounded to float32 once
-            p = pbuf[:b]
-            best = np.full(b, -np.inf, dtype=np.float32)
-            second = np.full(b, -np.inf, dtype=np.float32)
-            arg = np.zeros(b, dtype=np.int64)
-            rows = np.arange(b)
-            tops = np.empty((b, -(-m // tile)), dtype=np.float32)  # each tile's best score
-            for t in range(0, m, tile):
-                sc = buf[:b, : min(tile, m - t)]
-                np.matmul(p, words[t: t + tile].T, out=sc)
-                j = sc.argmax(1)  # first index on ties
-                top = sc[rows, j]
-                tops[:, t // tile] = top
-                sc[rows, j] = -np.inf  # the tile's runner-up: one more pass, in cache
-                nxt = sc.max(1)
-                # merge the tile's top two into the running top two; an equal score keeps the
-                # earlier (lower) index
-                new_best = top > best
-                second = np.where(new_best, np.maximum(best, nxt), np.maximum(second, top))
-                arg = np.where(new_best, t + j, arg)
-                best = np.where(new_best, top, best)
-            out[s: s + b] = arg
-            close = np.flatnonzero(best.astype(np.float64) - second < bound2[s: s + b])
-            for k in close:
-                limit = best[k] - bound2[s + k]
-                tiles = np.flatnonzero(tops[k] >= limit)  # every tile that may hold the best
-                out[s + k] = self._recheck_tiles(points64[s + k], p[k], tiles, limit)
-            self.rechecked += len(close)
+        bound2 = 2.0 * self.error_bound(np.sqrt(np.einsum("ij,ij->i", points64, points64)))
+        workers = min(self._workers(), -(-n // _MIN_ROWS))
+        size = min(self.block, -(-n // workers))  # every worker gets work
+        starts = range(0, n, size)
+
+        def run(s: int) -> int:  # one block, its near ties re-checked here: how many
+            arg, margin, tops = self._search_block(points64[s: s + size])
+            near = np.flatnonzero(margin < bound2[s: s + len(arg)])
+            for k in near.tolist():
+                arg[k] = self._recheck_tiles(points64[s + k], tops[k], float(bound2[s + k]))
+            out[s: s + len(arg)] = arg
+            return len(near)
+
+        if workers == 1:
+            self.rechecked += sum(run(s) for s in starts)
+        else:
+            with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
+                self.rechecked += sum(pool.map(run, starts))
         return out
 
-    def _recheck_tiles(self, point64: np.ndarray, point_aug: np.ndarray, tiles: np.ndarray,
-                       limit: float) -> int:
-        """Exact float64 nearest word among the words of ``tiles`` whose float32 score is at
-        least ``limit`` = best - 2B: the true best is among them (its score, evaluated any way
-        in float32, is within B of the exact one, and so is the best's)."""
-        cand = np.concatenate([np.arange(t * self.tile, min((t + 1) * self.tile,
-                                                            len(self.words))) for t in tiles])
-        approx = self.augmented[cand] @ point_aug
-        cand = cand[approx >= limit]
+    def _workers(self) -> int:
+        if self.workers is not None:
+            return self.workers
+        return _blas_threads()
+
+    def _search_block(self, points64: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Best word, float32 margin best - second best, and each tile's best score, for
+        one block of points (one GEMM per tile into a buffer that stays in cache, then an
+        argmax over each row while it is there)."""
+        b, (m, d), tile = len(points64), self.words.shape, self.tile
+        words = self.augmented
+        p = np.empty((b, d + 1), dtype=np.float32)
+        p[:, :d] = points64  # rounded to float32 once
+        p[:, d] = 1.0
+        buf = np.empty(b * min(tile, m), dtype=np.float32)  # one tile's scores, row-major
+        best = np.full(b, -np.inf, dtype=np.float32)
+        second = np.full(b, -np.inf, dtype=np.float32)
+        arg = np.zeros(b, dtype=np.int64)
+        rows = np.arange(b)
+        tops = np.empty((b, -(-m // tile)), dtype=np.float32)  # each tile's best score
+        at = None
+        for k, t in enumerate(range(0, m, tile)):
+            width = min(tile, m - t)
+            scores = buf[: b * width]
+            sc = scores.reshape(b, width)  # contiguous: each point's scores in a row
+            np.matmul(p, words[t: t + width].T, out=sc)
+            j = sc.argmax(1)  # first index on ties
+            if at is None or width != tile:
+                starts = rows * width
+            at = starts + j
+            top = scores[at]
+            tops[:, k] = top
+            new = np.flatnonzero(top > best)  # an equal score keeps the earlier (lower) index
+            np.maximum(second, top, out=second)  # right for every row but the new bests
+            if len(new):
+                # the tile's runner-up matters only where its top is the new best: the
+                # winner's score set to -inf, a max over those rows (all rows: in place)
+                if 2 * len(new) >= b:
+                    scores[at] = -np.inf
+                    runner = sc.max(1)[new]
+                else:
+                    sub = sc[new]
+                    sub[np.arange(len(new)), j[new]] = -np.inf
+                    runner = sub.max(1)
+                second[new] = np.maximum(best[new], runner)
+                best[new] = top[new]
+                arg[new] = t + j[new]
+        return arg, best.astype(np.float64) - second, tops
+
+    def _recheck_tiles(self, point64: np.ndarray, tops: np.ndarray, bound2: float) -> int:
+        """Exact float64 nearest word among the words whose float32 score is at least
+        best - 2B (in the tiles whose best reaches that): the true best is among them (its
+        score, evaluated any way in float32, is within B of the exact one, and so is the
+        best's)."""
+        limit = float(tops.max()) - bound2
+        m, tile = len(self.words), self.tile
+        p = np.append(point64.astype(np.float32), np.float32(1.0))
+        cand = []
+        for t in np.flatnonzero(tops >= limit).tolist():  # every tile that may hold the best
+            approx = self.augmented[t * tile: min((t + 1) * tile, m)] @ p
+            cand.append(t * tile + np.flatnonzero(approx >= limit))
+        cand = np.concatenate(cand)
+        # |p - y|^2 from the differences, row by row (not a BLAS product: its kernels round
+        # identical rows differently at different positions, which would break exact ties)
         diff = self.words[cand].astype(np.float64) - point64
         return int(cand[np.argmin(np.einsum("ij,ij->i", diff, diff))])
 
