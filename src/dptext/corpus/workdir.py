@@ -46,6 +46,10 @@ class WorkDir:
         os.write(fd, str(os.getpid()).encode())
         self._lock = fd
 
+    def lock_fds(self) -> tuple[int, ...]:
+        """The lock's descriptor (a forked worker closes its copy: see executors.py)."""
+        return () if self._lock is None else (self._lock,)
+
     def close(self) -> None:
         if self._lock is not None:
             os.close(self._lock)
