@@ -17,6 +17,7 @@ provenance manifest and the rejects.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -367,9 +368,11 @@ class _Runner:
             return self._pool
         from dptext.corpus.shared import export
 
-        shared = export(self.m, shared_dir, j.spec)
-        if j.engine == "ray":
+        if j.engine == "ray":  # a cluster's workers run in another directory: absolute paths
+            shared = export(self.m, None if shared_dir is None else shared_dir.resolve(), j.spec)
+            layout = dataclasses.replace(layout, sources=[s.absolute() for s in layout.sources])
             return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
+        shared = export(self.m, shared_dir, j.spec)
         self._start_pool()
         return self._pool.configure(shared, layout)
 

@@ -270,13 +270,20 @@ def ray_init(workers: int):
         raise DPTextError("--engine ray needs Ray: pip install 'dptext[ray]'") from None
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
-        env = {k: os.environ[k] for k in ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE",
-                                          "TRANSFORMERS_OFFLINE") if k in os.environ}
-        kwargs: dict = {"runtime_env": {"env_vars": env}, "log_to_driver": False,
-                        "include_dashboard": False, "logging_level": logging.ERROR}
-        if not address:
+        kwargs: dict = {"log_to_driver": False, "include_dashboard": False,
+                        "logging_level": logging.ERROR}
+        if address:
+            # the cluster's workers were started elsewhere: give them this environment
+            env = {k: os.environ[k] for k in ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE",
+                                              "TRANSFORMERS_OFFLINE") if k in os.environ}
+            kwargs["runtime_env"] = {"env_vars": env}
+        else:
+            # a new local instance ("local": never one that another job left running), whose
+            # workers inherit this environment: no runtime_env, so the workers Ray starts with
+            # it serve the actors (a runtime_env needs workers started for it)
+            address = "local"
             kwargs["num_cpus"] = workers
-        ray.init(address=address or None, **kwargs)
+        ray.init(address=address, **kwargs)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
