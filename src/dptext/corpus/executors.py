@@ -78,7 +78,25 @@ def _set_threads(torch_threads: int, *, imported_only: bool = False) -> None:
         pass
 
 
-def _init_worker(torch_threads: int, close_fds: tuple[int, ...] = ()) -> None:
+def _die_with_driver(driver: int) -> None:
+    """Linux: this worker is killed when the driver dies (kill -9 of the driver alone left the
+    workers waiting for tasks forever)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - best effort
+        return
+    if os.getppid() != driver:  # the driver died before the request was made
+        os._exit(1)
+
+
+def _init_worker(torch_threads: int, close_fds: tuple[int, ...] = (),
+                 driver: int | None = None) -> None:
+    if driver is not None:
+        _die_with_driver(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles ^C and stops the pool
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker: not the driver's handler
     for fd in close_fds:  # a forked worker's copies of the driver's locks (the work directory's)
@@ -174,7 +192,7 @@ class ProcessExecutor:
             self._work = _work_forked
         self.pool = ProcessPoolExecutor(
             workers, mp_context=mp.get_context("fork" if _fork else "spawn"),
-            initializer=_init_worker, initargs=(torch_threads, tuple(close_fds)))
+            initializer=_init_worker, initargs=(torch_threads, tuple(close_fds), os.getpid()))
         if _fork is None:
             self._warming = [self.pool.submit(_warm, uses_torch) for _ in range(workers)]
             return
