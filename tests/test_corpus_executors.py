@@ -10,16 +10,15 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
+from test_corpus import job, mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
 from dptext.corpus import engine, run
 from dptext.corpus.executors import ProcessExecutor, fork_safe
 from dptext.corpus.sources import expand
 from dptext.corpus.workdir import WorkDir
 from dptext.errors import DPTextError
-from test_corpus import job, mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
 LINUX = sys.platform.startswith("linux")
 
