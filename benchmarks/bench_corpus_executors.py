@@ -161,7 +161,7 @@ def best(runs: list[dict]) -> dict:
 
 def show(label: str, n: int, r: dict) -> None:
     print(f"{label:30s} {r['seconds']:7.2f} s {n / r['seconds']:9,.0f} rec/s | cpu "
-          f"{r['cpu_seconds']:6.2f} s = {1000 * r['cpu_seconds'] / n:6.2f} s/1k rec (driver "
+          f"{r['cpu_seconds']:6.2f} s = {1000 * r['cpu_seconds'] / n:6.3f} s/1k rec (driver "
           f"{r['driver_cpu_seconds']:5.2f}) | rss {r['peak_rss_mb']:5.0f} MB | {r['uptime']}",
           flush=True)
 

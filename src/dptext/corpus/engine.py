@@ -363,6 +363,7 @@ class _Runner:
             return InlineExecutor(self.m, layout, j.torch_threads)
         threads = j.torch_threads or 1
         if self._pool is None and self._forks():
+            self._share_search()
             self._pool = ProcessExecutor.forked(j.workers, self.m, layout, threads,
                                                 close_fds=close_fds)
             return self._pool
@@ -375,6 +376,16 @@ class _Runner:
         shared = export(self.m, shared_dir, j.spec)
         self._start_pool()
         return self._pool.configure(shared, layout)
+
+    def _share_search(self) -> None:
+        """Build a nearest-word search (the Laplace family's, on the CPU: a 78 MB matrix over
+        the default space) here before forking, so that the workers share one copy of it
+        instead of each building its own (about 0.3 s of CPU and 78 MB a worker)."""
+        nearest = getattr(self.m, "nearest", None)
+        if callable(nearest) and getattr(self.m, "device", "cpu") == "cpu":
+            import numpy as np
+
+            nearest(np.empty((0, self.m.space.dim)))
 
     def _forks(self) -> bool:
         """Whether the workers are forked once the mechanism is loaded (a word mechanism, and
