@@ -369,8 +369,10 @@ class _Runner:
             return self._pool
         from dptext.corpus.shared import export
 
+        if shared_dir is None:  # streaming: no work directory for the tables
+            shared_dir = _stream_shared_dir()
         if j.engine == "ray":  # a cluster's workers run in another directory: absolute paths
-            shared = export(self.m, None if shared_dir is None else shared_dir.resolve(), j.spec)
+            shared = export(self.m, shared_dir.resolve(), j.spec)
             layout = dataclasses.replace(layout, sources=[s.absolute() for s in layout.sources])
             return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
         shared = export(self.m, shared_dir, j.spec)
@@ -920,8 +922,7 @@ class _Runner:
         out = sys.stdout.buffer
         rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
         rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
-        inline = j.workers == 1 and j.engine == "local"
-        executor = self._executor(None if inline or self._forks() else _stream_shared_dir())
+        executor = self._executor(None)
         bar = self._progress(0)  # after the executor: see _loop
         header_written = False
         try:
