@@ -156,3 +156,37 @@ def test_an_absolute_source_keeps_its_name_and_how_messages_show_it(tmp_path, mo
     assert a.path == tmp_path / "in.txt" and a.path.is_absolute()
     assert (a.name, a.fmt, a.shown) == (rel.name, rel.fmt, "in.txt")
     assert a.absolute() is a
+
+
+@pytest.mark.parametrize(("hold", "wait", "ok"), [(0.5, 10.0, True), (3.0, 0.3, False)])
+def test_a_lock_left_by_a_dead_run_is_awaited_briefly(tmp_path, monkeypatch, hold, wait, ok):
+    """A run killed while forking leaves a child with a copy of the lock for a moment: the next
+    run waits for it (its writer is dead), but not for longer than DEAD_HOLDER_WAIT."""
+    path = tmp_path / "o.jsonl.partial"
+    ready = tmp_path / "ready"
+    script = textwrap.dedent(f"""
+        import os, time
+        from pathlib import Path
+        from dptext.corpus.workdir import WorkDir
+        wd = WorkDir(Path({str(path)!r}))
+        wd.open()
+        if os.fork() == 0:  # the child keeps the lock's descriptor after the parent died
+            time.sleep(0.2)
+            Path({str(ready)!r}).touch()
+            time.sleep({hold})
+            os._exit(0)
+        os._exit(0)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    monkeypatch.setattr(WorkDir, "DEAD_HOLDER_WAIT", wait)
+    wd = WorkDir(path)
+    if ok:
+        wd.open()  # waited for the child to exit
+        wd.close()
+    else:
+        with pytest.raises(DPTextError, match="another dptext run"):
+            wd.open()
