@@ -296,9 +296,9 @@ def ray_init(workers: int):
                                               "TRANSFORMERS_OFFLINE") if k in os.environ}
             kwargs["runtime_env"] = {"env_vars": env}
         else:
-            # a new local instance ("local": never one that another job left running), whose
-            # workers inherit this environment: no runtime_env, so the workers Ray starts with
-            # it serve the actors (a runtime_env needs workers started for it)
+            # a new local instance ("local": ray.init() without an address joins the latest
+            # cluster on the machine, which may be another job's), whose workers inherit this
+            # environment: no runtime_env to set up
             address = "local"
             kwargs["num_cpus"] = workers
         ray.init(address=address, **kwargs)
