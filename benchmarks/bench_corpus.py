@@ -18,7 +18,9 @@ the fixed cost (starting processes or Ray, loading the tables) apart from the en
     python benchmarks/bench_corpus.py scale      # 100k vs 1M records, txt and JSONL, custext (long)
     python benchmarks/bench_corpus.py quick --repeat 3 --out results.json
 
-Medians over ``--repeat`` runs (default 1).
+Medians over ``--repeat`` runs (default 1). Issue 14's executor figures (wall and process-tree
+CPU of 1 and 2 workers and Ray, end to end and on a running cluster) in one command:
+``benchmarks/bench_corpus_executors.py``.
 """
 
 from __future__ import annotations

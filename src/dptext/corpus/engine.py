@@ -17,6 +17,7 @@ provenance manifest and the rejects.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -34,7 +35,7 @@ from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus import charging
 from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
-from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor
+from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor, fork_safe
 from dptext.corpus.paths import (
     OutputPlan,
     file_mode,
@@ -354,28 +355,57 @@ class _Runner:
                          self.skip, j.max_record_bytes, j.user_field,
                          ledger=j.ledger is not None, units=self.units_tracked)
 
-    def _executor(self, shared_dir: Path | None):
+    def _executor(self, shared_dir: Path | None, close_fds: tuple[int, ...] = ()):
+        """The job's executor; ``close_fds``: the driver's descriptors a forked worker closes
+        (the work directory's lock, which a worker must not hold if the driver dies)."""
         j = self.job
         layout = self._layout()
         if j.engine == "local" and j.workers == 1:
             return InlineExecutor(self.m, layout, j.torch_threads)
         threads = j.torch_threads or 1
+        if self._pool is None and self._forks():
+            self._share_search()
+            self._pool = ProcessExecutor.forked(j.workers, self.m, layout, threads,
+                                                close_fds=close_fds)
+            return self._pool
         from dptext.corpus.shared import export
 
-        shared = export(self.m, shared_dir, j.spec)
-        if j.engine == "ray":
+        if shared_dir is None:  # streaming: no work directory for the tables
+            shared_dir = _stream_shared_dir()
+        if j.engine == "ray":  # a cluster's workers run in another directory: absolute paths
+            shared = export(self.m, shared_dir.resolve(), j.spec)
+            layout = dataclasses.replace(layout, sources=[s.absolute() for s in layout.sources])
             return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
+        shared = export(self.m, shared_dir, j.spec)
         self._start_pool()
         return self._pool.configure(shared, layout)
 
-    def _start_pool(self) -> None:
-        """Start the worker processes (they import while this process loads the mechanism)."""
+    def _share_search(self) -> None:
+        """Build a nearest-word search (the Laplace family's, on the CPU: a 78 MB matrix over
+        the default space) here before forking, so that the workers share one copy of it
+        instead of each building its own (about 0.3 s of CPU and 78 MB a worker)."""
+        nearest = getattr(self.m, "nearest", None)
+        if callable(nearest) and getattr(self.m, "device", "cpu") == "cpu":
+            import numpy as np
+
+            nearest(np.empty((0, self.m.space.dim)))
+
+    def _forks(self) -> bool:
+        """Whether the workers are forked once the mechanism is loaded (a word mechanism, and
+        :func:`~dptext.corpus.executors.fork_safe`): no imports, no copy of the tables."""
         j = self.job
-        if j.engine == "local" and j.workers > 1 and self._pool is None:
-            # language-model mechanisms and word mechanisms that search the space per token
-            # (nearest words through torch) import torch; the tabulated ones never do
-            uses_torch = default_batch_size(self.m) != WORD_BATCH
-            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1, uses_torch=uses_torch)
+        return j.engine == "local" and j.workers > 1 and self.word and fork_safe()
+
+    def _start_pool(self) -> None:
+        """Start spawned worker processes (they import while this process loads the
+        mechanism), unless they will be forked later."""
+        j = self.job
+        if j.engine == "local" and j.workers > 1 and self._pool is None and not self._forks():
+            # language-model mechanisms import torch; word mechanisms never do on the CPU (the
+            # Laplace family's nearest-word search is numpy: importing torch cost each worker
+            # 1.5-3.5 s of CPU for nothing)
+            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1,
+                                         uses_torch=not self.word)
 
     # ------------------------------------------------------------------ one batch
     def _charged(self, results: Iterator[BatchResult]) -> Iterator[tuple[BatchResult, Any]]:
@@ -592,10 +622,12 @@ class _Runner:
         shared_dir = wd.path / "shared"
         executor = None
         shard = None
-        bar = self._progress(self.agg.counts["records_in"])
+        bar = None
         last_log = time.monotonic()
         try:
-            executor = self._executor(shared_dir)
+            # before the progress bar (tqdm's monitor thread would keep the workers from forking)
+            executor = self._executor(shared_dir, close_fds=wd.lock_fds())
+            bar = self._progress(self.agg.counts["records_in"])
             shard = self._new_shard(wd)
             for out, decisions in self._charged(executor.map(self._batches(m["next_batch"]))):
                 payload = self._process(out, shard, decisions)
@@ -904,9 +936,8 @@ class _Runner:
         out = sys.stdout.buffer
         rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
         rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
-        bar = self._progress(0)
-        inline = j.workers == 1 and j.engine == "local"
-        executor = self._executor(None if inline else _stream_shared_dir())
+        executor = self._executor(None)
+        bar = self._progress(0)  # after the executor: see _loop
         header_written = False
         try:
             for batch_out, decisions in self._charged(executor.map(self._batches(0))):

@@ -6,8 +6,11 @@ input (or, for CSV, Parquet and stdin, the records the driver read), a result is
 plus the batch's report: the driver never decodes, privatizes or encodes a record.
 
 * :class:`InlineExecutor` (``--workers 1``): in this process.
-* :class:`ProcessExecutor` (``--workers N``): N spawned processes; each attaches the mechanism
-  from memory-mapped arrays (:mod:`dptext.corpus.shared`) once, with one torch thread.
+* :class:`ProcessExecutor` (``--workers N``): N processes. On Linux, for a mechanism that does
+  not use torch, from a driver with one thread, they are forked once the mechanism is loaded:
+  they share its arrays copy-on-write and import nothing (:func:`fork_safe`). Otherwise they
+  are spawned and each attaches the mechanism from memory-mapped arrays
+  (:mod:`dptext.corpus.shared`) once, with one torch thread.
 * :class:`RayExecutor` (``--engine ray``): Ray Data, streaming. The tasks go in windows through
   ``ray.data.from_items`` -> ``map_batches`` on an actor pool (each actor attaches the
   mechanism once and reads its ranges from the input itself) -> ``iter_batches`` back in order;
@@ -18,11 +21,14 @@ plus the batch's report: the driver never decodes, privatizes or encodes a recor
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import os
 import pickle
 import signal
 import sys
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -72,11 +78,59 @@ def _set_threads(torch_threads: int, *, imported_only: bool = False) -> None:
         pass
 
 
-def _init_worker(torch_threads: int) -> None:
+def _die_with_driver(driver: int) -> None:
+    """Linux: this worker is killed when the driver dies (kill -9 of the driver alone left the
+    workers waiting for tasks forever)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - best effort
+        return
+    if os.getppid() != driver:  # the driver died before the request was made
+        os._exit(1)
+
+
+def _init_worker(torch_threads: int, close_fds: tuple[int, ...] = (),
+                 driver: int | None = None) -> None:
+    if driver is not None:
+        _die_with_driver(driver)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver handles ^C and stops the pool
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a forked worker: not the driver's handler
+    for fd in close_fds:  # a forked worker's copies of the driver's locks (the work directory's)
+        with contextlib.suppress(OSError):
+            os.close(fd)
     # read by torch when (if) a language-model mechanism imports it
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
     _WORKER["threads"] = torch_threads
+
+
+#: the jobs of forked pools: token -> (mechanism, layout), set before the pool forks
+_FORKED: dict[int, tuple] = {}
+
+
+def fork_safe() -> bool:
+    """Whether worker processes may be forked from this process now: on Linux (macOS's system
+    libraries are not fork-safe), with no other thread (a lock another thread holds would stay
+    locked in the child forever: a server's threads) and without torch loaded (its OpenMP pool
+    does not survive a fork). Forking is then safe and costs the worker no imports, no copy of
+    the tables and no start-up; otherwise the workers are spawned."""
+    import multiprocessing as mp
+    import threading
+
+    return (sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods()
+            and threading.active_count() == 1 and "torch" not in sys.modules)
+
+
+def _work_forked(token: int, task: BatchTask) -> BatchResult:
+    """Run ``task`` in a forked worker: the mechanism was inherited from the driver."""
+    w = _WORKER.get("w")
+    if w is None or _WORKER.get("config") != token:
+        w = _WORKER["w"] = Worker(*_FORKED[token])
+        _WORKER["config"] = token
+    return w.run(task)
 
 
 def _warm(torch: bool) -> None:
@@ -106,43 +160,92 @@ def _work(config: bytes, task: BatchTask) -> BatchResult:
     return _WORKER["w"].run(task)
 
 
+def _run_chunk(work, config, tasks: list[BatchTask]) -> tuple[list[BatchResult], float]:
+    """Consecutive tasks in one round trip, and the worker's CPU seconds they took."""
+    start = time.process_time()
+    results = [work(config, t) for t in tasks]
+    return results, time.process_time() - start
+
+
 class ProcessExecutor:
-    """N spawned processes. The pool starts (and imports) as soon as it is made - the engine
+    """N worker processes, spawned or forked.
+
+    Spawned (the default): the pool starts (and imports) as soon as it is made - the engine
     makes it before it loads the mechanism - and :meth:`configure` then names the mechanism and
-    the job, which every worker attaches with its first batch."""
+    the job, which every worker attaches with its first batch. Forked (:meth:`forked`, when
+    :func:`fork_safe`): made once the mechanism is loaded; the workers inherit it."""
 
     name = "processes"
 
-    def __init__(self, workers: int, torch_threads: int = 1, *, uses_torch: bool = False
-                 ) -> None:
+    def __init__(self, workers: int, torch_threads: int = 1, *, uses_torch: bool = False,
+                 _fork: tuple | None = None, close_fds: tuple[int, ...] = ()) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
-        self.config: bytes | None = None
+        self.config: bytes | int | None = None
+        self._work = _work
+        self._token = None
+        if _fork is not None:
+            self._token = self.config = id(self)
+            _FORKED[self._token] = _fork
+            self._work = _work_forked
         self.pool = ProcessPoolExecutor(
-            workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-            initargs=(torch_threads,))
-        self._warming = [self.pool.submit(_warm, uses_torch) for _ in range(workers)]
+            workers, mp_context=mp.get_context("fork" if _fork else "spawn"),
+            initializer=_init_worker, initargs=(torch_threads, tuple(close_fds), os.getpid()))
+        if _fork is None:
+            self._warming = [self.pool.submit(_warm, uses_torch) for _ in range(workers)]
+            return
+        # a fork pool starts every process at its first submit, here: flush what the driver
+        # buffered (a child flushes its copies when it exits) and keep the driver's objects out
+        # of the children's garbage collector (their pages stay shared, not copied)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        gc.freeze()
+        try:
+            self._warming = [self.pool.submit(int) for _ in range(workers)]
+        finally:
+            gc.unfreeze()
+
+    @classmethod
+    def forked(cls, workers: int, mechanism, layout: JobLayout, torch_threads: int = 1, *,
+               close_fds: tuple[int, ...] = ()) -> ProcessExecutor:
+        """A pool of ``workers`` processes forked now, each with ``mechanism`` and ``layout``
+        (copy-on-write) and with ``close_fds`` (the driver's locks) closed."""
+        return cls(workers, torch_threads, _fork=(mechanism, layout), close_fds=close_fds)
 
     def configure(self, shared: dict, layout: JobLayout) -> ProcessExecutor:
         self.config = pickle.dumps((shared, layout), protocol=pickle.HIGHEST_PROTOCOL)
         return self
+
+    #: worker CPU seconds a task aims at: consecutive batches go to a worker together, so
+    #: that the cost of a round trip (about 1 ms of the driver's CPU and some of the
+    #: worker's, measured) is small next to the work, yet a task is short enough that the
+    #: workers finish together
+    TASK_SECONDS = 0.2
+    MAX_CHUNK = 16
 
     def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
         from concurrent.futures.process import BrokenProcessPool
 
         pending: deque = deque()
         limit = 3 * self.workers
+        chunk, per_batch = 1, None  # batches per task: one until a batch has been timed
+        it = iter(tasks)
         try:
             for f in self._warming:
                 f.result()
-            for task in tasks:
-                pending.append(self.pool.submit(_work, self.config, task))
+            while group := list(islice(it, chunk)):
+                pending.append(self.pool.submit(_run_chunk, self._work, self.config, group))
                 while len(pending) >= limit:
-                    yield pending.popleft().result()
+                    results, seconds = pending.popleft().result()
+                    one = seconds / len(results)
+                    per_batch = one if per_batch is None else 0.7 * per_batch + 0.3 * one
+                    chunk = max(1, min(self.MAX_CHUNK,
+                                       int(self.TASK_SECONDS / max(per_batch, 1e-6))))
+                    yield from results
             while pending:
-                yield pending.popleft().result()
+                yield from pending.popleft().result()[0]
         except BrokenProcessPool:
             raise DPTextError("a worker process died (out of memory, or killed); the "
                               "committed shards are kept: rerun to continue") from None
@@ -156,6 +259,7 @@ class ProcessExecutor:
                 p.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
+        _FORKED.pop(self._token, None)
 
 
 # ------------------------------------------------------------------ ray
@@ -184,13 +288,20 @@ def ray_init(workers: int):
         raise DPTextError("--engine ray needs Ray: pip install 'dptext[ray]'") from None
     if not ray.is_initialized():
         address = os.environ.get("RAY_ADDRESS")
-        env = {k: os.environ[k] for k in ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE",
-                                          "TRANSFORMERS_OFFLINE") if k in os.environ}
-        kwargs: dict = {"runtime_env": {"env_vars": env}, "log_to_driver": False,
-                        "include_dashboard": False, "logging_level": logging.ERROR}
-        if not address:
+        kwargs: dict = {"log_to_driver": False, "include_dashboard": False,
+                        "logging_level": logging.ERROR}
+        if address:
+            # the cluster's workers were started elsewhere: give them this environment
+            env = {k: os.environ[k] for k in ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE",
+                                              "TRANSFORMERS_OFFLINE") if k in os.environ}
+            kwargs["runtime_env"] = {"env_vars": env}
+        else:
+            # a new local instance ("local": ray.init() without an address joins the latest
+            # cluster on the machine, which may be another job's), whose workers inherit this
+            # environment: no runtime_env to set up
+            address = "local"
             kwargs["num_cpus"] = workers
-        ray.init(address=address or None, **kwargs)
+        ray.init(address=address, **kwargs)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False

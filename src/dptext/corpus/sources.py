@@ -3,6 +3,7 @@ its format, and a fingerprint of every file so a resumed job can tell that its i
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import hashlib
 import os
@@ -28,11 +29,21 @@ class Source:
     path: Path | None
     name: str
     fmt: str
+    given: str | None = None  # the path as given, where ``path`` was made absolute
 
     @property
     def shown(self) -> str:
         """How messages name the source (the path as given, or stdin)."""
+        if self.given is not None:
+            return self.given
         return "stdin" if self.path is None else str(self.path)
+
+    def absolute(self) -> Source:
+        """The same source with an absolute path (for workers in another directory: a Ray
+        cluster's), named in messages as before."""
+        if self.path is None or self.path.is_absolute():
+            return self
+        return dataclasses.replace(self, path=self.path.resolve(), given=self.shown)
 
     @property
     def is_stdin(self) -> bool:

@@ -17,6 +17,7 @@ import fcntl
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 from dptext.corpus.paths import write_durably
@@ -26,25 +27,50 @@ MANIFEST = "manifest.json"
 FORMAT = 1
 
 
+def _dead(pid: str) -> bool:
+    """Whether the process that wrote ``pid`` into the lock file is gone."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, OSError):
+        return False
+    return False
+
+
 class WorkDir:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = None
 
     # ------------------------------------------------------------------ lock
+    #: how long to wait for the lock while the run that took it is dead (its worker processes,
+    #: which a fork gave a copy of the lock until they close it, are then still exiting)
+    DEAD_HOLDER_WAIT = 10.0
+
     def open(self) -> None:
         self.path.mkdir(exist_ok=True)
         fd = os.open(self.path / "lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            other = os.read(fd, 32).decode(errors="replace").strip() or "?"
-            os.close(fd)
-            raise DPTextError(f"another dptext run (pid {other}) is writing this job "
-                              f"({self.path}); wait for it or stop it") from None
+        deadline = time.monotonic() + self.DEAD_HOLDER_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                other = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                if _dead(other) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    continue
+                os.close(fd)
+                raise DPTextError(f"another dptext run (pid {other}) is writing this job "
+                                  f"({self.path}); wait for it or stop it") from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock = fd
+
+    def lock_fds(self) -> tuple[int, ...]:
+        """The lock's descriptor (a forked worker closes its copy: see executors.py)."""
+        return () if self._lock is None else (self._lock,)
 
     def close(self) -> None:
         if self._lock is not None:
