@@ -30,9 +30,10 @@ bench: setup
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --backends causal,dpprompt --baseline-words 100
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --long 500 --busy --modes independent,independent-int8,sequential
 	$(BIN)/python benchmarks/bench_lm.py --hostile
-	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ledger.py --records 100000 --sanitize
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ledger.py --records 100000 --sanitize --rounds 2
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_corpus.py quick
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_corpus_1m.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_corpus_executors.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_service.py --seconds 20
 	$(BIN)/python benchmarks/bench_grid.py --workers 2
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_training.py cost --texts 120 --repeats 4
