@@ -32,6 +32,9 @@ import torch
 import torch.nn.functional as F
 
 
+SMALL_QUERY = 8  # new tokens per row up to which attention is two plain matrix products
+
+
 class KVCache:
     """Keys/values of every layer, ``[rows, kv_heads, capacity, head_dim]``, filled up to
     ``length``; ``valid[r, j]``: whether cached position ``j`` of row ``r`` is a real token
@@ -217,8 +220,12 @@ class FastLlama:
             return F.scaled_dot_product_attention(q, k, v, is_causal=t > 1, scale=self.scaling,
                                                   enable_gqa=self.groups > 1)
         qg = q.reshape(b, self.kv_heads, self.groups * t, d)  # the group's query heads stacked
-        if prefix is None:
+        if prefix is None and t > SMALL_QUERY:
             out = F.scaled_dot_product_attention(qg, k, v, attn_mask=mask, scale=self.scaling)
+        elif prefix is None:  # a few new tokens: plain products (SDPA's kernel costs more here)
+            scores = torch.matmul(qg, k.transpose(-1, -2)) * self.scaling
+            scores = scores.masked_fill_(~mask, float("-inf")).softmax(-1)
+            out = torch.matmul(scores, v)
         else:
             out = _attend_with_prefix(qg, k, v, mask, prefix[0], prefix[1], self.scaling)
         return out.view(b, self.heads, t, d)
