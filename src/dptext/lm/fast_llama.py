@@ -31,7 +31,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
 SMALL_QUERY = 8  # new tokens per row up to which attention is two plain matrix products
 
 

@@ -13,7 +13,8 @@ Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_siz
 similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): the instruction the
 group's prompts start with (the same tokens: chat template, system prompt, "Paraphrase ...")
 runs once and its cache is shared by the rows, then one forward pass per generated token for
-the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`). ``precision="int8"``: :mod:`dptext.lm.quantize`.
+the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`).
+``precision="int8"``: :mod:`dptext.lm.quantize`.
 """
 
 from __future__ import annotations
