@@ -139,11 +139,9 @@ def long_document(n_words: int, busy: bool, modes: list[str]) -> None:
     import subprocess
     import sys
 
-    from dptext import mechanism
 
     text = long_text(n_words)
-    mechs = {k: mechanism("dpmlm", epsilon=50, keep_stopwords=False, **MODES[k]).fit()
-             for k in modes}
+    mechs = {k: _fitted(k, epsilon=50) for k in modes}
     for m in mechs.values():
         m.privatize("A warm-up text.")
     for competing in ([False, True] if busy else [False]):
@@ -167,7 +165,17 @@ def long_text(n_words: int) -> str:
 
 MODES = {"sequential": {}, "sequential int8": {"precision": "int8"},
          "independent": {"draws": "independent"},
-         "independent int8": {"draws": "independent", "precision": "int8"}}
+         "independent int8": {"draws": "independent", "precision": "int8"},
+         "sequential 4seg": {}}  # the segments before issue 19 part 3 (4, a 64-token tail)
+
+
+def _fitted(name: str, **kw):
+    from dptext import mechanism
+
+    m = mechanism("dpmlm", keep_stopwords=False, **kw, **MODES[name]).fit()
+    if name.endswith("4seg"):
+        m._backend.max_segments, m._backend.SEGMENT_TAIL = 4, 64
+    return m
 
 
 def utility(n_words: int, epsilons: list[float], seeds: int, modes: list[str]) -> None:
@@ -176,7 +184,6 @@ def utility(n_words: int, epsilons: list[float], seeds: int, modes: list[str]) -
     word and its replacement, over ``seeds`` runs."""
     import numpy as np
 
-    from dptext import mechanism
     from dptext.resources import default_space
     from dptext.text import split_words
 
@@ -188,7 +195,7 @@ def utility(n_words: int, epsilons: list[float], seeds: int, modes: list[str]) -
     print("| mode | epsilon | unchanged | cosine (orig, new) | words/min |")
     print("|---|---|---|---|---|")
     for name in modes:
-        m = mechanism("dpmlm", keep_stopwords=False, epsilon=1, **MODES[name]).fit()
+        m = _fitted(name, epsilon=1)
         for eps in epsilons:
             m.epsilon = eps
             same, cos, start, n = [], [], time.perf_counter(), 0

@@ -26,11 +26,12 @@ DEFAULT_SEPARATOR = "\n\nThe same text in other words:"
 class CausalBackend:
     """Sequential scoring with a reused key/value cache."""
 
-    TAIL = 64  # original tokens a segment (or an independent chunk) starts from
+    TAIL = 64  # original tokens an independent chunk starts from
+    SEGMENT_TAIL = 32  # original tokens a segment other than the first starts from
 
     def __init__(self, model, tokenizer, candidate_ids, *, context: str, separator: str,
                  max_length: int | None, segment_words: int = 32,
-                 max_segments: int = 4) -> None:
+                 max_segments: int = 16) -> None:
         import torch
 
         self.model, self.tokenizer = model, tokenizer
@@ -136,7 +137,7 @@ class CausalBackend:
         Returns the chosen columns per text, in slot order. A text with at least
         ``2 * segment_words`` slots is cut into segments (at most ``max_segments``) decoded
         side by side after one shared pass over its prefix (original + separator); a segment
-        other than the first starts from the last ``TAIL`` tokens of the original before it
+        other than the first starts from the last ``SEGMENT_TAIL`` tokens of the original before it
         (teacher forcing), then goes on from its own output. Other texts are rows grouped by
         prompt length (:func:`~dptext.lm.decoding.cost_groups`), ``batch_size`` at most per
         group. What does not fit the window is decoded alone with cache rebuilds
@@ -152,7 +153,7 @@ class CausalBackend:
             for a, b in self.segments(len(slots)):
                 head = self._prefix(ids, (slots[a][1] + slots[b - 1][1]) // 2, [])
                 queue = (self.encode(_trim(slots[0][0])) if a == 0
-                         else list(ids[max(0, slots[a][1] - self.TAIL): slots[a][1]]))
+                         else list(ids[max(0, slots[a][1] - self.SEGMENT_TAIL): slots[a][1]]))
                 rest = sum(1 + len(self.encode(_trim(g))) for g, _ in slots[a + 1: b]) + 1
                 whole = b - a == len(slots)
                 too_long = whole and len(ids) > self.budget  # the head must move: rebuilds

@@ -2,7 +2,8 @@
 
 Each row has a queue of tokens to feed. The first pass feeds every row's whole queue (its
 prompt; left-padded, padding masked out, positions counted per row) - or, when the rows share a
-``prefix``, that prefix once, its cache then copied to every row. After a pass, every row whose
+``prefix``, that prefix once (its cache shared by every row, :meth:`ScoreHead.share`), then
+the rows' prompts in one padded pass. After a pass, every row whose
 queue is empty wants a draw: its scores over the candidate tokens, taken at its last fed
 position, go to ``draw``, which returns the row's next queue (the drawn token plus any literal
 text that follows it) or ``None`` when the row is done. Later passes feed ``w`` tokens of every
@@ -48,14 +49,20 @@ class ScoreHead:
 
     The output projection is restricted to the candidate rows when that reproduces the full
     model's logits on a probe input (a plain linear head after the base model); otherwise, e.g.
-    for models that scale or soft-cap their logits, the full forward pass is used.
+    for models that scale or soft-cap their logits, the full forward pass is used. A plain
+    Llama decoder (the default SmolLM2) runs through :mod:`dptext.lm.fast_llama` when that
+    gives the model's own logits on the probe; any other model through transformers.
+
+    The cache of a decoding call is the head's own state (``forward`` takes and returns it):
+    a :class:`~dptext.lm.fast_llama.KVCache`, or transformers' cache with the 2-D mask of
+    everything fed (:class:`_HFState`).
     """
 
     def __init__(self, model, candidate_ids: torch.Tensor, probe_ids: Sequence[int]) -> None:
         self.device = model.device  # inputs are moved there; scores come back from there
         self.model, self.ids = model, torch.as_tensor(candidate_ids).to(self.device)
         head = model.get_output_embeddings()
-        self.weight = self.bias = None
+        self.weight = self.bias = self.fast = None
         if isinstance(head, torch.nn.Linear) and model.base_model is not model:
             self.weight = head.weight[self.ids].detach()
             self.bias = None if head.bias is None else head.bias[self.ids].detach()
@@ -65,43 +72,99 @@ class ScoreHead:
                 hidden = model.base_model(input_ids=probe).last_hidden_state[0, -1]
             if not torch.allclose(self._project(hidden), full, atol=1e-4, rtol=1e-4):
                 self.weight = self.bias = None
+            else:
+                self.fast = _checked_fast(model, probe, full, self._project)
 
     def _to(self, x):
         return x if x is None or x.device == self.device else x.to(self.device)
 
-    def select(self, cache, index: torch.Tensor) -> None:
+    def select(self, state, index: torch.Tensor) -> None:
         """Keep the cache rows ``index`` (on the model's device)."""
         index = self._to(index)
-        for layer in cache.layers:
+        if self.fast is not None:
+            state.select(index)
+            return
+        for layer in state.cache.layers:
             layer.batch_select_indices(index)
+        state.mask = state.mask[index.to(state.mask.device)]
+
+    def share(self, state, rows: int):
+        """The state of ``rows`` rows that all continue the one-row ``state`` (a prefix):
+        attended to in place by the fast path, copied to every row by transformers'."""
+        if self.fast is not None:
+            return state.shared(rows, capacity=64)
+        for layer in state.cache.layers:
+            layer.batch_repeat_interleave(rows)
+        state.mask = state.mask.expand(rows, -1).contiguous()
+        return state
 
     def _project(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.linear(hidden, self.weight, self.bias)
 
-    def forward(self, ids, mask, positions, cache) -> tuple[object, object]:
-        """One pass: (cache, a function rows -> candidate scores at the last position)."""
-        args = dict(input_ids=self._to(ids), attention_mask=self._to(mask),
-                    position_ids=self._to(positions), cache=cache, use_cache=True)
+    def forward(self, ids, mask, positions, state) -> tuple[object, object]:
+        """One pass of ``ids`` (rows x w) after ``state`` (None: the first pass). ``mask``: the
+        real tokens among them (left padding 0; None: all real); ``positions``: their
+        positions (None: continuing). Returns (state, a function rows -> candidate scores at
+        the last position)."""
+        ids = self._to(ids)
+        if self.fast is not None:
+            if state is None:
+                state = self.fast.new_cache(ids.shape[0], ids.shape[1] + 64)
+            valid = None if mask is None else self._to(mask).bool()
+            with torch.inference_mode():
+                last = self.fast.run(ids, valid, self._to(positions), state, last_only=True)
+            return state, lambda rows: self._project(last[rows])
+        chunk = torch.ones(ids.shape, dtype=torch.long) if mask is None else mask.long()
+        full = chunk if state is None else torch.cat([state.mask, chunk.cpu()], dim=1)
+        args = dict(input_ids=ids, attention_mask=self._to(full),
+                    position_ids=self._to(positions),
+                    cache=None if state is None else state.cache, use_cache=True)
         with torch.inference_mode():
             if self.weight is not None:
                 res = self.model.base_model(**args)
                 last = res.last_hidden_state[:, -1]
-                return res.cache, lambda rows: self._project(last[rows])
+                return _HFState(res.cache, full.cpu()), lambda rows: self._project(last[rows])
             res = self.model(**args, logits_to_keep=1)
         logits = res.logits[:, -1]
-        return res.cache, lambda rows: logits[rows][:, self.ids]
+        return _HFState(res.cache, full.cpu()), lambda rows: logits[rows][:, self.ids]
 
     def score_positions(self, ids, mask, positions, rows: list[int], cols: list[int]):
         """Candidate scores after position ``cols[i]`` of row ``rows[i]`` (one pass, no cache)."""
-        args = dict(input_ids=self._to(ids), attention_mask=self._to(mask),
-                    position_ids=self._to(positions), use_cache=False)
+        ids, mask, positions = self._to(ids), self._to(mask), self._to(positions)
         rows, cols = self._to(torch.as_tensor(rows)), self._to(torch.as_tensor(cols))
         with torch.inference_mode():
+            if self.fast is not None:
+                hidden = self.fast.run(ids, mask.bool(), positions, None, last_only=False)
+                return self._project(hidden[rows, cols])
+            args = dict(input_ids=ids, attention_mask=mask, position_ids=positions,
+                        use_cache=False)
             if self.weight is not None:
                 hidden = self.model.base_model(**args).last_hidden_state
                 return self._project(hidden[rows, cols])
             logits = self.model(**args).logits
         return logits[rows, cols][:, self.ids]
+
+
+class _HFState:
+    """transformers' cache and the 2-D attention mask of everything fed so far (CPU)."""
+
+    __slots__ = ("cache", "mask")
+
+    def __init__(self, cache, mask: torch.Tensor) -> None:
+        self.cache, self.mask = cache, mask
+
+
+def _checked_fast(model, probe, full, project):
+    """The model's :class:`~dptext.lm.fast_llama.FastLlama` if it gives the model's own
+    candidate logits on ``probe`` (else None: transformers' forward is used)."""
+    from dptext.lm.fast_llama import fast_forward
+
+    fast = fast_forward(model)
+    if fast is None:
+        return None
+    with torch.inference_mode():
+        mine = project(fast.run(probe, None, None, None, last_only=True)[0])
+    return fast if torch.allclose(mine, full, atol=1e-4, rtol=1e-4) else None
 
 
 def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
@@ -112,9 +175,10 @@ def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
     ``draw(rows, scores)``: ``rows`` the indices (into ``prompts``) of the rows that want a
     draw now, ``scores`` their candidate scores (rows x candidates); returns one next queue per
     row (non-empty list of tokens) or ``None`` to end the row. ``prefix``: tokens every row
-    starts with, run once and its cache copied to every row (a prompt may then be empty: the
-    row draws right after the prefix). ``policy`` sets torch's threads before each pass
-    (:mod:`dptext.lm.threads`); by default one is made for the call.
+    starts with, run once and shared by every row (:meth:`ScoreHead.share`); the rows' prompts
+    then follow in one padded pass (a prompt may be empty: the row draws right after the
+    prefix). ``policy`` sets torch's threads before each pass (:mod:`dptext.lm.threads`); by
+    default one is made for the call.
     """
     queues = [list(p) for p in prompts]
     if not prefix and any(not q for q in queues):
@@ -124,22 +188,23 @@ def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
             return decode_side_by_side(head, prompts, draw, pad_id, prefix=prefix, policy=own)
     rows = len(queues)
     alive = list(range(rows))  # the original index of each cache row
-    mask = torch.zeros((rows, 0), dtype=torch.long)
     seen = torch.zeros(rows, dtype=torch.long)
-    cache = None
     if prefix:
         policy.before_pass(len(prefix))
-        cache, shared = head.forward(torch.as_tensor([list(prefix)]), None, None, None)
-        for layer in cache.layers:
-            layer.batch_repeat_interleave(rows)
-        mask = torch.ones((rows, len(prefix)), dtype=torch.long)
+        state, shared = head.forward(torch.as_tensor([list(prefix)]), None, None, None)
+        state = head.share(state, rows)
         seen = seen + len(prefix)
         scores_of = lambda ks: shared([0] * len(ks))  # noqa: E731 - every row has these scores
+        if all(queues):  # the prompts after the prefix: one pass, padded like a first pass
+            ids, chunk, positions = _chunk(queues, max(len(q) for q in queues), seen, pad_id)
+            seen = seen + chunk.sum(1)
+            policy.before_pass(ids.numel())
+            state, scores_of = head.forward(ids, chunk, positions, state)
     else:
-        ids, mask, positions = _chunk(queues, max(len(q) for q in queues), seen, pad_id)
-        seen = mask.sum(1)
+        ids, chunk, positions = _chunk(queues, max(len(q) for q in queues), seen, pad_id)
+        seen = chunk.sum(1)
         policy.before_pass(ids.numel())
-        cache, scores_of = head.forward(ids, mask, positions, cache)
+        state, scores_of = head.forward(ids, chunk, positions, None)
     while True:
         ready = [k for k, r in enumerate(alive) if not queues[r]]
         if ready:
@@ -153,15 +218,14 @@ def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
             return
         if len(keep) < len(alive):
             index = torch.as_tensor(keep)
-            head.select(cache, index)
-            mask, seen = mask[index], seen[index]
+            head.select(state, index)
+            seen = seen[index]
             alive = [alive[k] for k in keep]
         w = width([len(queues[r]) for r in alive])
         ids, chunk, positions = _chunk([queues[r] for r in alive], w, seen, pad_id)
-        mask = torch.cat([mask, chunk], dim=1)
         seen = seen + chunk.sum(1)
         policy.before_pass(ids.numel())
-        cache, scores_of = head.forward(ids, mask, positions, cache)
+        state, scores_of = head.forward(ids, chunk, positions, state)
 
 
 def width(lengths: Sequence[int]) -> int:

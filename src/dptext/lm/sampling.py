@@ -81,14 +81,18 @@ def sorted_tables(s: np.ndarray, *, epsilon: float, lo: float, hi: float):
     from dptext import exact_sampling
 
     values = np.sort(s, axis=1)
-    z = np.clip(values.astype(np.float64), lo, hi) / temperature(epsilon, lo, hi)
-    if (hi - lo) / temperature(epsilon, lo, hi) > exact_sampling.BLOCK_NATS:
+    t = temperature(epsilon, lo, hi)
+    z = values.astype(np.float64)  # one float64 buffer, every step below in place
+    np.clip(z, lo, hi, out=z)
+    z /= t
+    if (hi - lo) / t > exact_sampling.BLOCK_NATS:
         return values, exact_sampling.build_tables(z)
-    w = np.exp(z - z[:, -1:])
-    cum = np.cumsum(w, axis=1)
-    cum /= cum[:, -1:]
-    cum[:, -1] = 1.0
-    return values, {"cum": cum}
+    z -= z[:, -1:].copy()
+    np.exp(z, out=z)
+    np.cumsum(z, axis=1, out=z)
+    z /= z[:, -1:].copy()
+    z[:, -1] = 1.0
+    return values, {"cum": z}
 
 
 def _ties(row: np.ndarray, value: float, lo: float, hi: float) -> np.ndarray:

@@ -10,9 +10,11 @@ control token (:func:`control_token_ids`: the tokenizer's special ids and every 
 ``added_tokens_decoder``, e.g. SmolLM2's ``<repo_name>``, ``<filename>``, ...); the
 end-of-sequence token is a candidate too (drawing it ends the paraphrase, post-processing).
 Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_size`` at a time,
-similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): one forward pass per
-generated token for the whole group, its threads set by the size of the pass
-(:mod:`dptext.lm.threads`). ``precision="int8"``: :mod:`dptext.lm.quantize`.
+similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): the instruction the
+group's prompts start with (the same tokens: chat template, system prompt, "Paraphrase ...")
+runs once and its cache is shared by the rows, then one forward pass per generated token for
+the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`).
+``precision="int8"``: :mod:`dptext.lm.quantize`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ def control_token_ids(tokenizer) -> set[int]:
     ids.update(int(i) for i in (getattr(tokenizer, "added_tokens_decoder", None) or {}))
     ids.discard(tokenizer.eos_token_id)
     return ids
+
+
+def _common_prefix(rows: list[list[int]]) -> int:
+    """Length of the tokens every row starts with (the instruction before the text), leaving
+    every row at least one token of its own."""
+    limit = min(len(r) for r in rows) - 1
+    n = 0
+    while n < limit and all(r[n] == rows[0][n] for r in rows):
+        n += 1
+    return n
 
 
 # The number of generated tokens is capped at the input's token count, so the output length
@@ -123,8 +135,10 @@ class DPPrompt(LMMechanism):
                     nexts.append(None if done else [token])
                 return nexts
 
-            decode_side_by_side(self._head, [prompts[i] for i in group], draw,
-                                pad_id(tokenizer))
+            rows = [prompts[i] for i in group]
+            common = _common_prefix(rows) if len(rows) > 1 else 0
+            decode_side_by_side(self._head, [r[common:] for r in rows], draw,
+                                pad_id(tokenizer), prefix=rows[0][:common] or None)
         results = []
         for out in outs:
             new = tokenizer.decode(out, skip_special_tokens=True).strip()

@@ -1,0 +1,115 @@
+"""Issue 19 part 3 in one run: the three CPU figures of DP-MLM / DP-Prompt and their targets.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_lm_targets.py        # about 2-3 minutes, quiet
+
+(a) the batched benchmark: DP-MLM, causal default (SmolLM2, sequential draws), the first
+    2,000 words of public Guardian headlines (every word privatized, epsilon 50), 64 texts
+    side by side: privatized words/min, target >= 7,500.
+(b) DP-Prompt on the same headlines: generated tokens/min, target >= 5,174 (2x 2,587).
+(c) one long document (the first 500 headline words as ONE text) with the default mode:
+    privatized words/min alone and beside a competing process (``while 1: pass``, started
+    here on one core and killed afterwards), target >= 1,500 each.
+
+Beside every figure: the load (``uptime``) when it was measured, and a figure the load
+distorts less - CPU seconds per privatized word / generated token of this process
+(``resource.getrusage``, all its threads; the competing process is not counted). Torch
+threads: the ceiling is the usable cores (``--threads``), each pass takes what
+``dptext.lm.threads`` chooses below it (one thread for small passes, never more than the
+free cores). ``--only a,b,c`` runs a subset; ``--seeds`` repeats each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_lm import long_text, sample_texts  # noqa: E402
+
+TARGETS = {"a": 7500.0, "b": 5174.0, "c": 1500.0}
+
+
+def load() -> str:
+    out = subprocess.run(["uptime"], capture_output=True, text=True).stdout
+    return out.split("load average:")[-1].strip()
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(mech, texts, unit: str, seed: int) -> tuple[float, float, int, str]:
+    """(units per wall minute, CPU seconds per unit, units, load) of one privatize_batch."""
+    c0, t0 = cpu_seconds(), time.perf_counter()
+    results = mech.privatize_batch(texts, rng=seed)
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
+    n = sum(r.report.privatized_by_reason.get(unit, 0) for r in results)
+    return n / wall * 60.0, cpu / n, n, load()
+
+
+def report(label: str, key: str, figure: tuple, what: str) -> None:
+    rate, cpu, n, avg = figure
+    target = TARGETS[key]
+    mark = "met" if rate >= target else "NOT met"
+    print(f"  {label:34s} {rate:7.0f} {what}/min  {cpu * 1000:6.1f} ms CPU per {what[:-1]}  "
+          f"({n} {what}; target {target:,.0f}: {mark})  load {avg}", flush=True)
+
+
+def main() -> None:
+    import torch
+
+    from dptext import mechanism
+    from dptext.lm.threads import usable_cores
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", default="a,b,c")
+    p.add_argument("--threads", type=int, default=usable_cores(),
+                   help="torch's thread ceiling (default: the usable cores)")
+    p.add_argument("--words", type=int, default=2000)
+    p.add_argument("--long", type=int, default=500)
+    p.add_argument("--seeds", type=int, default=1)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    only = set(args.only.split(","))
+    print(f"device cpu, torch thread ceiling {torch.get_num_threads()} (per pass: "
+          f"dptext.lm.threads), usable cores {usable_cores()}; load {load()}", flush=True)
+    texts = sample_texts(args.words)
+    if only & {"a", "c"}:
+        m = mechanism("dpmlm", epsilon=50, keep_stopwords=False).fit()
+        m.privatize_batch(texts[:4], rng=0)  # warm-up: first-call allocations
+        if "a" in only:
+            print(f"(a) batched: {len(texts)} headlines, batch {m.batch_size}", flush=True)
+            for seed in range(args.seeds):
+                report("DP-MLM causal default", "a", measure(m, texts, "mechanism", seed),
+                       "words")
+        if "c" in only:
+            doc = long_text(args.long)
+            print(f"(c) one text of {args.long} words, default (sequential) mode", flush=True)
+            for seed in range(args.seeds):
+                report("alone", "c", measure(m, [doc], "mechanism", seed), "words")
+            spin = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+            try:
+                time.sleep(0.5)
+                for seed in range(args.seeds):
+                    report("beside a competing process", "c",
+                           measure(m, [doc], "mechanism", seed), "words")
+            finally:
+                spin.kill()
+                spin.wait()
+        del m
+    if "b" in only:
+        d = mechanism("dpprompt", epsilon=50).fit()
+        d.privatize_batch(texts[:4], rng=0)
+        print(f"(b) DP-Prompt: {len(texts)} headlines, batch {d.batch_size}", flush=True)
+        for seed in range(args.seeds):
+            report("DP-Prompt", "b", measure(d, texts, "generated", seed), "tokens")
+    print(f"done; load {load()}")
+
+
+if __name__ == "__main__":
+    main()
