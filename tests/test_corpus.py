@@ -32,18 +32,14 @@ WORDS = ["alice", "bob", "met", "in", "paris", "the", "and", "city", "river", "d
 def mech(tmp_path_factory):
     """CusText (eps 2, K 5) fitted on a 200-word space, with a private cache."""
     root = tmp_path_factory.mktemp("corpus-cache")
-    old = os.environ.get("DPTEXT_CACHE")
-    os.environ["DPTEXT_CACHE"] = str(root)
-    rng = np.random.default_rng(7)
-    words = WORDS + [f"w{i}" for i in range(200 - len(WORDS))]
-    space = EmbeddingSpace(words, rng.standard_normal((200, 8)), name="tiny")
-    space.geometry(16)
-    m = mechanism("custext", epsilon=2.0, k=5, space=space).fit()
-    yield m
-    if old is None:
-        os.environ.pop("DPTEXT_CACHE", None)
-    else:
-        os.environ["DPTEXT_CACHE"] = old
+    with pytest.MonkeyPatch.context() as mp:  # this module's own cache, then restored
+        mp.setenv("DPTEXT_CACHE", str(root))
+        rng = np.random.default_rng(7)
+        words = WORDS + [f"w{i}" for i in range(200 - len(WORDS))]
+        space = EmbeddingSpace(words, rng.standard_normal((200, 8)), name="tiny")
+        space.geometry(16)
+        m = mechanism("custext", epsilon=2.0, k=5, space=space).fit()
+        yield m
 
 
 def words_of(text: str) -> list[str]:

@@ -6,7 +6,6 @@ a record twice."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,17 +98,13 @@ class FakeLedger:
 @pytest.fixture(scope="module")
 def mech(tmp_path_factory):
     root = tmp_path_factory.mktemp("ledger-cache")
-    old = os.environ.get("DPTEXT_CACHE")
-    os.environ["DPTEXT_CACHE"] = str(root)
-    rng = np.random.default_rng(7)
-    words = WORDS + [f"w{i}" for i in range(190)]
-    space = EmbeddingSpace(words, rng.standard_normal((200, 8)), name="tiny")
-    space.geometry(16)
-    yield mechanism("custext", epsilon=1.0, k=5, space=space).fit()
-    if old is None:
-        os.environ.pop("DPTEXT_CACHE", None)
-    else:
-        os.environ["DPTEXT_CACHE"] = old
+    with pytest.MonkeyPatch.context() as mp:  # this module's own cache, then restored
+        mp.setenv("DPTEXT_CACHE", str(root))
+        rng = np.random.default_rng(7)
+        words = WORDS + [f"w{i}" for i in range(190)]
+        space = EmbeddingSpace(words, rng.standard_normal((200, 8)), name="tiny")
+        space.geometry(16)
+        yield mechanism("custext", epsilon=1.0, k=5, space=space).fit()
 
 
 def write(path: Path, n: int, users: int = 5) -> Path:

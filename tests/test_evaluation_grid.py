@@ -60,16 +60,10 @@ def _values(records):
 def full(space, tmp_path_factory) -> tuple[Path, list]:
     """One uninterrupted tiny grid: 2 baselines + custext at one epsilon, 4 metrics."""
     out = tmp_path_factory.mktemp("full")
-    old = os.environ.get("DPTEXT_CACHE")
-    os.environ["DPTEXT_CACHE"] = str(out / "cache")
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DPTEXT_CACHE", str(out / "cache"))
         records = run_grid(config(), out, space=space, encoder=make_encoder("hashing"),
                            progress=False)
-    finally:
-        if old is None:
-            del os.environ["DPTEXT_CACHE"]
-        else:
-            os.environ["DPTEXT_CACHE"] = old
     return out, records
 
 

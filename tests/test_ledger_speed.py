@@ -209,25 +209,19 @@ def test_pipeline_without_a_ledger_passes_results_through():
 
 @pytest.fixture(scope="module")
 def mech(tmp_path_factory):
-    import os
-
     import numpy as np
 
     from dptext.embeddings import EmbeddingSpace
     from dptext.mechanisms.registry import mechanism
 
     root = tmp_path_factory.mktemp("speed-cache")
-    old = os.environ.get("DPTEXT_CACHE")
-    os.environ["DPTEXT_CACHE"] = str(root)
-    words = ["alice", "bob", "met", "in", "paris"] + [f"w{i}" for i in range(45)]
-    space = EmbeddingSpace(words, np.random.default_rng(7).standard_normal((50, 8)),
-                           name="tiny-speed")
-    space.geometry(16)
-    yield mechanism("custext", epsilon=1.0, k=5, space=space).fit()
-    if old is None:
-        os.environ.pop("DPTEXT_CACHE", None)
-    else:
-        os.environ["DPTEXT_CACHE"] = old
+    with pytest.MonkeyPatch.context() as mp:  # this module's own cache, then restored
+        mp.setenv("DPTEXT_CACHE", str(root))
+        words = ["alice", "bob", "met", "in", "paris"] + [f"w{i}" for i in range(45)]
+        space = EmbeddingSpace(words, np.random.default_rng(7).standard_normal((50, 8)),
+                               name="tiny-speed")
+        space.geometry(16)
+        yield mechanism("custext", epsilon=1.0, k=5, space=space).fit()
 
 
 def test_engine_output_is_the_same_grouped_or_not(mech, tmp_path, monkeypatch):
