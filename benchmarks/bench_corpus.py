@@ -68,17 +68,12 @@ def _cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def sanitize(args: list[str], cwd: Path) -> dict:
-    """Run ``dptext sanitize ARGS``: wall seconds, CPU seconds of the process tree, peak RSS."""
+def watch(p: subprocess.Popen, tick=None) -> tuple[int, float]:
+    """Poll ``p`` every 0.1 s until it exits (calling ``tick()`` each time): the peak RSS of
+    its process tree in bytes and the CPU seconds of ``p`` alone (its last sample: <= 0.1 s
+    short)."""
     import psutil
 
-    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
-    before, up = load(), uptime()
-    cpu0 = _cpu_children()
-    t = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-m", "dptext.cli", "sanitize", "--no-progress",
-                          *args], cwd=cwd, env=env, stderr=subprocess.PIPE,
-                         stdout=subprocess.DEVNULL, text=True)
     proc, peak, driver = psutil.Process(p.pid), 0, 0.0
     while p.poll() is None:
         try:
@@ -86,10 +81,25 @@ def sanitize(args: list[str], cwd: Path) -> dict:
                                                for c in proc.children(recursive=True))
             peak = max(peak, rss)
             c = proc.cpu_times()
-            driver = c.user + c.system  # the driver alone (its last sample: <= 0.1 s short)
+            driver = c.user + c.system
         except psutil.Error:
             pass
+        if tick is not None:
+            tick()
         time.sleep(0.1)
+    return peak, driver
+
+
+def sanitize(args: list[str], cwd: Path) -> dict:
+    """Run ``dptext sanitize ARGS``: wall seconds, CPU seconds of the process tree, peak RSS."""
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
+    before, up = load(), uptime()
+    cpu0 = _cpu_children()
+    t = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-m", "dptext.cli", "sanitize", "--no-progress",
+                          *args], cwd=cwd, env=env, stderr=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, text=True)
+    peak, driver = watch(p)
     err = p.stderr.read()
     wall = time.monotonic() - t
     if p.returncode != 0:

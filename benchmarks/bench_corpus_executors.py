@@ -106,7 +106,6 @@ def run_job(args: list[str], cwd: Path, env: dict, out: str, keep: set[int] | No
     p = subprocess.Popen([sys.executable, "-m", "dptext.cli", "sanitize", "--no-progress",
                           *args, "-o", out], cwd=cwd, env=env, stderr=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, text=True)
-    proc, peak, driver = psutil.Process(p.pid), 0, 0.0
     seen: dict[tuple[int, float], float] = {}  # (pid, start) -> its own CPU when last seen
 
     def sample() -> None:
@@ -119,17 +118,7 @@ def run_job(args: list[str], cwd: Path, env: dict, out: str, keep: set[int] | No
 
     sample()
     before = dict(seen)
-    while p.poll() is None:
-        try:
-            rss = proc.memory_info().rss + sum(c.memory_info().rss
-                                               for c in proc.children(recursive=True))
-            peak = max(peak, rss)
-            c = proc.cpu_times()
-            driver = c.user + c.system
-        except psutil.Error:
-            pass
-        sample()
-        time.sleep(0.1)
+    peak, driver = bc.watch(p, tick=sample)
     wall = time.monotonic() - t
     err = p.stderr.read()
     if p.returncode != 0:
