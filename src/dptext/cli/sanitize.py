@@ -168,6 +168,8 @@ def cmd_sanitize(args) -> int:
         if args.input_format is not None:
             raise DPTextError("--format and --input-format name the same thing; give one")
         args.input_format = args.format
+    auto = args.workers == "auto"
+    args.workers = resolve_workers(args)  # an integer from here on
     if args.text is not None:
         m = build_mechanism(args)
         m = _targeted(args, m)
@@ -183,8 +185,6 @@ def cmd_sanitize(args) -> int:
     old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         args._params = mechanism_params(args)
-        auto = args.workers == "auto"
-        args.workers = resolve_workers(args)
         if auto and args.workers > 1:
             print(f"dptext: --workers auto: {args.workers} workers with 1 torch thread each "
                   "(a language-model mechanism, 2 free cores)", file=sys.stderr)
@@ -233,8 +233,7 @@ def _targeted(args, m):
                                        "consistent": "none"}[flag]:
                 raise DPTextError(f"--{flag.replace('_', '-')} needs --entities")
         return m
-    workers = getattr(args, "workers", 1)
-    if (workers != "auto" and workers > 1) or getattr(args, "engine", "local") != "local":
+    if getattr(args, "workers", 1) > 1 or getattr(args, "engine", "local") != "local":
         raise DPTextError("--entities runs in one process: drop --workers/--engine")
     from dptext.targeted import build_targeted
 
