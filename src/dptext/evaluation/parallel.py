@@ -37,11 +37,10 @@ _worker_context = None  # the GridContext of this worker process
 
 
 def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """Cores this process may run on (:func:`dptext.devices.usable_cores`)."""
+    from dptext.devices import usable_cores
+
+    return usable_cores()
 
 
 def group_runs(config: GridConfig, cells: list[Cell]) -> list[list[Cell]]:

@@ -23,17 +23,11 @@ import os
 import time
 from contextlib import contextmanager
 
+from dptext.devices import usable_cores  # noqa: F401 - also this module's public name
+
 SMALL_PASS = 64  # token-rows (batch rows x tokens fed): below it, one thread
 REFRESH_S = 2.0  # seconds between two measurements of the free cores
 _SAMPLE_S = 0.02  # length of one measurement
-
-
-def usable_cores() -> int:
-    """CPUs this process may run on (its affinity mask), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _cpu_times() -> tuple[float, float] | None:

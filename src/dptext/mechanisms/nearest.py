@@ -42,12 +42,12 @@ word is below 100% (``benchmarks/bench_laplace.py --indexed`` reports it).
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
+from dptext.devices import usable_cores
 from dptext.errors import DPTextError
 
 SEARCHES = ("exact", "ivf", "hnsw")
@@ -68,12 +68,8 @@ def _blas_controller():
 def _blas_threads() -> int:
     """Threads the BLAS may use now (its setting: ``OMP_NUM_THREADS``, threadpoolctl), at
     most the cores this process may run on."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
     threads = [c.num_threads for c in _blas_controller().lib_controllers]
-    return max(1, min(cores, min(threads) if threads else 1))
+    return max(1, min(usable_cores(), min(threads) if threads else 1))
 
 
 def _one_blas_thread() -> AbstractContextManager:
