@@ -12,17 +12,9 @@
 See docs/ledger.md.
 """
 
-from dptext.ledger.core import (
-    ANY,
-    Budget,
-    Decision,
-    Ledger,
-    Spent,
-    UnitRow,
-    VerifyResult,
-    data_dir,
-    default_ledger_url,
-)
+from dptext.ledger.amounts import ANY
+from dptext.ledger.core import Ledger, data_dir, default_ledger_url
+from dptext.ledger.results import Budget, Decision, Spent, UnitRow, VerifyResult
 from dptext.ledger.training import TrainingCharge, charge_training, training_preflight
 
 __all__ = [

@@ -30,33 +30,42 @@ import math
 import os
 import threading
 import uuid
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple
 
-from dptext.accounting.composition import basic_composition, pld_epsilon
 from dptext.accounting.events import PrivacyEvent
 from dptext.errors import DPTextError
 from dptext.ledger import keys
+from dptext.ledger.amounts import (
+    ANY,
+    DEFAULT_DELTA,
+    DELTA_SCALE,
+    EPS_SCALE,
+    checked_name,
+    delta_of,
+    eps_of,
+    events_cost,
+    fits,
+    over_budget,
+    round_down,
+    scope_text,
+)
 from dptext.ledger.backends import Backend, SQLiteBackend, backend_for
-from dptext.ledger.batches import RecordIndex, batch_range, digest, events_digest, fast_line
+from dptext.ledger.batches import RecordIndex, digest, events_digest, fast_line
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
+from dptext.ledger.queries import LedgerQueries, sql_marks
+from dptext.ledger.results import Budget, Decision, VerifyResult
 from dptext.ledger.schema import MIGRATIONS, SCHEMA_VERSION, ddl
 
 LEDGER_ENV = "DPTEXT_LEDGER"
 DATA_ENV = "DPTEXT_DATA"
-EPS_SCALE = 10**9
-DELTA_SCALE = 10**15
-_MAX_UNITS = 2**62  # headroom below SQL's signed 64-bit integers
-DEFAULT_DELTA = 1e-6
 DEFAULT_TIMEOUT = 10.0
-ANY = "*"  # a budget for every owner / every dataset
 _CHUNK = 500  # IN (...) lists
 # record hashes of one release kept in memory (about 150 bytes each); past it, each reserve
 # reads the release's records again (correct, slower)
@@ -83,28 +92,6 @@ def _tool_version() -> str:
     return f"dptext {dptext.__version__}"
 
 
-def _up(x: float, scale: int) -> int:
-    """A charge in fixed point: rounded up, forgiving a relative 1e-12 of float noise."""
-    if x <= 0:
-        return 0
-    n = math.ceil(x * scale * (1 - 1e-12))
-    if n >= _MAX_UNITS:
-        raise DPTextError(f"a charge of {x:g} is too large for the ledger")
-    return n
-
-
-def _down(x: float, scale: int) -> int:
-    return min(math.floor(x * scale * (1 + 1e-12)), _MAX_UNITS)
-
-
-def _eps(n: int) -> float:
-    return n / EPS_SCALE
-
-
-def _delta(n: int) -> float:
-    return n / DELTA_SCALE
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
@@ -112,90 +99,6 @@ def _now() -> str:
 def _chunks(seq: Sequence, size: int = _CHUNK) -> Iterator[Sequence]:
     for i in range(0, len(seq), size):
         yield seq[i:i + size]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
-
-
-def _scope(owner: str, dataset: str) -> str:
-    o = "any owner" if owner == ANY else f"owner {owner!r}"
-    d = "any dataset" if dataset == ANY else f"dataset {dataset!r}"
-    return f"{o}, {d}"
-
-
-# ----------------------------------------------------------------------------- result types
-class Decision(NamedTuple):
-    """What :meth:`Ledger.reserve` decided for one record (a named tuple: a batch makes one
-    per record, 4x cheaper than a frozen dataclass)."""
-
-    allowed: bool
-    charge_id: int | None
-    reason: str | None
-    already: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Spent:
-    """A unit's total (in a scope): basic composition of every charge, pending included.
-
-    ``epsilon_pld`` is dp_accounting's PLD epsilon at ``delta`` (the ledger's), never above
-    ``epsilon_basic`` when ``delta_basic <= delta``; ``inf`` when the stored deltas exceed
-    ``delta``; None when not computed. ``records`` counts released records, ``pending`` the
-    charged ones not (yet) marked released, ``withheld`` the records refused by a budget.
-    """
-
-    epsilon_basic: float
-    delta_basic: float
-    epsilon_pld: float | None
-    records: int
-    pending: int
-    epsilon_pending: float = 0.0
-    withheld: int = 0
-    delta: float = DEFAULT_DELTA
-
-    def to_dict(self) -> dict:
-        pld = self.epsilon_pld
-        return {
-            "epsilon_basic": self.epsilon_basic,
-            "delta_basic": self.delta_basic,
-            "epsilon_pld": None if pld is None or math.isinf(pld) else pld,
-            "delta": self.delta,
-            "records": self.records,
-            "pending": self.pending,
-            "epsilon_pending": self.epsilon_pending,
-            "withheld": self.withheld,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    owner: str
-    dataset: str
-    epsilon: float
-    delta: float
-
-
-@dataclass(frozen=True, slots=True)
-class UnitRow:
-    """One unit in :meth:`Ledger.units` (``unit`` is its keyed hash)."""
-
-    unit: str
-    epsilon: float
-    delta: float
-    records: int
-    pending: int
-    withheld: int
-
-
-@dataclass(frozen=True)
-class VerifyResult:
-    entries: int
-    head_hash: str
-    releases: int
-    units: int
-    charges: int
-    pending: int
 
 
 @dataclass
@@ -224,7 +127,7 @@ class _Tx:
 
 
 # ----------------------------------------------------------------------------------- ledger
-class Ledger:
+class Ledger(LedgerQueries):
     """A persistent, append-only budget ledger (SQLite file or PostgreSQL database).
 
     ``url``: a path, ``sqlite:///PATH`` or ``postgresql://...``; None -> ``$DPTEXT_LEDGER``,
@@ -450,7 +353,7 @@ class Ledger:
                     if tx.rows:
                         b.executemany(
                             f"INSERT INTO ledger_entries ({', '.join(ENTRY_COLUMNS)}, status) "
-                            f"VALUES ({_marks(len(ENTRY_COLUMNS) + 1)})", tx.rows)
+                            f"VALUES ({sql_marks(len(ENTRY_COLUMNS) + 1)})", tx.rows)
                         b.executemany("UPDATE ledger_meta SET value = ? WHERE key = ?",
                                       [(str(tx.seq), "head_seq"), (tx.head, "head_hash")])
                     b.commit()
@@ -501,13 +404,13 @@ class Ledger:
         ``owner`` of ``dataset`` (either may be ``"*"``: any). Replaces an earlier budget for
         the same pair (as a new entry); lowering it below what a unit has spent withholds that
         unit's further records."""
-        owner, dataset = _name("owner", owner, wildcard=True), _name("dataset", dataset,
-                                                                      wildcard=True)
+        owner = checked_name("owner", owner, wildcard=True)
+        dataset = checked_name("dataset", dataset, wildcard=True)
         if not (math.isfinite(epsilon) and epsilon >= 0):
             raise DPTextError(f"a budget epsilon must be finite and >= 0, got {epsilon}")
         if not 0.0 <= delta < 1.0:
             raise DPTextError(f"a budget delta must be in [0, 1), got {delta}")
-        eps_n, delta_n = _down(epsilon, EPS_SCALE), _down(delta, DELTA_SCALE)
+        eps_n, delta_n = round_down(epsilon, EPS_SCALE), round_down(delta, DELTA_SCALE)
         with self._write("set a budget") as tx:
             seq = tx.append("budget", owner=owner, dataset=dataset, eps_n=eps_n,
                             delta_n=delta_n, body={"epsilon": epsilon, "delta": delta})
@@ -521,7 +424,7 @@ class Ledger:
         with self._read("read budgets") as b:
             rows = b.execute("SELECT owner, dataset, eps_n, delta_n FROM ledger_budgets "
                              "ORDER BY owner, dataset").fetchall()
-        return [Budget(o, d, _eps(e), _delta(n)) for o, d, e, n in rows]
+        return [Budget(o, d, eps_of(e), delta_of(n)) for o, d, e, n in rows]
 
     def _budgets_for(self, owner: str, dataset: str) -> list[tuple[str, str, int, int]]:
         rows = self._backend.execute(
@@ -549,7 +452,7 @@ class Ledger:
                    f"WHERE unit IN ({{}}){where} GROUP BY unit")
             first = []
         for chunk in _chunks(list(units)):
-            rows = self._backend.execute(sql.format(_marks(len(chunk))),
+            rows = self._backend.execute(sql.format(sql_marks(len(chunk))),
                                          (*first, *chunk, *extra)).fetchall()
             for u, e, d in rows:
                 out[u] = [int(e), int(d)]
@@ -559,21 +462,22 @@ class Ledger:
                             events: Sequence[PrivacyEvent]) -> None:
         """Raise when a budget that applies to ``owner``/``dataset`` is below what ``events``
         (e.g. one record with one privatized token) cost: then nothing could be released."""
-        eps_n, delta_n = _cost(events)
+        eps_n, delta_n = events_cost(events)
         with self._read("read budgets"):
-            budgets = self._budgets_for(_name("owner", owner), _name("dataset", dataset))
+            budgets = self._budgets_for(checked_name("owner", owner),
+                                        checked_name("dataset", dataset))
         for o, d, b_eps, b_delta in budgets:
             if eps_n > b_eps or delta_n > b_delta:
                 raise DPTextError(
-                    f"the budget (epsilon {_eps(b_eps):g}, delta {_delta(b_delta):g}) for "
-                    f"{_scope(o, d)} is below what one record costs (epsilon "
-                    f"{_eps(eps_n):g}, delta {_delta(delta_n):g}): nothing could be released")
+                    f"the budget (epsilon {eps_of(b_eps):g}, delta {delta_of(b_delta):g}) for "
+                    f"{scope_text(o, d)} is below what one record costs (epsilon "
+                    f"{eps_of(eps_n):g}, delta {delta_of(delta_n):g}): nothing could be released")
 
     # ----------------------------------------------------------------------- releases
     def open_release(self, *, owner: str, dataset: str, mechanism: str, params: dict,
                      release_key: str | None = None) -> str:
         """Start a release (or, with the ``release_key`` of an earlier one, continue it)."""
-        owner, dataset = _name("owner", owner), _name("dataset", dataset)
+        owner, dataset = checked_name("owner", owner), checked_name("dataset", dataset)
         try:
             params_text = canonical(params)
         except (TypeError, ValueError) as err:
@@ -679,14 +583,14 @@ class Ledger:
                         cur[0] += eps_n
                         cur[1] += delta_n
                 else:
-                    ok = _fits(limits, unit, eps_n, delta_n)
+                    ok = fits(limits, unit, eps_n, delta_n)
                 if ok:
                     charged.append((next_id, unit, record, eps_n, delta_n, ev))
                     # batches.fast_line, inlined (hex fields, no reason)
                     lines.append(f'[{next_id},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
                     d = new(Decision, (True, next_id, None, False))
                 else:
-                    reason = _over_budget(checks, unit, eps_n, delta_n)
+                    reason = over_budget(checks, unit, eps_n, delta_n)
                     withheld.append((next_id, entry, unit, record, 0, 0, ev, reason,
                                      "withheld"))
                     lines.append(fast_line(next_id, unit, record, 0, 0, ev, reason))
@@ -779,7 +683,7 @@ class Ledger:
                 rows[u] = [0, 0, False]
             for u, e, n in self._backend.execute(
                     "SELECT unit, eps_n, delta_n FROM ledger_units WHERE owner = ? AND "
-                    f"dataset = ? AND unit IN ({_marks(len(chunk))})",
+                    f"dataset = ? AND unit IN ({sql_marks(len(chunk))})",
                     (owner, dataset, *chunk)).fetchall():
                 rows[u] = [int(e), int(n), True]
         return rows
@@ -802,7 +706,7 @@ class Ledger:
         for chunk in _chunks(hits):
             for cid, record, status, reason in b.execute(
                     "SELECT id, record, status, reason FROM ledger_charges WHERE id IN "
-                    f"({_marks(len(chunk))})", chunk).fetchall():
+                    f"({sql_marks(len(chunk))})", chunk).fetchall():
                 if status == "withheld":
                     seen[record] = Decision(False, None, reason, True)
                 else:
@@ -811,7 +715,7 @@ class Ledger:
             for chunk in _chunks(records):
                 for record, seq, status, body in b.execute(
                         "SELECT record, seq, status, body FROM ledger_entries WHERE "
-                        f"release_id = ? AND record <> '' AND record IN ({_marks(len(chunk))})",
+                        f"release_id = ? AND record <> '' AND record IN ({sql_marks(len(chunk))})",
                         (release_id, *chunk)).fetchall():
                     if status == "withheld":
                         seen[record] = Decision(False, None, json.loads(body)["reason"], True)
@@ -873,7 +777,7 @@ class Ledger:
                     f"record {record_key!r}: an event with an infinite epsilon cannot be "
                     f"charged ({e.mechanism or 'mechanism'}: "
                     f"{e.scope or 'no finite guarantee'})")
-        eps_n, delta_n = _cost(events)
+        eps_n, delta_n = events_cost(events)
         # the scope text is not stored per record: the release's mechanism and parameters
         # (its "open" entry) determine it
         body = canonical({"events": [{k: v for k, v in e.to_dict().items() if k != "scope"}
@@ -957,248 +861,6 @@ class Ledger:
                 raise DPTextError(f"charge {cid} was withheld: it has nothing to commit")
         raise DPTextError(f"charges {lo}-{hi} cannot be committed")
 
-    # ------------------------------------------------------------------------ queries
-    def spent(self, unit_id: str, *, owner: str | None = None, dataset: str | None = None,
-              pld: bool = True) -> Spent:
-        """What ``unit_id`` has been charged in releases by ``owner`` of ``dataset`` (None:
-        all), pending included; with the PLD epsilon at the ledger's delta when ``pld``."""
-        return self._spent_hashed(self.unit_hash(unit_id), owner=owner, dataset=dataset,
-                                  pld=pld)
-
-    def _spent_hashed(self, unit: str, *, owner: str | None = None,
-                      dataset: str | None = None, pld: bool = True) -> Spent:
-        where, params = _filters(unit, owner, dataset)
-        with self._read("read the ledger") as b:
-            e, n, charges, wit = b.execute(
-                "SELECT SUM(eps_n), SUM(delta_n), SUM(charges), SUM(withheld) FROM ledger_units "
-                f"WHERE {where}", params).fetchone()
-            pen, e_pen = self._pending_by_unit(unit, owner, dataset).get(unit, (0, 0))
-            events = self._events_hashed(unit, owner, dataset) if pld else None
-        return Spent(
-            epsilon_basic=_eps(int(e or 0)), delta_basic=_delta(int(n or 0)),
-            epsilon_pld=pld_epsilon(events, self.delta) if events is not None else None,
-            records=int(charges or 0) - pen, pending=pen, epsilon_pending=_eps(e_pen),
-            withheld=int(wit or 0), delta=self.delta)
-
-    def _pending_by_unit(self, unit: str | None, owner: str | None, dataset: str | None
-                         ) -> dict[str, tuple[int, int]]:
-        """unit -> (pending charges, their eps_n), from the partial index of pending charges
-        (and the v1 entries)."""
-        b = self._backend
-        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        queries = []
-        if self._legacy:
-            where, params = _filters(unit, owner, dataset)
-            queries.append(("SELECT unit, COUNT(*), SUM(eps_n) FROM ledger_entries WHERE "
-                            f"unit <> '' AND status = 'pending' AND {where} GROUP BY unit",
-                            params))
-        where, params = _filters(None, owner, dataset, prefix="e.")
-        one = "" if unit is None else " AND c.unit = ?"
-        queries.append(("SELECT c.unit, COUNT(*), SUM(c.eps_n) FROM ledger_charges c JOIN "
-                        "ledger_entries e ON e.seq = c.entry WHERE c.status = 'pending'"
-                        f"{one} AND {where} GROUP BY c.unit",
-                        (() if unit is None else (unit,)) + params))
-        for sql, params in queries:
-            for u, n, e in b.execute(sql, params).fetchall():
-                acc = out[u]
-                acc[0] += int(n)
-                acc[1] += int(e or 0)
-        return {u: (n, e) for u, (n, e) in out.items()}
-
-    def _events_hashed(self, unit: str, owner: str | None, dataset: str | None
-                       ) -> list[PrivacyEvent]:
-        """A unit's charged events (a scan of the charge rows: no index by unit, see
-        docs/ledger.md "Speed")."""
-        b = self._backend
-        counts: dict[tuple, int] = defaultdict(int)
-
-        def add(body: str, times: int) -> None:
-            for d in json.loads(body)["events"]:
-                e = PrivacyEvent.from_dict(d)
-                counts[(e.kind, e.epsilon, e.delta)] += e.count * times
-
-        if self._legacy:
-            where, params = _filters(unit, owner, dataset)
-            for (body,) in b.execute(
-                    f"SELECT body FROM ledger_entries WHERE unit <> '' AND {where} AND status "
-                    "IN ('pending', 'released')", params):
-                add(body, 1)
-        where, params = _filters(None, owner, dataset, prefix="e.")
-        for body, times in b.execute(
-                "SELECT v.body, COUNT(*) FROM ledger_charges c JOIN ledger_entries e ON "
-                "e.seq = c.entry JOIN ledger_events v ON v.digest = c.events WHERE c.unit = ? "
-                f"AND c.status <> 'withheld' AND {where} GROUP BY v.body",
-                (unit, *params)).fetchall():
-            add(body, int(times))
-        return [PrivacyEvent(k, eps, dl, c) for (k, eps, dl), c in counts.items()]
-
-    def remaining(self, unit_id: str, *, owner: str, dataset: str) -> float | None:
-        """The epsilon ``unit_id`` may still spend in releases by ``owner`` of ``dataset``
-        (the tightest applicable budget, pending charges counted); None when no budget
-        applies. (A delta budget may bind first: :meth:`would_exceed` checks both.)"""
-        unit = self.unit_hash(unit_id)
-        owner, dataset = _name("owner", owner), _name("dataset", dataset)
-        with self._read("read the ledger"):
-            out = None
-            for o, d, b_eps, _ in self._budgets_for(owner, dataset):
-                cur = self._totals([unit], o, d).get(unit, (0, 0))
-                left = max(0, b_eps - cur[0])
-                out = left if out is None else min(out, left)
-        return None if out is None else _eps(out)
-
-    def would_exceed(self, unit_id: str, events: Sequence[PrivacyEvent], *, owner: str,
-                     dataset: str) -> bool:
-        """Whether charging ``events`` to ``unit_id`` now would exceed an applicable budget."""
-        unit = self.unit_hash(unit_id)
-        owner, dataset = _name("owner", owner), _name("dataset", dataset)
-        eps_n, delta_n = _cost(events)
-        with self._read("read the ledger"):
-            for o, d, b_eps, b_delta in self._budgets_for(owner, dataset):
-                cur = self._totals([unit], o, d).get(unit, (0, 0))
-                if cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta:
-                    return True
-        return False
-
-    def units(self, *, owner: str | None = None, dataset: str | None = None) -> list[UnitRow]:
-        """Every unit (by keyed hash) with its totals in the scope, most spent first."""
-        where, params = _filters(None, owner, dataset)
-        with self._read("read the ledger") as b:
-            rows = b.execute(
-                "SELECT unit, SUM(eps_n), SUM(delta_n), SUM(charges), SUM(withheld) FROM "
-                f"ledger_units WHERE {where} GROUP BY unit", params).fetchall()
-            pending = self._pending_by_unit(None, owner, dataset)
-        out = []
-        for u, e, n, c, w in rows:
-            p = pending.get(u, (0, 0))[0]
-            out.append(UnitRow(u, _eps(int(e)), _delta(int(n)), int(c) - p, p, int(w)))
-        out.sort(key=lambda r: (-r.epsilon, -r.delta, r.unit))
-        return out
-
-    def unit_events(self, unit_id: str, *, owner: str | None = None,
-                    dataset: str | None = None) -> list[PrivacyEvent]:
-        """Every charged event of ``unit_id`` (grouped by kind/epsilon/delta)."""
-        unit = self.unit_hash(unit_id)
-        with self._read("read the ledger"):
-            return self._events_hashed(unit, owner, dataset)
-
-    def history(self, unit_id: str, *, hashed: bool = False) -> list[dict]:
-        """The charges and withheld records of ``unit_id``, oldest first, with each charge's
-        id (``seq``), current status and its release's owner, dataset and mechanism."""
-        unit = unit_id if hashed else self.unit_hash(unit_id)
-        out = []
-        with self._read("read the ledger") as b:
-            if self._legacy:
-                for seq, kind, rel, o, d, e, n, body, created, status, mech in b.execute(
-                        "SELECT e.seq, e.kind, e.release_id, e.owner, e.dataset, e.eps_n, "
-                        "e.delta_n, e.body, e.created, e.status, r.mechanism FROM "
-                        "ledger_entries e LEFT JOIN ledger_releases r ON r.release_id = "
-                        "e.release_id WHERE e.unit <> '' AND e.unit = ? ORDER BY e.seq",
-                        (unit,)).fetchall():
-                    out.append({"seq": int(seq), "kind": kind, "release_id": rel, "owner": o,
-                                "dataset": d, "mechanism": mech, "epsilon": _eps(int(e)),
-                                "delta": _delta(int(n)), "status": status, "created": created,
-                                "reason": json.loads(body).get("reason")})
-            for cid, rel, o, d, e, n, reason, created, status, mech in b.execute(
-                    "SELECT c.id, e.release_id, e.owner, e.dataset, c.eps_n, c.delta_n, "
-                    "c.reason, e.created, c.status, r.mechanism FROM ledger_charges c JOIN "
-                    "ledger_entries e ON e.seq = c.entry LEFT JOIN ledger_releases r ON "
-                    "r.release_id = e.release_id WHERE c.unit = ? ORDER BY c.id",
-                    (unit,)).fetchall():
-                out.append({"seq": int(cid), "kind": "withhold" if status == "withheld"
-                            else "charge", "release_id": rel, "owner": o, "dataset": d,
-                            "mechanism": mech, "epsilon": _eps(int(e)), "delta": _delta(int(n)),
-                            "status": status, "created": created, "reason": reason or None})
-        return out
-
-    def pending(self, release_id: str | None = None) -> list[int]:
-        """Charge ids still pending (charged, not marked released), of one release or all."""
-        out = []
-        with self._read("read the ledger") as b:
-            if self._legacy:
-                sql = "SELECT seq FROM ledger_entries WHERE status = 'pending'"
-                params: tuple = ()
-                if release_id is not None:
-                    sql += " AND release_id = ?"
-                    params = (str(release_id),)
-                out += [int(r[0]) for r in b.execute(sql, params).fetchall()]
-            sql = "SELECT c.id FROM ledger_charges c"
-            params = ()
-            if release_id is not None:
-                sql += " JOIN ledger_entries e ON e.seq = c.entry AND e.release_id = ?"
-                params = (str(release_id),)
-            out += [int(r[0]) for r in b.execute(sql + " WHERE c.status = 'pending'",
-                                                  params).fetchall()]
-        return sorted(out)
-
-    def charges(self, release_id: str | None = None) -> Iterator[dict]:
-        """Every per-record decision (a charge or a withheld record), v1 entries and v2 charge
-        rows alike, oldest first: ``id`` (the charge id), ``kind`` (``charge``/``withhold``),
-        ``release_id``, ``unit`` and ``record`` (keyed hashes), ``eps_n``, ``delta_n``,
-        ``status``, ``reason``."""
-        rel_sql, params = ("", ()) if release_id is None else (" AND e.release_id = ?",
-                                                              (str(release_id),))
-        with self._read("read the ledger") as b:
-            rows = []
-            if self._legacy:
-                rows += [(int(s), k, r, u, rec, int(e), int(n), st,
-                          json.loads(body).get("reason")) for s, k, r, u, rec, e, n, st, body
-                         in b.execute(
-                             "SELECT e.seq, e.kind, e.release_id, e.unit, e.record, e.eps_n, "
-                             "e.delta_n, e.status, e.body FROM ledger_entries e WHERE "
-                             f"e.record <> ''{rel_sql} ORDER BY e.seq", params).fetchall()]
-            rows += [(int(c), "withhold" if st == "withheld" else "charge", r, u, rec, int(e),
-                      int(n), st, reason or None) for c, r, u, rec, e, n, st, reason in
-                     b.execute("SELECT c.id, e.release_id, c.unit, c.record, c.eps_n, "
-                               "c.delta_n, c.status, c.reason FROM ledger_charges c JOIN "
-                               f"ledger_entries e ON e.seq = c.entry WHERE 1 = 1{rel_sql} "
-                               "ORDER BY c.id", params).fetchall()]
-        cols = ("id", "kind", "release_id", "unit", "record", "eps_n", "delta_n", "status",
-                "reason")
-        for row in rows:
-            yield dict(zip(cols, row, strict=True))
-
-    def releases(self) -> list[dict]:
-        with self._read("read the ledger") as b:
-            rows = b.execute("SELECT release_id, owner, dataset, mechanism, params, "
-                             "tool_version, created FROM ledger_releases ORDER BY seq").fetchall()
-        return [{"release_id": r, "owner": o, "dataset": d, "mechanism": m,
-                 "params": json.loads(p), "tool_version": v, "created": c}
-                for r, o, d, m, p, v, c in rows]
-
-    def entries(self) -> Iterator[dict]:
-        """Every entry, in order, as stored (``body`` is the hashed JSON text) plus its
-        ``status``; a ``batch`` entry also carries its ``charges`` (the rows its digest
-        covers, with their status) and the ``events`` texts they name, by digest. Read in
-        pages, each its own short transaction, so an abandoned iteration holds no lock
-        (entries are append-only: the pages are consistent)."""
-        cols = (*ENTRY_COLUMNS, "status")
-        ccols = ("id", "unit", "record", "eps_n", "delta_n", "events", "reason", "status")
-        last = 0
-        while True:
-            with self._read("read the ledger") as b:
-                rows = b.execute(f"SELECT {', '.join(cols)} FROM ledger_entries WHERE seq > ? "
-                                 "ORDER BY seq LIMIT 1000", (last,)).fetchall()
-                out = [dict(zip(cols, row, strict=True)) for row in rows]
-                for e in out:
-                    if e["kind"] == "batch":
-                        lo, hi = batch_range(e["body"])
-                        e["charges"] = [dict(zip(ccols, r, strict=True)) for r in b.execute(
-                            f"SELECT {', '.join(ccols)} FROM ledger_charges WHERE id BETWEEN "
-                            "? AND ? ORDER BY id", (lo, hi)).fetchall()]
-                        digests = sorted({c["events"] for c in e["charges"]})
-                        e["events"] = dict(b.execute(
-                            "SELECT digest, body FROM ledger_events WHERE digest IN "
-                            f"({_marks(len(digests))})", digests).fetchall()) if digests else {}
-            if not rows:
-                return
-            yield from out
-            last = int(rows[-1][0])
-
-    def head(self) -> tuple[int, str]:
-        with self._read("read the ledger"):
-            meta = self._meta()
-        return int(meta["head_seq"]), meta["head_hash"]
-
     # -------------------------------------------------------------------------- verify
     def verify(self) -> VerifyResult:
         """Check the hash chain from the first entry to the head, and that the derived tables
@@ -1220,13 +882,6 @@ def _apply_migrations(b: Backend, current: int) -> None:
                       (str(v), "schema_version"))
 
 
-def _by_status(rows) -> dict[str, tuple[int, int, int]]:
-    """``(status, count, eps_n, delta_n)`` rows -> status -> (count, eps_n, delta_n)."""
-    out = {s: (0, 0, 0) for s in ("released", "pending", "withheld")}
-    for status, n, e, d in rows:
-        out[status] = (int(n), int(e or 0), int(d or 0))
-    return out
-
 
 def _remove_if_empty(path: Path) -> None:
     """Remove a database file this process created but could not make a ledger (no tables:
@@ -1244,55 +899,6 @@ def _remove_if_empty(path: Path) -> None:
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def _fits(limits, unit: str, eps_n: int, delta_n: int) -> bool:
-    """Whether (eps_n, delta_n) fits ``unit``'s every (budget eps, budget delta, running
-    totals); if so, added to the totals."""
-    for b_eps, b_delta, tot in limits:
-        cur = tot.get(unit)
-        if (eps_n > b_eps or delta_n > b_delta) if cur is None else (
-                cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta):
-            return False
-    for _, _, tot in limits:
-        cur = tot.get(unit)
-        if cur is None:
-            tot[unit] = [eps_n, delta_n]
-        else:
-            cur[0] += eps_n
-            cur[1] += delta_n
-    return True
-
-
-def _over_budget(checks, unit: str, eps_n: int, delta_n: int) -> str | None:
-    """Why charging (eps_n, delta_n) to ``unit`` would break a budget, or None."""
-    for (o, d, b_eps, b_delta), tot in checks:
-        cur = tot.get(unit) or (0, 0)
-        if eps_n > b_eps or delta_n > b_delta:
-            return (f"this record alone costs epsilon {_eps(eps_n):.6g}, delta "
-                    f"{_delta(delta_n):.3g}: more than the whole budget (epsilon "
-                    f"{_eps(b_eps):g}, delta {_delta(b_delta):g}) for {_scope(o, d)}")
-        if cur[0] + eps_n > b_eps or cur[1] + delta_n > b_delta:
-            return (f"over budget for {_scope(o, d)}: the unit has spent epsilon "
-                    f"{_eps(cur[0]):.6g}, delta {_delta(cur[1]):.3g} (pending included); "
-                    f"this record costs {_eps(eps_n):.6g}, {_delta(delta_n):.3g}; budget "
-                    f"{_eps(b_eps):g}, {_delta(b_delta):g}")
-    return None
-
-
-def _cost(events: Iterable[PrivacyEvent]) -> tuple[int, int]:
-    eps, delta = basic_composition(events)
-    if math.isinf(eps):
-        raise DPTextError("an event with an infinite epsilon cannot be charged")
-    return _up(eps, EPS_SCALE), _up(delta, DELTA_SCALE)
-
-
-def _name(what: str, value: str, *, wildcard: bool = False) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise DPTextError(f"the {what} must be a non-empty name, got {value!r}")
-    if value == ANY and not wildcard:
-        raise DPTextError(f"{what} {ANY!r} is only for budgets (any {what})")
-    return value
-
-
 def _record_text(key) -> str:
     if isinstance(key, bool) or not isinstance(key, (str, int)):
         raise DPTextError(f"a record key must be a string or an integer, got {key!r}")
@@ -1306,16 +912,6 @@ def _unit_text(unit, record_key: str | None = None) -> str:
     if isinstance(unit, bool) or not isinstance(unit, (str, int)):
         raise DPTextError(f"a unit id must be a string or an integer, got {unit!r}")
     return str(unit)
-
-
-def _filters(unit: str | None, owner: str | None, dataset: str | None, prefix: str = ""
-             ) -> tuple[str, tuple]:
-    clauses, params = ["1 = 1"], []
-    for col, val in (("unit", unit), ("owner", owner), ("dataset", dataset)):
-        if val is not None:
-            clauses.append(f"{prefix}{col} = ?")
-            params.append(val)
-    return " AND ".join(clauses), tuple(params)
 
 
 def _ranges(ids: list[int]) -> list[list[int]]:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dptext.errors import DPTextError
 from dptext.ledger.batches import charge_line, digest, events_digest
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
+from dptext.ledger.results import VerifyResult
 
 KINDS = ("budget", "open", "charge", "withhold", "batch", "commit")  # charge/withhold: v1
 
@@ -24,7 +25,7 @@ def _broken(msg: str) -> DPTextError:
 
 
 def verify(b, meta: dict[str, str]):
-    from dptext.ledger.core import VerifyResult, expand_ranges
+    from dptext.ledger.core import expand_ranges
 
     problem = b.integrity_problem()
     if problem:
