@@ -21,6 +21,7 @@ from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import WordMechanism, check_choice, register
+from dptext.rng import is_secure
 
 
 @register
@@ -70,22 +71,74 @@ class MultivariateLaplace(WordMechanism):
 
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius
-        (float64; one Gaussian array scaled in place by radius / norm)."""
-        kappa = rng.standard_normal((count, self.space.dim))
-        radius = rng.gamma(shape=self.space.dim, scale=1.0 / self.epsilon, size=count)
-        kappa *= (radius / np.sqrt(np.einsum("ij,ij->i", kappa, kappa)))[:, None]
+        (float64), chunk by chunk from :func:`chunk_generators` - the very noise
+        :meth:`_sample` adds (there each chunk is drawn in the thread that searches it)."""
+        kappa = np.empty((count, self.space.dim))
+        for c, gen in enumerate(chunk_generators(rng, count)):
+            self._noise_into(kappa[c * NOISE_CHUNK: (c + 1) * NOISE_CHUNK], gen)
         return kappa
+
+    def _noise_into(self, out: np.ndarray, gen: np.random.Generator) -> None:
+        """Fill ``out`` (rows, dim; float64, C-contiguous) with noise from ``gen``: one
+        Gaussian array, then the radii, the Gaussians scaled in place by radius / norm."""
+        gen.standard_normal(out=out)
+        radius = gen.gamma(shape=self.space.dim, scale=1.0 / self.epsilon, size=len(out))
+        out *= (radius / np.sqrt(np.einsum("ij,ij->i", out, out)))[:, None]
 
     def nearest(self, points: np.ndarray) -> np.ndarray:
         """Rows of the words nearest to ``points`` with this mechanism's ``search``."""
+        return self._searcher()(points)
+
+    def _searcher(self):
         if self._search is None:
             from dptext.mechanisms.nearest import make_search
 
             self._search = make_search(self._fitted_space().vectors, self.search,
                                        device="cpu" if self.search != "exact" else self.device)
-        return self._search(points)
+        return self._search
 
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        points = self.noise(len(rows), rng)
-        points += self.space.vectors[rows]  # the noisy point in float64
-        return self.nearest(points)
+        """The nearest words to ``vectors[rows] + noise(len(rows), rng)``. The exact CPU
+        search makes each block's noisy points in the worker thread that searches the block
+        (the noise of a chunk comes from that chunk's generator, so the words do not depend
+        on the threads or the blocks); the other searches get all the points at once."""
+        gens = chunk_generators(rng, len(rows))
+        vectors = self.space.vectors
+
+        def points_of(start: int, stop: int) -> np.ndarray:  # whole chunks: start % CHUNK == 0
+            points = np.empty((stop - start, self.space.dim))
+            for c in range(start // NOISE_CHUNK, -(-stop // NOISE_CHUNK)):
+                a = c * NOISE_CHUNK - start
+                self._noise_into(points[a: a + NOISE_CHUNK], gens[c])
+            points += vectors[rows[start:stop]]  # the noisy point in float64
+            return points
+
+        search = self._searcher()
+        if hasattr(search, "search_blocks"):
+            return search.search_blocks(len(rows), points_of, unit=NOISE_CHUNK)
+        return search(points_of(0, len(rows)))
+
+
+NOISE_CHUNK = 128  # points per noise generator (see chunk_generators)
+
+
+def chunk_generators(rng: np.random.Generator, count: int) -> list[np.random.Generator]:
+    """One generator per chunk of :data:`NOISE_CHUNK` points of a call's ``count`` noise
+    draws, so that the chunks can be drawn in parallel and the outputs with a seed do not
+    depend on the threads: the first chunk draws from ``rng`` itself (a call of at most 128
+    points draws exactly as a single array would), each other chunk from a generator keyed
+    with 256 bits that ``rng`` draws first (one ``integers`` call) - ChaCha20 again when
+    ``rng`` is the secure generator (:func:`dptext.rng.is_secure`: a key from its keystream,
+    as unpredictable as the keystream), otherwise PCG64 seeded through a SeedSequence. The
+    noise law is unchanged (each chunk: independent Gaussians and Gamma radii)."""
+    n_chunks = -(-count // NOISE_CHUNK)
+    if n_chunks <= 1:
+        return [rng]
+    keys = rng.integers(0, 2**64, size=(n_chunks - 1, 4), dtype=np.uint64)
+    if is_secure(rng):
+        chacha = type(rng.bit_generator)
+        children = [chacha(key=int.from_bytes(k.astype("<u8").tobytes(), "little"),
+                           counter=0, rounds=20) for k in keys]
+    else:
+        children = [np.random.PCG64(np.random.SeedSequence(k.tolist())) for k in keys]
+    return [rng] + [np.random.Generator(bits) for bits in children]
