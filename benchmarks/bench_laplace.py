@@ -19,7 +19,8 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
   its ratio to the bound and the share of points re-checked;
 - mechanism: ``MultivariateLaplace.privatize_batch`` on the records (tokenizing, noise in
   float64, search, output text and reports) and ``sample_rows`` (what ``dptext evaluate``'s
-  cells call: noise + search), as privatized tokens/s and ratio to the bound;
+  cells call: noise + search), as privatized tokens/s and ratio to the bound (after one
+  warm-up call: the search's word matrix and the vocabulary arrays are built once);
 - ``--indexed``: faiss ivf / hnsw at several settings (post-processing of the noisy point: the
   guarantee is unchanged), tokens/s and top-1 agreement with the exact search;
 - ``--certified``: the share of the words two certified pre-filters (k-means clusters with
@@ -29,7 +30,9 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
 - ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
 
 Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
-on a loaded machine) and ``uptime``'s load. ``T`` = the BLAS's thread count (``OMP_NUM_THREADS``).
+on a loaded machine) and ``uptime``'s load; for ``privatize_batch`` also the CPU time of the
+calling thread alone - the serial part, which on a quiet machine runs while a core idles (a
+figure the load hardly changes). ``T`` = the BLAS's thread count (``OMP_NUM_THREADS``).
 
 One command, < 3 min on a quiet 2-core machine:
 
@@ -51,15 +54,18 @@ def load() -> str:
 
 
 class Clock:
-    """Wall-clock and process CPU seconds of a block."""
+    """Wall-clock and process CPU seconds of a block, and the CPU seconds of the calling
+    thread alone (``main``: the serial part, while the search threads wait or work)."""
 
     def __enter__(self):
         self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.main = time.thread_time()
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.wall
         self.cpu = time.process_time() - self.cpu
+        self.main = time.thread_time() - self.main
 
 
 def gemm_blocks(points32: np.ndarray, words: np.ndarray, block: int, tile: int) -> None:
@@ -69,6 +75,17 @@ def gemm_blocks(points32: np.ndarray, words: np.ndarray, block: int, tile: int) 
         for t in range(0, len(words), tile):
             w = words[t: t + tile]
             np.matmul(p, w.T, out=buf[: len(p) * len(w)].reshape(len(p), len(w)))
+
+
+def split(n: int, block: int, workers: int) -> list[tuple[int, int]]:
+    """The blocks the search gives its threads (``nearest._blocks``; before it existed: equal
+    blocks of min(block, n / workers))."""
+    try:
+        from dptext.mechanisms.nearest import _blocks
+    except ImportError:
+        size = min(block, -(-n // workers))
+        return [(s, min(n, s + size)) for s in range(0, n, size)]
+    return _blocks(n, block, workers)
 
 
 def gemm(points32: np.ndarray, words: np.ndarray, block: int, tile: int, workers: int) -> Clock:
@@ -81,10 +98,10 @@ def gemm(points32: np.ndarray, words: np.ndarray, block: int, tile: int, workers
         else:
             from threadpoolctl import threadpool_limits
 
-            size = min(block, -(-n // workers))
+            spans = split(n, block, workers)
             with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-                list(pool.map(lambda s: gemm_blocks(points32[s: s + size], words, size, tile),
-                              range(0, n, size)))
+                list(pool.map(lambda se: gemm_blocks(points32[se[0]: se[1]], words, block,
+                                                     tile), spans))
     return c
 
 
@@ -226,6 +243,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for eps in (float(e) for e in args.epsilons.split(",")):
         m = dptext.mechanism("laplace", epsilon=eps, space=space).fit()
+        m.privatize_batch(texts[:2], rng=0)  # one-time set-up (search, vocabulary) not timed
         points = words[rows].astype(np.float64) + m.noise(len(rows), rng)
         points32 = points.astype(np.float32)
         bound: dict[str, list[Clock]] = {k: [] for k in layouts}
@@ -283,6 +301,11 @@ def main() -> None:
                 s = n / median([r[0] for r in runs], clock)
                 print(f"  [{clock:4s}] {name}: {s:6.0f} tokens/s ({s / e:.1f}x exact), top-1 "
                       f"agreement with exact {runs[0][1]:.2%}")
+        main_ms = 1e3 * median(mech, "main")
+        print(f"  privatize_batch's calling thread alone (serial: tokenizing, output, reports; "
+              f"and noise where it is not drawn in the search threads): {main_ms:.1f} ms CPU "
+              f"= {main_ms / (1e3 * median(mech, 'cpu')):.2%} of its process CPU time, "
+              f"{main_ms / (1e3 * median(mech, 'wall')):.2%} of its wall clock")
         if kmeans is not None:
             sub = slice(0, min(512, n))
             clusters, projected = certified_survivors(points[sub], words, ref[sub], centroids,

@@ -71,11 +71,12 @@ class MultivariateLaplace(WordMechanism):
 
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius
-        (float64), chunk by chunk from :func:`chunk_generators` - the very noise
+        (float64), chunk by chunk from :class:`NoiseStreams` - the very noise
         :meth:`_sample` adds (there each chunk is drawn in the thread that searches it)."""
         kappa = np.empty((count, self.space.dim))
-        for c, gen in enumerate(chunk_generators(rng, count)):
-            self._noise_into(kappa[c * NOISE_CHUNK: (c + 1) * NOISE_CHUNK], gen)
+        streams = NoiseStreams(rng, count)
+        for c in range(len(streams)):
+            self._noise_into(kappa[c * NOISE_CHUNK: (c + 1) * NOISE_CHUNK], streams[c])
         return kappa
 
     def _noise_into(self, out: np.ndarray, gen: np.random.Generator) -> None:
@@ -102,14 +103,14 @@ class MultivariateLaplace(WordMechanism):
         search makes each block's noisy points in the worker thread that searches the block
         (the noise of a chunk comes from that chunk's generator, so the words do not depend
         on the threads or the blocks); the other searches get all the points at once."""
-        gens = chunk_generators(rng, len(rows))
+        streams = NoiseStreams(rng, len(rows))  # keys drawn here, generators in the threads
         vectors = self.space.vectors
 
-        def points_of(start: int, stop: int) -> np.ndarray:  # whole chunks: start % CHUNK == 0
+        def points_of(start: int, stop: int) -> np.ndarray:  # whole chunks (start: a multiple)
             points = np.empty((stop - start, self.space.dim))
             for c in range(start // NOISE_CHUNK, -(-stop // NOISE_CHUNK)):
                 a = c * NOISE_CHUNK - start
-                self._noise_into(points[a: a + NOISE_CHUNK], gens[c])
+                self._noise_into(points[a: a + NOISE_CHUNK], streams[c])
             points += vectors[rows[start:stop]]  # the noisy point in float64
             return points
 
@@ -119,26 +120,37 @@ class MultivariateLaplace(WordMechanism):
         return search(points_of(0, len(rows)))
 
 
-NOISE_CHUNK = 128  # points per noise generator (see chunk_generators)
+NOISE_CHUNK = 128  # points per noise generator (see NoiseStreams)
 
 
-def chunk_generators(rng: np.random.Generator, count: int) -> list[np.random.Generator]:
+class NoiseStreams:
     """One generator per chunk of :data:`NOISE_CHUNK` points of a call's ``count`` noise
     draws, so that the chunks can be drawn in parallel and the outputs with a seed do not
-    depend on the threads: the first chunk draws from ``rng`` itself (a call of at most 128
-    points draws exactly as a single array would), each other chunk from a generator keyed
-    with 256 bits that ``rng`` draws first (one ``integers`` call) - ChaCha20 again when
-    ``rng`` is the secure generator (:func:`dptext.rng.is_secure`: a key from its keystream,
-    as unpredictable as the keystream), otherwise PCG64 seeded through a SeedSequence. The
-    noise law is unchanged (each chunk: independent Gaussians and Gamma radii)."""
-    n_chunks = -(-count // NOISE_CHUNK)
-    if n_chunks <= 1:
-        return [rng]
-    keys = rng.integers(0, 2**64, size=(n_chunks - 1, 4), dtype=np.uint64)
-    if is_secure(rng):
-        chacha = type(rng.bit_generator)
-        children = [chacha(key=int.from_bytes(k.astype("<u8").tobytes(), "little"),
-                           counter=0, rounds=20) for k in keys]
-    else:
-        children = [np.random.PCG64(np.random.SeedSequence(k.tolist())) for k in keys]
-    return [rng] + [np.random.Generator(bits) for bits in children]
+    depend on the threads or the blocks. The first chunk draws from ``rng`` itself (so a call
+    of at most 128 points draws exactly as one array did before); each other chunk from a
+    generator keyed with 256 bits that ``rng`` draws first, in one ``integers`` call (here,
+    in the calling thread): ChaCha20 again when ``rng`` is the secure generator
+    (:func:`dptext.rng.is_secure`; a key from its keystream is as unpredictable as the
+    keystream), otherwise PCG64 seeded through a SeedSequence. ``streams[c]`` builds chunk
+    ``c``'s generator (once per chunk, from the thread that draws that chunk). The noise law
+    is unchanged: every chunk draws independent Gaussians, then its Gamma radii."""
+
+    def __init__(self, rng: np.random.Generator, count: int) -> None:
+        self.rng, self.chunks = rng, -(-count // NOISE_CHUNK)
+        self.secure = is_secure(rng)
+        self.keys = (rng.integers(0, 2**64, size=(self.chunks - 1, 4), dtype=np.uint64)
+                     if self.chunks > 1 else None)
+
+    def __len__(self) -> int:
+        return self.chunks
+
+    def __getitem__(self, c: int) -> np.random.Generator:
+        if c == 0:
+            return self.rng
+        key = self.keys[c - 1]
+        if self.secure:
+            key256 = int.from_bytes(key.astype("<u8").tobytes(), "little")
+            bits = type(self.rng.bit_generator)(key=key256, counter=0, rounds=20)
+        else:
+            bits = np.random.PCG64(np.random.SeedSequence(key.tolist()))
+        return np.random.Generator(bits)
