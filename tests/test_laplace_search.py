@@ -229,7 +229,10 @@ def test_blocks_cover_the_points_on_chunk_bounds_and_balance_the_threads():
                                     (1000, 100, 3, 128), (200, 1024, 2, 1), (5, 7, 4, 1)]:
         spans = _blocks(n, block, workers, unit)
         assert [s for s, _ in spans] == [0] + [e for _, e in spans[:-1]] and spans[-1][1] == n
-        assert all(s % unit == 0 and e - s <= max(unit, block) for s, e in spans)
+        size = max(unit, block - block % unit)
+        assert all(s % unit == 0 and e - s <= size + min(128, size) for s, e in spans)
     # 3,000 points, 2 threads: 1024 + 512 and 1024 + 440 rows, not 2,048 and 952
     assert _blocks(3000, 1024, 2, 128) == [(0, 1024), (1024, 2048), (2048, 2560), (2560, 3000)]
+    # 4,104: the last 8 points join the last block instead of a fifth block searched alone
+    assert _blocks(4104, 1024, 2, 128) == [(0, 1024), (1024, 2048), (2048, 3072), (3072, 4104)]
     assert _blocks(200, 1024, 2) == [(0, 100), (100, 200)]

@@ -11,6 +11,14 @@ top-two, near ties re-checked in float64: the exact nearest word to the float64 
 result; ``search="ivf"`` / ``"hnsw"`` use a faiss index built from the public word vectors instead
 (approximate, faster). Either way the word is a function of the noisy vector alone -
 post-processing - so it cannot weaken the guarantee.
+
+The noise is drawn in chunks of 128 points, each from its own generator
+(:class:`NoiseStreams`: the first from the caller's generator, the others keyed from it), so the
+exact CPU search's threads draw the noise of the blocks they search, in parallel, and the
+output with a seed does not depend on the threads. Each chunk is the same law (independent
+Gaussians, then Gamma radii): the guarantee is unchanged. Since this change (issue 19), a
+seeded call of more than 128 privatized tokens gives other words than before it (a call of at
+most 128 draws as before).
 """
 
 from __future__ import annotations

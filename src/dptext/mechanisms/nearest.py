@@ -16,7 +16,11 @@ capped by the cores this process may use), each searching whole blocks with a on
 (threadpoolctl, restored after the call; during it, other threads of the process also get a
 one-thread BLAS). Two independent single-thread GEMMs beat one two-thread GEMM on this machine
 (no barrier per call, and the argmax passes run in parallel too): see
-``benchmarks/bench_laplace.py``, which measures both layouts as the bound.
+``benchmarks/bench_laplace.py``, which measures both layouts as the bound. The blocks are
+balanced over the threads (:func:`_blocks`: full blocks while every thread gets one, the rest
+shared, no short last block searched alone). :meth:`ExactSearch.search_blocks` takes a
+function that makes a block's points and calls it in the thread that searches the block: the
+Laplace mechanism draws its noise there (in parallel, and no array of all the points).
 
 Exactness: a float32 score differs from the exact one by at most
 ``B = (d + 4) * u * (|p| * r + r^2 / 2) * 1.01`` (u = 2^-24, r the largest word norm, d the
@@ -80,23 +84,25 @@ def _one_blas_thread() -> AbstractContextManager:
 
 
 def _blocks(n: int, block: int, workers: int, unit: int = 1) -> list[tuple[int, int]]:
-    """The blocks [start, stop) of ``n`` points for ``workers`` threads: rounds of one full
-    block (``block`` rows, rounded down to a multiple of ``unit``) per worker while a whole
-    round remains, then the rest split evenly over the workers (at least ``_MIN_ROWS`` rows
-    each where it has them; multiples of ``unit``) - so the threads finish together instead
-    of one searching a last full block alone (3,000 points: 1024, 1024, 476, 476 instead of
-    1024, 1024, 952)."""
+    """The blocks [start, stop) of ``n`` points for ``workers`` threads, on multiples of
+    ``unit``: rounds of one full block (``block`` rows, rounded down to a multiple of
+    ``unit``) per worker; what is left after them is split evenly over the workers (at least
+    ``_MIN_ROWS`` rows each) or, if that is too little to share, spread over the last round's
+    blocks (up to ``_MIN_ROWS`` rows more than ``block``) - so that the threads finish together instead of one searching a last block
+    alone (3,000 points, 2 threads: 1024, 1024, 512, 440 instead of 1024, 1024, 952; 4,104:
+    1024, 1024, 1024, 1032 instead of a fifth block of 8 points)."""
     size = max(unit, block - block % unit)
+    least = min(_MIN_ROWS, size)
     rounds = n // (workers * size)
+    rest = n - rounds * workers * size
+    if rounds and rest < workers * least:  # spread over the last round (blocks <= size + least)
+        rounds -= 1
+        rest += workers * size
+    start = rounds * workers * size
     spans = [(i * size, (i + 1) * size) for i in range(rounds * workers)]
-    s = rounds * workers * size
-    rest = n - s
-    if rest:
-        k = min(workers, -(-rest // _MIN_ROWS))  # threads that get a share of the rest
-        share = -(-rest // k)
-        part = min(size, -(-share // unit) * unit)  # rounded up to a multiple of unit
-        spans += [(a, min(n, a + part)) for a in range(s, n, part)]
-    return spans
+    k = min(workers, -(-rest // least))  # threads that share the rest
+    cuts = [start + round(i * rest / k / unit) * unit for i in range(k)] + [n]
+    return spans + [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 class ExactSearch:
