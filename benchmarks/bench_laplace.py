@@ -2,7 +2,7 @@
 bound, measured in the same run.
 
     python benchmarks/bench_laplace.py [--tokens 4096] [--repeats 3] [--epsilons 10,50,200]
-        [--indexed] [--certified] [--torch] [--previous REV]
+        [--indexed] [--certified] [--torch] [--previous REV] [--serial-noise]
 
 Data: Rotten Tomatoes records (``dptext.datasets``), taken in order until they hold
 ``--tokens`` privatized tokens; the search's points are the default-space vectors of those
@@ -27,6 +27,11 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
   their radii; the top 64 principal directions with Cauchy-Schwarz on the rest) cannot rule
   out, even given the exact best score - why no exact indexed search is faster here;
 - ``--previous REV``: the exact search of an earlier revision (same words asserted);
+- ``--serial-noise``: also ``privatize_batch`` with the ``_sample`` of before issue 19 (restated
+  in ``serial_sample``: all the noise as one array in the calling thread, then the search of
+  all the points; with ``--previous REV``, that revision's search), interleaved with the
+  current one call by call - an A/B that a loaded machine can still measure (the median of
+  the per-pair wall-clock ratios);
 - ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
 
 Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
@@ -178,6 +183,20 @@ def previous_search(rev: str, words: np.ndarray):
     return module.ExactSearch(words)
 
 
+def serial_sample(m, search):
+    """``m._sample`` as it was before issue 19: the noise of all the points drawn as one array
+    in the calling thread (one Gaussian array, then the radii), then ``search`` of them."""
+
+    def sample(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        kappa = rng.standard_normal((len(rows), m.space.dim))
+        radius = rng.gamma(shape=m.space.dim, scale=1.0 / m.epsilon, size=len(rows))
+        kappa *= (radius / np.sqrt(np.einsum("ij,ij->i", kappa, kappa)))[:, None]
+        kappa += m.space.vectors[rows]
+        return search(kappa)
+
+    return sample
+
+
 def median(clocks: list[Clock], clock: str) -> float:
     return float(np.median([getattr(c, clock) for c in clocks]))
 
@@ -197,6 +216,8 @@ def main() -> None:
     ap.add_argument("--torch", action="store_true")
     ap.add_argument("--previous", metavar="REV",
                     help="also time nearest.py's ExactSearch as of git revision REV")
+    ap.add_argument("--serial-noise", action="store_true",
+                    help="A/B: privatize_batch with the noise drawn serially before the search")
     ap.add_argument("--certified", action="store_true",
                     help="share of words two certified pre-filters cannot rule out")
     args = ap.parse_args()
@@ -244,10 +265,15 @@ def main() -> None:
     for eps in (float(e) for e in args.epsilons.split(",")):
         m = dptext.mechanism("laplace", epsilon=eps, space=space).fit()
         m.privatize_batch(texts[:2], rng=0)  # one-time set-up (search, vocabulary) not timed
+        serial = None
+        if args.serial_noise:
+            serial = dptext.mechanism("laplace", epsilon=eps, space=space).fit()
+            serial._sample = serial_sample(serial, previous or ExactSearch(words))
+            serial.privatize_batch(texts[:2], rng=0)
         points = words[rows].astype(np.float64) + m.noise(len(rows), rng)
         points32 = points.astype(np.float32)
         bound: dict[str, list[Clock]] = {k: [] for k in layouts}
-        exact, checked, mech, sampled, base, old = [], [], [], [], [], []
+        exact, checked, mech, sampled, base, old, ser = [], [], [], [], [], [], []
         fast: dict[str, list] = {k: [] for k in indexed}
         load_before = load()
         for r in range(args.repeats):  # interleaved: each figure sees the same load
@@ -264,6 +290,10 @@ def main() -> None:
             with Clock() as c:
                 m.sample_rows(rows, rng=r)
             sampled.append(c)
+            if serial is not None:  # right after privatize_batch: the same load
+                with Clock() as c:
+                    serial.privatize_batch(texts, rng=r)
+                ser.append(c)
             if args.torch:
                 base.append(torch_baseline(points, words))
             if previous is not None:
@@ -306,6 +336,24 @@ def main() -> None:
               f"and noise where it is not drawn in the search threads): {main_ms:.1f} ms CPU "
               f"= {main_ms / (1e3 * median(mech, 'cpu')):.2%} of its process CPU time, "
               f"{main_ms / (1e3 * median(mech, 'wall')):.2%} of its wall clock")
+        # quiet-machine estimate from CPU times: the bound's T threads are busy throughout
+        # (wall = CPU / T); privatize_batch's serial part runs while T - 1 cores idle
+        # (wall = main + (CPU - main) / T); load-robust, but it ignores imbalance between
+        # the threads - the wall-clock figure of a quiet run is the one to quote
+        cpu_bound, main_s = min(median(v, "cpu") for v in bound.values()), median(mech, "main")
+        est = cpu_bound / (threads * main_s + median(mech, "cpu") - main_s)
+        print(f"  [est ] privatize_batch on a quiet machine (from CPU times, T={threads}): "
+              f"{est:.3f} of the bound")
+        if ser:
+            pairs = [a.wall / b.wall for a, b in zip(ser, mech, strict=True)]
+            print(f"  A/B privatize_batch, noise drawn serially (before issue 19"
+                  f"{', search ' + args.previous if args.previous else ''}) vs in the search "
+                  f"threads (now): wall {n_priv / median(ser, 'wall'):.0f} vs "
+                  f"{n_priv / median(mech, 'wall'):.0f} tokens/s, CPU "
+                  f"{n_priv / median(ser, 'cpu'):.0f} vs {n_priv / median(mech, 'cpu'):.0f}; "
+                  f"now faster by {np.median(pairs):.3f}x (median of {len(pairs)} pairs "
+                  f"{', '.join(f'{x:.3f}' for x in pairs)}); calling thread "
+                  f"{1e3 * median(ser, 'main'):.1f} vs {1e3 * median(mech, 'main'):.1f} ms CPU")
         if kmeans is not None:
             sub = slice(0, min(512, n))
             clusters, projected = certified_survivors(points[sub], words, ref[sub], centroids,
