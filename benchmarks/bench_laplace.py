@@ -29,9 +29,9 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
 - ``--previous REV``: the exact search of an earlier revision (same words asserted);
 - ``--serial-noise``: also ``privatize_batch`` with the ``_sample`` of before issue 19 (restated
   in ``serial_sample``: all the noise as one array in the calling thread, then the search of
-  all the points; with ``--previous REV``, that revision's search), interleaved with the
-  current one call by call - an A/B that a loaded machine can still measure (the median of
-  the per-pair wall-clock ratios);
+  all the points; with ``--previous REV``, that revision's search), back to back with the
+  current one in alternating order - an A/B (the median of the per-pair wall-clock ratios;
+  on a loaded machine many ``--repeats`` are needed to resolve a few percent);
 - ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
 
 Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
@@ -284,16 +284,15 @@ def main() -> None:
                 ref = search(points)
             exact.append(c)
             checked.append(search.rechecked - before)
-            with Clock() as c:
-                m.privatize_batch(texts, rng=r)
-            mech.append(c)
+            # the A/B pair back to back, in alternating order (ABBA): the same load on average
+            pair = [(m, mech)] if serial is None else [(m, mech), (serial, ser)][:: 1 - 2 * (r % 2)]
+            for mechanism, clocks in pair:
+                with Clock() as c:
+                    mechanism.privatize_batch(texts, rng=r)
+                clocks.append(c)
             with Clock() as c:
                 m.sample_rows(rows, rng=r)
             sampled.append(c)
-            if serial is not None:  # right after privatize_batch: the same load
-                with Clock() as c:
-                    serial.privatize_batch(texts, rng=r)
-                ser.append(c)
             if args.torch:
                 base.append(torch_baseline(points, words))
             if previous is not None:
