@@ -88,9 +88,10 @@ def _blocks(n: int, block: int, workers: int, unit: int = 1) -> list[tuple[int, 
     ``unit``: rounds of one full block (``block`` rows, rounded down to a multiple of
     ``unit``) per worker; what is left after them is split evenly over the workers (at least
     ``_MIN_ROWS`` rows each) or, if that is too little to share, spread over the last round's
-    blocks (up to ``_MIN_ROWS`` rows more than ``block``) - so that the threads finish together instead of one searching a last block
-    alone (3,000 points, 2 threads: 1024, 1024, 512, 440 instead of 1024, 1024, 952; 4,104:
-    1024, 1024, 1024, 1032 instead of a fifth block of 8 points)."""
+    blocks (up to ``_MIN_ROWS`` rows more than ``block``) - so that the threads finish
+    together instead of one searching a last block alone (3,000 points, 2 threads: 1024,
+    1024, 512, 440 instead of 1024, 1024, 952; 4,104: 1024, 1024, 1024, 1032 instead of a
+    fifth block of 8 points)."""
     size = max(unit, block - block % unit)
     least = min(_MIN_ROWS, size)
     rounds = n // (workers * size)
@@ -102,7 +103,7 @@ def _blocks(n: int, block: int, workers: int, unit: int = 1) -> list[tuple[int, 
     spans = [(i * size, (i + 1) * size) for i in range(rounds * workers)]
     k = min(workers, -(-rest // least))  # threads that share the rest
     cuts = [start + round(i * rest / k / unit) * unit for i in range(k)] + [n]
-    return spans + [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    return spans + [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 class ExactSearch:
