@@ -2,7 +2,7 @@
 bound, measured in the same run.
 
     python benchmarks/bench_laplace.py [--tokens 4096] [--repeats 3] [--epsilons 10,50,200]
-        [--indexed] [--certified] [--torch] [--previous REV]
+        [--indexed] [--certified] [--torch] [--previous REV] [--serial-noise]
 
 Data: Rotten Tomatoes records (``dptext.datasets``), taken in order until they hold
 ``--tokens`` privatized tokens; the search's points are the default-space vectors of those
@@ -19,17 +19,25 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
   its ratio to the bound and the share of points re-checked;
 - mechanism: ``MultivariateLaplace.privatize_batch`` on the records (tokenizing, noise in
   float64, search, output text and reports) and ``sample_rows`` (what ``dptext evaluate``'s
-  cells call: noise + search), as privatized tokens/s and ratio to the bound;
+  cells call: noise + search), as privatized tokens/s and ratio to the bound (after one
+  warm-up call: the search's word matrix and the vocabulary arrays are built once);
 - ``--indexed``: faiss ivf / hnsw at several settings (post-processing of the noisy point: the
   guarantee is unchanged), tokens/s and top-1 agreement with the exact search;
 - ``--certified``: the share of the words two certified pre-filters (k-means clusters with
   their radii; the top 64 principal directions with Cauchy-Schwarz on the rest) cannot rule
   out, even given the exact best score - why no exact indexed search is faster here;
 - ``--previous REV``: the exact search of an earlier revision (same words asserted);
+- ``--serial-noise``: also ``privatize_batch`` with the ``_sample`` of before issue 19 (restated
+  in ``serial_sample``: all the noise as one array in the calling thread, then the search of
+  all the points; with ``--previous REV``, that revision's search), back to back with the
+  current one in alternating order - an A/B (the median of the per-pair wall-clock ratios;
+  on a loaded machine many ``--repeats`` are needed to resolve a few percent);
 - ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
 
 Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
-on a loaded machine) and ``uptime``'s load. ``T`` = the BLAS's thread count (``OMP_NUM_THREADS``).
+on a loaded machine) and ``uptime``'s load; for ``privatize_batch`` also the CPU time of the
+calling thread alone - the serial part, which on a quiet machine runs while a core idles (a
+figure the load hardly changes). ``T`` = the BLAS's thread count (``OMP_NUM_THREADS``).
 
 One command, < 3 min on a quiet 2-core machine:
 
@@ -51,15 +59,18 @@ def load() -> str:
 
 
 class Clock:
-    """Wall-clock and process CPU seconds of a block."""
+    """Wall-clock and process CPU seconds of a block, and the CPU seconds of the calling
+    thread alone (``main``: the serial part, while the search threads wait or work)."""
 
     def __enter__(self):
         self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.main = time.thread_time()
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.wall
         self.cpu = time.process_time() - self.cpu
+        self.main = time.thread_time() - self.main
 
 
 def gemm_blocks(points32: np.ndarray, words: np.ndarray, block: int, tile: int) -> None:
@@ -69,6 +80,17 @@ def gemm_blocks(points32: np.ndarray, words: np.ndarray, block: int, tile: int) 
         for t in range(0, len(words), tile):
             w = words[t: t + tile]
             np.matmul(p, w.T, out=buf[: len(p) * len(w)].reshape(len(p), len(w)))
+
+
+def split(n: int, block: int, workers: int) -> list[tuple[int, int]]:
+    """The blocks the search gives its threads (``nearest._blocks``; before it existed: equal
+    blocks of min(block, n / workers))."""
+    try:
+        from dptext.mechanisms.nearest import _blocks
+    except ImportError:
+        size = min(block, -(-n // workers))
+        return [(s, min(n, s + size)) for s in range(0, n, size)]
+    return _blocks(n, block, workers)
 
 
 def gemm(points32: np.ndarray, words: np.ndarray, block: int, tile: int, workers: int) -> Clock:
@@ -81,10 +103,10 @@ def gemm(points32: np.ndarray, words: np.ndarray, block: int, tile: int, workers
         else:
             from threadpoolctl import threadpool_limits
 
-            size = min(block, -(-n // workers))
+            spans = split(n, block, workers)
             with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(workers) as pool:
-                list(pool.map(lambda s: gemm_blocks(points32[s: s + size], words, size, tile),
-                              range(0, n, size)))
+                list(pool.map(lambda se: gemm_blocks(points32[se[0]: se[1]], words, block,
+                                                     tile), spans))
     return c
 
 
@@ -161,6 +183,20 @@ def previous_search(rev: str, words: np.ndarray):
     return module.ExactSearch(words)
 
 
+def serial_sample(m, search):
+    """``m._sample`` as it was before issue 19: the noise of all the points drawn as one array
+    in the calling thread (one Gaussian array, then the radii), then ``search`` of them."""
+
+    def sample(rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        kappa = rng.standard_normal((len(rows), m.space.dim))
+        radius = rng.gamma(shape=m.space.dim, scale=1.0 / m.epsilon, size=len(rows))
+        kappa *= (radius / np.sqrt(np.einsum("ij,ij->i", kappa, kappa)))[:, None]
+        kappa += m.space.vectors[rows]
+        return search(kappa)
+
+    return sample
+
+
 def median(clocks: list[Clock], clock: str) -> float:
     return float(np.median([getattr(c, clock) for c in clocks]))
 
@@ -180,6 +216,8 @@ def main() -> None:
     ap.add_argument("--torch", action="store_true")
     ap.add_argument("--previous", metavar="REV",
                     help="also time nearest.py's ExactSearch as of git revision REV")
+    ap.add_argument("--serial-noise", action="store_true",
+                    help="A/B: privatize_batch with the noise drawn serially before the search")
     ap.add_argument("--certified", action="store_true",
                     help="share of words two certified pre-filters cannot rule out")
     args = ap.parse_args()
@@ -226,10 +264,16 @@ def main() -> None:
     rng = np.random.default_rng(0)
     for eps in (float(e) for e in args.epsilons.split(",")):
         m = dptext.mechanism("laplace", epsilon=eps, space=space).fit()
+        m.privatize_batch(texts[:2], rng=0)  # one-time set-up (search, vocabulary) not timed
+        serial = None
+        if args.serial_noise:
+            serial = dptext.mechanism("laplace", epsilon=eps, space=space).fit()
+            serial._sample = serial_sample(serial, previous or ExactSearch(words))
+            serial.privatize_batch(texts[:2], rng=0)
         points = words[rows].astype(np.float64) + m.noise(len(rows), rng)
         points32 = points.astype(np.float32)
         bound: dict[str, list[Clock]] = {k: [] for k in layouts}
-        exact, checked, mech, sampled, base, old = [], [], [], [], [], []
+        exact, checked, mech, sampled, base, old, ser = [], [], [], [], [], [], []
         fast: dict[str, list] = {k: [] for k in indexed}
         load_before = load()
         for r in range(args.repeats):  # interleaved: each figure sees the same load
@@ -240,9 +284,12 @@ def main() -> None:
                 ref = search(points)
             exact.append(c)
             checked.append(search.rechecked - before)
-            with Clock() as c:
-                m.privatize_batch(texts, rng=r)
-            mech.append(c)
+            # the A/B pair back to back, in alternating order (ABBA): the same load on average
+            pair = [(m, mech)] if serial is None else [(m, mech), (serial, ser)][:: 1 - 2 * (r % 2)]
+            for mechanism, clocks in pair:
+                with Clock() as c:
+                    mechanism.privatize_batch(texts, rng=r)
+                clocks.append(c)
             with Clock() as c:
                 m.sample_rows(rows, rng=r)
             sampled.append(c)
@@ -283,6 +330,29 @@ def main() -> None:
                 s = n / median([r[0] for r in runs], clock)
                 print(f"  [{clock:4s}] {name}: {s:6.0f} tokens/s ({s / e:.1f}x exact), top-1 "
                       f"agreement with exact {runs[0][1]:.2%}")
+        main_ms = 1e3 * median(mech, "main")
+        print(f"  privatize_batch's calling thread alone (serial: tokenizing, output, reports; "
+              f"and noise where it is not drawn in the search threads): {main_ms:.1f} ms CPU "
+              f"= {main_ms / (1e3 * median(mech, 'cpu')):.2%} of its process CPU time, "
+              f"{main_ms / (1e3 * median(mech, 'wall')):.2%} of its wall clock")
+        # quiet-machine estimate from CPU times: the bound's T threads are busy throughout
+        # (wall = CPU / T); privatize_batch's serial part runs while T - 1 cores idle
+        # (wall = main + (CPU - main) / T); load-robust, but it ignores imbalance between
+        # the threads - the wall-clock figure of a quiet run is the one to quote
+        cpu_bound, main_s = min(median(v, "cpu") for v in bound.values()), median(mech, "main")
+        est = cpu_bound / (threads * main_s + median(mech, "cpu") - main_s)
+        print(f"  [est ] privatize_batch on a quiet machine (from CPU times, T={threads}): "
+              f"{est:.3f} of the bound")
+        if ser:
+            pairs = [a.wall / b.wall for a, b in zip(ser, mech, strict=True)]
+            print(f"  A/B privatize_batch, noise drawn serially (before issue 19"
+                  f"{', search ' + args.previous if args.previous else ''}) vs in the search "
+                  f"threads (now): wall {n_priv / median(ser, 'wall'):.0f} vs "
+                  f"{n_priv / median(mech, 'wall'):.0f} tokens/s, CPU "
+                  f"{n_priv / median(ser, 'cpu'):.0f} vs {n_priv / median(mech, 'cpu'):.0f}; "
+                  f"now faster by {np.median(pairs):.3f}x (median of {len(pairs)} pairs "
+                  f"{', '.join(f'{x:.3f}' for x in pairs)}); calling thread "
+                  f"{1e3 * median(ser, 'main'):.1f} vs {1e3 * median(mech, 'main'):.1f} ms CPU")
         if kmeans is not None:
             sub = slice(0, min(512, n))
             clusters, projected = certified_survivors(points[sub], words, ref[sub], centroids,

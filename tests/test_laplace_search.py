@@ -127,3 +127,112 @@ def test_default_workers_follow_the_blas_thread_setting():
     assert ExactSearch(np.eye(4, dtype=np.float32), workers=3)._workers() == 3
     with pytest.raises(DPTextError, match="positive"):
         ExactSearch(np.eye(4, dtype=np.float32), tile=0)
+
+
+# ------------------------------------------- noise drawn in the search threads (pipelined)
+def _laplace(n_words: int = 300, dim: int = 16, eps: float = 4.0, seed: int = 21):
+    rng = np.random.default_rng(seed)
+    space = EmbeddingSpace([f"w{i}" for i in range(n_words)],
+                           rng.standard_normal((n_words, dim)).astype(np.float32), name="pipe")
+    return mechanism("laplace", epsilon=eps, space=space).fit(cache=False), space
+
+
+@pytest.mark.parametrize("workers, block", [(1, 1024), (2, 128), (2, 1024), (3, 256), (2, 100)])
+def test_noise_drawn_per_block_gives_the_serial_words(workers, block):
+    """``_sample`` draws each block's noise in the thread that searches it; with a seed the
+    words equal the serial path (all of ``noise()``'s points, then a float64 brute force),
+    whatever the threads and the blocks (1,000 points: 8 chunks, the last one short)."""
+    m, space = _laplace()
+    rows = np.random.default_rng(0).integers(0, len(space), 1000)
+    points = space.vectors[rows].astype(np.float64) + m.noise(len(rows),
+                                                              np.random.default_rng(7))
+    ref = _brute_force(points, space.vectors)
+    m._search = ExactSearch(space.vectors, block=block, workers=workers)
+    np.testing.assert_array_equal(m.sample_rows(rows, rng=7), ref)
+
+
+def test_search_blocks_makes_each_blocks_points_in_a_worker_thread():
+    import threading
+
+    rng = np.random.default_rng(8)
+    words = rng.standard_normal((500, 12)).astype(np.float32)
+    points = rng.standard_normal((2000, 12)) * 2
+    calls, main = [], threading.get_ident()
+
+    def points_of(start, stop):
+        calls.append((start, stop, threading.get_ident()))
+        return points[start:stop]
+
+    search = ExactSearch(words, block=512, workers=2)
+    np.testing.assert_array_equal(search.search_blocks(2000, points_of, unit=128),
+                                  _brute_force(points, words))
+    assert sorted(c[:2] for c in calls) == [(0, 512), (512, 1024), (1024, 1536), (1536, 2000)]
+    assert main not in {c[2] for c in calls}  # made beside the other thread's search
+
+
+def test_gpu_and_indexed_searches_get_the_same_noisy_points():
+    """The searches without per-block points (torch, faiss) are given all the points at
+    once: the same noise as the exact CPU search, so the torch search gives its words."""
+    from dptext.mechanisms.nearest import TorchExactSearch
+
+    m, space = _laplace(seed=22)
+    rows = np.random.default_rng(1).integers(0, len(space), 700)
+    cpu = m.sample_rows(rows, rng=3)
+    m._search = TorchExactSearch(space.vectors, device="cpu", block=256)
+    np.testing.assert_array_equal(m.sample_rows(rows, rng=3), cpu)
+    seen = []
+
+    class Whole:  # a search that takes points only all at once, like FaissSearch
+        def __call__(self, points):
+            seen.append(len(points))
+            return _brute_force(points, space.vectors)
+
+    m._search = Whole()
+    np.testing.assert_array_equal(m.sample_rows(rows, rng=3), cpu)
+    assert seen == [700]
+
+
+def test_noise_streams_are_seeded_independent_and_secure_when_asked():
+    from dptext.mechanisms.laplace import NOISE_CHUNK, NoiseStreams
+    from dptext.rng import is_secure, secure_generator
+
+    m, space = _laplace(dim=8)
+    # at most one chunk: the noise draws from the generator itself, one Gaussian array then
+    # the radii (the seeded outputs of such calls are those of the serial code before)
+    gen = np.random.default_rng(5)
+    z = gen.standard_normal((NOISE_CHUNK, 8))
+    r = gen.gamma(shape=8, scale=1 / m.epsilon, size=NOISE_CHUNK)
+    np.testing.assert_allclose(m.noise(NOISE_CHUNK, np.random.default_rng(5)),
+                               z * (r / np.linalg.norm(z, axis=1))[:, None], rtol=1e-12)
+    # several chunks: reproducible with a seed, a fresh stream per chunk and per call
+    a, b = m.noise(5 * NOISE_CHUNK, np.random.default_rng(6)), m.noise(5 * NOISE_CHUNK,
+                                                                       np.random.default_rng(6))
+    np.testing.assert_array_equal(a, b)
+    chunks = a.reshape(5, NOISE_CHUNK, 8)
+    for i in range(5):
+        for j in range(i):  # no two chunks share values (independent generators)
+            assert not np.isin(chunks[i], chunks[j]).any()
+    gen = np.random.default_rng(6)
+    first, second = m.noise(300, gen), m.noise(300, gen)
+    assert not np.isin(first, second).any()  # the parent advanced: the next call differs
+    # the secure generator's chunks draw from ChaCha20 (20 rounds) too, keyed from it
+    streams = NoiseStreams(secure_generator(), 3 * NOISE_CHUNK)
+    assert len(streams) == 3 and all(is_secure(streams[c]) for c in range(3))
+    keys = {bytes(streams[c].bit_generator.state["state"]["keysetup"]) for c in range(3)}
+    assert len(keys) == 3
+
+
+def test_blocks_cover_the_points_on_chunk_bounds_and_balance_the_threads():
+    from dptext.mechanisms.nearest import _blocks
+
+    for n, block, workers, unit in [(4104, 1024, 2, 128), (3000, 1024, 2, 128),
+                                    (1000, 100, 3, 128), (200, 1024, 2, 1), (5, 7, 4, 1)]:
+        spans = _blocks(n, block, workers, unit)
+        assert [s for s, _ in spans] == [0] + [e for _, e in spans[:-1]] and spans[-1][1] == n
+        size = max(unit, block - block % unit)
+        assert all(s % unit == 0 and e - s <= size + min(128, size) for s, e in spans)
+    # 3,000 points, 2 threads: 1024 + 512 and 1024 + 440 rows, not 2,048 and 952
+    assert _blocks(3000, 1024, 2, 128) == [(0, 1024), (1024, 2048), (2048, 2560), (2560, 3000)]
+    # 4,104: the last 8 points join the last block instead of a fifth block searched alone
+    assert _blocks(4104, 1024, 2, 128) == [(0, 1024), (1024, 2048), (2048, 3072), (3072, 4104)]
+    assert _blocks(200, 1024, 2) == [(0, 100), (100, 200)]

@@ -11,6 +11,14 @@ top-two, near ties re-checked in float64: the exact nearest word to the float64 
 result; ``search="ivf"`` / ``"hnsw"`` use a faiss index built from the public word vectors instead
 (approximate, faster). Either way the word is a function of the noisy vector alone -
 post-processing - so it cannot weaken the guarantee.
+
+The noise is drawn in chunks of 128 points, each from its own generator
+(:class:`NoiseStreams`: the first from the caller's generator, the others keyed from it), so the
+exact CPU search's threads draw the noise of the blocks they search, in parallel, and the
+output with a seed does not depend on the threads. Each chunk is the same law (independent
+Gaussians, then Gamma radii): the guarantee is unchanged. Since this change (issue 19), a
+seeded call of more than 128 privatized tokens gives other words than before it (a call of at
+most 128 draws as before).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import WordMechanism, check_choice, register
+from dptext.rng import is_secure
 
 
 @register
@@ -70,22 +79,86 @@ class MultivariateLaplace(WordMechanism):
 
     def noise(self, count: int, rng: np.random.Generator) -> np.ndarray:
         """``count`` draws of kappa: uniform direction times a Gamma(n, 1/epsilon) radius
-        (float64; one Gaussian array scaled in place by radius / norm)."""
-        kappa = rng.standard_normal((count, self.space.dim))
-        radius = rng.gamma(shape=self.space.dim, scale=1.0 / self.epsilon, size=count)
-        kappa *= (radius / np.sqrt(np.einsum("ij,ij->i", kappa, kappa)))[:, None]
+        (float64), chunk by chunk from :class:`NoiseStreams` - the very noise
+        :meth:`_sample` adds (there each chunk is drawn in the thread that searches it)."""
+        kappa = np.empty((count, self.space.dim))
+        streams = NoiseStreams(rng, count)
+        for c in range(len(streams)):
+            self._noise_into(kappa[c * NOISE_CHUNK: (c + 1) * NOISE_CHUNK], streams[c])
         return kappa
+
+    def _noise_into(self, out: np.ndarray, gen: np.random.Generator) -> None:
+        """Fill ``out`` (rows, dim; float64, C-contiguous) with noise from ``gen``: one
+        Gaussian array, then the radii, the Gaussians scaled in place by radius / norm."""
+        gen.standard_normal(out=out)
+        radius = gen.gamma(shape=self.space.dim, scale=1.0 / self.epsilon, size=len(out))
+        out *= (radius / np.sqrt(np.einsum("ij,ij->i", out, out)))[:, None]
 
     def nearest(self, points: np.ndarray) -> np.ndarray:
         """Rows of the words nearest to ``points`` with this mechanism's ``search``."""
+        return self._searcher()(points)
+
+    def _searcher(self):
         if self._search is None:
             from dptext.mechanisms.nearest import make_search
 
             self._search = make_search(self._fitted_space().vectors, self.search,
                                        device="cpu" if self.search != "exact" else self.device)
-        return self._search(points)
+        return self._search
 
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        points = self.noise(len(rows), rng)
-        points += self.space.vectors[rows]  # the noisy point in float64
-        return self.nearest(points)
+        """The nearest words to ``vectors[rows] + noise(len(rows), rng)``. The exact CPU
+        search makes each block's noisy points in the worker thread that searches the block
+        (the noise of a chunk comes from that chunk's generator, so the words do not depend
+        on the threads or the blocks); the other searches get all the points at once."""
+        streams = NoiseStreams(rng, len(rows))  # keys drawn here, generators in the threads
+        vectors = self.space.vectors
+
+        def points_of(start: int, stop: int) -> np.ndarray:  # whole chunks (start: a multiple)
+            points = np.empty((stop - start, self.space.dim))
+            for c in range(start // NOISE_CHUNK, -(-stop // NOISE_CHUNK)):
+                a = c * NOISE_CHUNK - start
+                self._noise_into(points[a: a + NOISE_CHUNK], streams[c])
+            points += vectors[rows[start:stop]]  # the noisy point in float64
+            return points
+
+        search = self._searcher()
+        if hasattr(search, "search_blocks"):
+            return search.search_blocks(len(rows), points_of, unit=NOISE_CHUNK)
+        return search(points_of(0, len(rows)))
+
+
+NOISE_CHUNK = 128  # points per noise generator (see NoiseStreams)
+
+
+class NoiseStreams:
+    """One generator per chunk of :data:`NOISE_CHUNK` points of a call's ``count`` noise
+    draws, so that the chunks can be drawn in parallel and the outputs with a seed do not
+    depend on the threads or the blocks. The first chunk draws from ``rng`` itself (so a call
+    of at most 128 points draws exactly as one array did before); each other chunk from a
+    generator keyed with 256 bits that ``rng`` draws first, in one ``integers`` call (here,
+    in the calling thread): ChaCha20 again when ``rng`` is the secure generator
+    (:func:`dptext.rng.is_secure`; a key from its keystream is as unpredictable as the
+    keystream), otherwise PCG64 seeded through a SeedSequence. ``streams[c]`` builds chunk
+    ``c``'s generator (once per chunk, from the thread that draws that chunk). The noise law
+    is unchanged: every chunk draws independent Gaussians, then its Gamma radii."""
+
+    def __init__(self, rng: np.random.Generator, count: int) -> None:
+        self.rng, self.chunks = rng, -(-count // NOISE_CHUNK)
+        self.secure = is_secure(rng)
+        self.keys = (rng.integers(0, 2**64, size=(self.chunks - 1, 4), dtype=np.uint64)
+                     if self.chunks > 1 else None)
+
+    def __len__(self) -> int:
+        return self.chunks
+
+    def __getitem__(self, c: int) -> np.random.Generator:
+        if c == 0:
+            return self.rng
+        key = self.keys[c - 1]
+        if self.secure:
+            key256 = int.from_bytes(key.astype("<u8").tobytes(), "little")
+            bits = type(self.rng.bit_generator)(key=key256, counter=0, rounds=20)
+        else:
+            bits = np.random.PCG64(np.random.SeedSequence(key.tolist()))
+        return np.random.Generator(bits)

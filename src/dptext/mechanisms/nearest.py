@@ -16,7 +16,11 @@ capped by the cores this process may use), each searching whole blocks with a on
 (threadpoolctl, restored after the call; during it, other threads of the process also get a
 one-thread BLAS). Two independent single-thread GEMMs beat one two-thread GEMM on this machine
 (no barrier per call, and the argmax passes run in parallel too): see
-``benchmarks/bench_laplace.py``, which measures both layouts as the bound.
+``benchmarks/bench_laplace.py``, which measures both layouts as the bound. The blocks are
+balanced over the threads (:func:`_blocks`: full blocks while every thread gets one, the rest
+shared, no short last block searched alone). :meth:`ExactSearch.search_blocks` takes a
+function that makes a block's points and calls it in the thread that searches the block: the
+Laplace mechanism draws its noise there (in parallel, and no array of all the points).
 
 Exactness: a float32 score differs from the exact one by at most
 ``B = (d + 4) * u * (|p| * r + r^2 / 2) * 1.01`` (u = 2^-24, r the largest word norm, d the
@@ -42,6 +46,7 @@ word is below 100% (``benchmarks/bench_laplace.py --indexed`` reports it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 
@@ -78,6 +83,29 @@ def _one_blas_thread() -> AbstractContextManager:
     return controller.limit(limits=1) if controller.lib_controllers else nullcontext()
 
 
+def _blocks(n: int, block: int, workers: int, unit: int = 1) -> list[tuple[int, int]]:
+    """The blocks [start, stop) of ``n`` points for ``workers`` threads, on multiples of
+    ``unit``: rounds of one full block (``block`` rows, rounded down to a multiple of
+    ``unit``) per worker; what is left after them is split evenly over the workers (at least
+    ``_MIN_ROWS`` rows each) or, if that is too little to share, spread over the last round's
+    blocks (up to ``_MIN_ROWS`` rows more than ``block``) - so that the threads finish
+    together instead of one searching a last block alone (3,000 points, 2 threads: 1024,
+    1024, 512, 440 instead of 1024, 1024, 952; 4,104: 1024, 1024, 1024, 1032 instead of a
+    fifth block of 8 points)."""
+    size = max(unit, block - block % unit)
+    least = min(_MIN_ROWS, size)
+    rounds = n // (workers * size)
+    rest = n - rounds * workers * size
+    if rounds and rest < workers * least:  # spread over the last round (blocks <= size + least)
+        rounds -= 1
+        rest += workers * size
+    start = rounds * workers * size
+    spans = [(i * size, (i + 1) * size) for i in range(rounds * workers)]
+    k = min(workers, -(-rest // least))  # threads that share the rest
+    cuts = [start + round(i * rest / k / unit) * unit for i in range(k)] + [n]
+    return spans + [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+
+
 class ExactSearch:
     """Exact nearest word, float32 GEMM with a certified float64 re-check of near ties.
 
@@ -108,30 +136,40 @@ class ExactSearch:
 
     def __call__(self, points: np.ndarray) -> np.ndarray:
         points64 = np.asarray(points, dtype=np.float64)
-        n, m = len(points64), len(self.words)
+        return self.search_blocks(len(points64), lambda s, e: points64[s:e])
+
+    def search_blocks(self, n: int, points_of: Callable[[int, int], np.ndarray], *,
+                      unit: int = 1) -> np.ndarray:
+        """Nearest words of ``n`` points that ``points_of(start, stop)`` makes block by block
+        (float64, rows ``start:stop``): each block's points are made in the worker thread that
+        searches them, so making them (e.g. the Laplace noise) runs in parallel too and no
+        array of all the points exists. Blocks start and end on multiples of ``unit`` (or at
+        ``n``); ``points_of`` is called once per block, from any thread, in any order."""
         out = np.empty(n, dtype=np.int64)
         if n == 0:
             return out
-        if m == 0:
+        if len(self.words) == 0:
             raise DPTextError("cannot search an empty vocabulary")
-        bound2 = 2.0 * self.error_bound(np.sqrt(np.einsum("ij,ij->i", points64, points64)))
-        workers = min(self._workers(), -(-n // _MIN_ROWS))
-        size = min(self.block, -(-n // workers))  # every worker gets work
-        starts = range(0, n, size)
+        workers = self._workers()
+        spans = _blocks(n, self.block, workers, unit)
 
-        def run(s: int) -> int:  # one block, its near ties re-checked here: how many
-            arg, margin, tops = self._search_block(points64[s: s + size])
-            near = np.flatnonzero(margin < bound2[s: s + len(arg)])
+        def run(span: tuple[int, int]) -> int:  # one block, near ties re-checked here: how many
+            s, e = span
+            points64 = points_of(s, e)
+            bound2 = 2.0 * self.error_bound(np.sqrt(np.einsum("ij,ij->i", points64, points64)))
+            arg, margin, tops = self._search_block(points64)
+            near = np.flatnonzero(margin < bound2)
             for k in near.tolist():
-                arg[k] = self._recheck_tiles(points64[s + k], tops[k], float(bound2[s + k]))
-            out[s: s + len(arg)] = arg
+                arg[k] = self._recheck_tiles(points64[k], tops[k], float(bound2[k]))
+            out[s:e] = arg
             return len(near)
 
+        workers = min(workers, len(spans))
         if workers == 1:
-            self.rechecked += sum(run(s) for s in starts)
+            self.rechecked += sum(map(run, spans))
         else:
             with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-                self.rechecked += sum(pool.map(run, starts))
+                self.rechecked += sum(pool.map(run, spans))
         return out
 
     def _workers(self) -> int:
@@ -224,6 +262,11 @@ class TorchExactSearch(ExactSearch):
         self.device = torch.device(device)
         self._words = torch.from_numpy(self.words).to(self.device)
         self._half_sq32 = torch.from_numpy(self.half_sq32).to(self.device)
+
+    def search_blocks(self, n: int, points_of: Callable[[int, int], np.ndarray], *,
+                      unit: int = 1) -> np.ndarray:
+        """All ``n`` points made at once (the GPU searches them in its own blocks)."""
+        return self(points_of(0, n)) if n else np.empty(0, dtype=np.int64)
 
     def __call__(self, points: np.ndarray) -> np.ndarray:
         import torch
