@@ -102,7 +102,8 @@ class DPPrompt(LMMechanism):
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
         from dptext.lm.decoding import cost_groups, decode_side_by_side, pad_id
-        from dptext.lm.sampling import torch_generator
+        from dptext.lm.sampling import spawn_generators, torch_generator
+        from dptext.lm.threads import LANES, run_groups, thread_policy
 
         self.fit()
         tgen = torch_generator(as_generator(rng))
@@ -122,14 +123,17 @@ class DPPrompt(LMMechanism):
         outs: list[list[int]] = [[] for _ in texts]
         eos = tokenizer.eos_token_id
         todo = [i for i in range(len(texts)) if budgets[i]]
-        for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size):
-            group = [todo[k] for k in ks]
+        groups = [[todo[k] for k in ks]
+                  for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size,
+                                        lanes=LANES)]
+        allowed, pad = self._allowed.tolist(), pad_id(tokenizer)
 
-            def draw(rows, scores, group=group):
+        def run(group: list[int], gen, policy) -> None:
+            def draw(rows, scores):
                 nexts = []
-                for r, col in zip(rows, self._draw(scores, tgen), strict=True):
+                for r, col in zip(rows, self._draw(scores, gen), strict=True):
                     i = group[r]
-                    token = int(self._allowed[col])
+                    token = allowed[col]
                     outs[i].append(token)
                     done = token == eos or len(outs[i]) >= budgets[i]
                     nexts.append(None if done else [token])
@@ -137,8 +141,16 @@ class DPPrompt(LMMechanism):
 
             rows = [prompts[i] for i in group]
             common = _common_prefix(rows) if len(rows) > 1 else 0
-            decode_side_by_side(self._head, [r[common:] for r in rows], draw,
-                                pad_id(tokenizer), prefix=rows[0][:common] or None)
+            decode_side_by_side(self._head, [r[common:] for r in rows], draw, pad,
+                                prefix=rows[0][:common] or None, policy=policy)
+
+        # one generator per group, spawned in group order before any group runs: the groups
+        # may run at once on worker threads (dptext.lm.threads.run_groups)
+        gens = spawn_generators(tgen, len(groups))
+        with thread_policy() as policy:
+            run_groups(policy, [lambda g=g, gen=gen: run(g, gen, policy)
+                                for g, gen in zip(groups, gens, strict=True)],
+                       costs=[sum(len(prompts[i]) + budgets[i] for i in g) for g in groups])
         results = []
         for out in outs:
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
