@@ -15,7 +15,11 @@ distorts less - CPU seconds per privatized word / generated token of this proces
 (``resource.getrusage``, all its threads; the competing process is not counted). Torch
 threads: the ceiling is the usable cores (``--threads``), each pass takes what
 ``dptext.lm.threads`` chooses below it (one thread for small passes, never more than the
-free cores). ``--only a,b,c`` runs a subset; ``--seeds`` repeats each figure.
+free cores). Groups of rows run on worker threads where two cores are free
+(``dptext.lm.threads.run_groups``; ``--workers 1`` or ``2`` forces the count, for a comparison
+on a loaded machine where the free-core measure says one). ``--only a,b,c`` runs a subset;
+``--seeds`` repeats each figure. The script runs older checkouts too (``PYTHONPATH=<old>/src``):
+``--workers`` is then ignored, with a note.
 """
 
 from __future__ import annotations
@@ -43,21 +47,42 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def measure(mech, texts, unit: str, seed: int) -> tuple[float, float, int, str]:
-    """(units per wall minute, CPU seconds per unit, units, load) of one privatize_batch."""
+CHOSEN: list[int] = []  # groups at once, per call of run_groups (this checkout's)
+
+
+def _record_workers() -> None:
+    from dptext.lm import threads
+
+    if not hasattr(threads, "run_groups"):
+        return
+    real = threads.ThreadPolicy.workers_for
+
+    def workers_for(self, groups):
+        n = real(self, groups)
+        CHOSEN.append(n)
+        return n
+
+    threads.ThreadPolicy.workers_for = workers_for
+
+
+def measure(mech, texts, unit: str, seed: int) -> tuple[float, float, int, str, str]:
+    """(units per wall minute, CPU seconds per unit, units, load, groups at once) of one
+    privatize_batch."""
+    CHOSEN.clear()
     c0, t0 = cpu_seconds(), time.perf_counter()
     results = mech.privatize_batch(texts, rng=seed)
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     n = sum(r.report.privatized_by_reason.get(unit, 0) for r in results)
-    return n / wall * 60.0, cpu / n, n, load()
+    return n / wall * 60.0, cpu / n, n, load(), ",".join(map(str, CHOSEN)) or "-"
 
 
 def report(label: str, key: str, figure: tuple, what: str) -> None:
-    rate, cpu, n, avg = figure
+    rate, cpu, n, avg, workers = figure
     target = TARGETS[key]
     mark = "met" if rate >= target else "NOT met"
     print(f"  {label:34s} {rate:7.0f} {what}/min  {cpu * 1000:6.1f} ms CPU per {what[:-1]}  "
-          f"({n} {what}; target {target:,.0f}: {mark})  load {avg}", flush=True)
+          f"({n} {what}; target {target:,.0f}: {mark}; groups at once {workers})  load {avg}",
+          flush=True)
 
 
 def main() -> None:
@@ -73,11 +98,22 @@ def main() -> None:
     p.add_argument("--words", type=int, default=2000)
     p.add_argument("--long", type=int, default=500)
     p.add_argument("--seeds", type=int, default=1)
+    p.add_argument("--workers", type=int, default=None,
+                   help="groups decoded at once (default: by the free cores)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    from dptext.lm import threads
+
+    if not hasattr(threads, "run_groups"):
+        print("(this checkout decodes one group at a time: --workers ignored)", flush=True)
+    elif args.workers is not None:
+        threads.WORKERS = args.workers
+    _record_workers()
     only = set(args.only.split(","))
+    workers = getattr(threads, "WORKERS", None)
     print(f"device cpu, torch thread ceiling {torch.get_num_threads()} (per pass: "
-          f"dptext.lm.threads), usable cores {usable_cores()}; load {load()}", flush=True)
+          f"dptext.lm.threads), usable cores {usable_cores()}, groups at once: "
+          f"{'by the free cores' if workers is None else workers}; load {load()}", flush=True)
     texts = sample_texts(args.words)
     if only & {"a", "c"}:
         m = mechanism("dpmlm", epsilon=50, keep_stopwords=False).fit()
