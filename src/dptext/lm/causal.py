@@ -159,7 +159,9 @@ class CausalBackend:
         candidates = self.candidate_ids.tolist()
         chosen: dict[tuple[int, int], list[int]] = {}  # (text, first slot of the row) -> columns
         # rows: text, first slot, end slot, prompt (or queue after a shared head), shared head,
-        # tokens it feeds (the cost estimate of run_groups)
+        # cost estimate (cost_groups' weights, run_groups' order): the prompt's tokens plus
+        # twice the tokens fed one pass at a time (a decoding pass runs its matrix products on
+        # few rows, at about half the rate of a prompt's, and each draw adds ~1 ms)
         plain: list[tuple[int, int, int, list[int], list[int], int]] = []
         shared: dict[tuple[int, ...], list] = {}  # one decode per text and head window
         alone: list[tuple[int, int, int, list[int]]] = []
@@ -171,15 +173,17 @@ class CausalBackend:
                 rest = sum(1 + len(g) for g in glue[t][a + 1: b]) + 1
                 whole = b - a == len(slots)
                 too_long = whole and len(ids) > self.budget  # the head must move: rebuilds
-                cost = len(head) + len(queue) + rest
-                if cost > self.window or too_long:
+                if len(head) + len(queue) + rest > self.window or too_long:
                     alone.append((t, a, b, queue if a else []))
-                elif whole:
+                    continue
+                cost = len(head) + len(queue) + 2 * rest
+                if whole:
                     plain.append((t, a, b, head + queue, [], cost))
                 else:
                     shared.setdefault((t, *head), []).append((t, a, b, queue, head, cost))
         groups = [[plain[k] for k in g]
-                  for g in cost_groups([len(r[3]) for r in plain], batch_size, lanes=LANES)]
+                  for g in cost_groups([len(r[3]) for r in plain], batch_size, lanes=LANES,
+                                       weights=[r[5] for r in plain])]
         groups += list(shared.values())
         gens = spawn_generators(generator, len(groups) + len(alone))
 

@@ -272,21 +272,27 @@ def _chunk(queues: list[list[int]], w: int, seen: torch.Tensor, pad_id: int):
 
 
 def cost_groups(lengths: Sequence[int], batch_size: int, *, slack: float = 1.25,
-                allowance: int = 32, lanes: int = 1) -> list[list[int]]:
+                allowance: int = 32, lanes: int = 1,
+                weights: Sequence[float] | None = None) -> list[list[int]]:
     """Indices of ``lengths`` (prompt tokens per row) in groups to decode side by side.
 
     Sorted by length, the rows form runs: a run takes the next row while padding every row to
     the new longest prompt costs at most ``slack`` times the real tokens (plus ``allowance``
     tokens per row, so short prompts are not split for a few tokens). One row with a very long
     prompt thus goes in a run of its own instead of making every row of a batch pay for its
-    length. A run of ``n`` rows is cut into ``ceil(n / batch_size)`` groups of equal size (to one
-    row). ``lanes``: where there is more than one group, their number is raised to a multiple
-    of ``lanes`` where the rows allow (one more group at a time for the run with the most rows
-    per group), so that ``lanes`` workers decoding groups at once
-    (:func:`dptext.lm.threads.run_groups`) finish together - 169 rows in batches of 64 are 4
-    groups of 42-43 rows with ``lanes=2``, not 64 + 64 + 41. The grouping depends on the
-    lengths and these parameters alone (never on the cores that happen to be free).
+    length. A run of ``n`` rows is cut into ``ceil(n / batch_size)`` groups of at most
+    ``batch_size`` rows and of equal cost: ``weights`` per row (default: the lengths; the
+    decoders give every token a row feeds, prompt and decoded), so that groups decoded at once
+    finish together. ``lanes``: where there is more than one group, their number is raised to a
+    multiple of ``lanes`` where the rows allow (one more group at a time for the run with the
+    most rows per group), so that ``lanes`` workers (:func:`dptext.lm.threads.run_groups`)
+    finish together - 169 rows in batches of 64 are 4 groups with ``lanes=2``, not 64 + 64 +
+    41. The grouping depends on the lengths, the weights and these parameters alone (never on
+    the cores that happen to be free).
     """
+    weights = lengths if weights is None else weights
+    if len(weights) != len(lengths):
+        raise ValueError("one weight per row")
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     runs: list[list[int]] = []
     total = 0
@@ -308,5 +314,24 @@ def cost_groups(lengths: Sequence[int], batch_size: int, *, slack: float = 1.25,
         counts[best] += 1
     groups: list[list[int]] = []
     for run, c in zip(runs, counts, strict=True):
-        groups += [run[k * len(run) // c: (k + 1) * len(run) // c] for k in range(c)]
+        groups += _equal_cost(run, [float(weights[i]) for i in run], c, batch_size)
+    return groups
+
+
+def _equal_cost(run: list[int], w: list[float], count: int, batch_size: int) -> list[list[int]]:
+    """``run`` cut into ``count`` consecutive groups of 1 to ``batch_size`` rows whose weights
+    ``w`` sum as evenly as the order allows (each group as close as it can get to the mean of
+    what is left)."""
+    groups, start, left, n = [], 0, sum(w), len(run)
+    for g in range(count, 1, -1):  # groups left, this one included
+        target = left / g
+        lowest = max(start + 1, n - (g - 1) * batch_size)  # the later groups must fit
+        highest = min(start + batch_size, n - (g - 1))  # and have a row each
+        end, acc = start, 0.0
+        while end < highest and (end < lowest or abs(acc + w[end] - target) <= abs(acc - target)):
+            acc += w[end]
+            end += 1
+        groups.append(run[start:end])
+        start, left = end, left - acc
+    groups.append(run[start:])
     return groups

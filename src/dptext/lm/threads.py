@@ -7,7 +7,9 @@ scheduled - one ``Linear`` on a [1, 2, 576] input took 20 ms with 2 threads agai
 with one. Small passes (an incremental step of a few tokens) gain nothing from a second
 thread even on an idle machine: they are bound by reading the weights. So:
 
-- a pass of fewer than :data:`SMALL_PASS` token-rows runs on one thread;
+- a pass of fewer than :data:`SMALL_PASS` token-rows runs on one thread (token-rows: the rows
+  its matrix products run on - the real tokens on the fast Llama path, which packs them, every
+  row x token on transformers'; :meth:`dptext.lm.decoding.ScoreHead.work`);
 - a larger pass runs on ``min(ceiling, free cores)`` threads, ``ceiling`` being the thread count
   torch had when the policy was entered (the user's ``torch.set_num_threads`` is a ceiling we
   never exceed), free cores the idle share of the CPUs this process may run on, measured from
@@ -169,8 +171,9 @@ def run_groups(policy: ThreadPolicy, jobs: Sequence[Callable[[], None]],
     """Run ``jobs`` (one per group; independent of each other) one after another, or on
     :meth:`ThreadPolicy.workers_for` Python threads at once, the most costly first (``costs``:
     an estimate per job, e.g. its tokens; the longest-processing-time-first order keeps the
-    workers busy until the end). On worker threads torch is pinned to ``max(1, min(ceiling,
-    free cores) // workers)`` intra-op threads (one each on two cores). The first job's
+    workers busy until the end). On worker threads torch is pinned to ``max(1, cores //
+    workers)`` intra-op threads, ``cores`` = ``min(ceiling, free cores)`` (the ceiling where the
+    count is forced): one each on two cores. The first job's
     exception, in job order, is raised once every started job is done. The jobs must not
     share mutable state nor draw from a shared generator: whatever they compute must not depend
     on which runs first."""

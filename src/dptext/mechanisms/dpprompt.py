@@ -123,9 +123,13 @@ class DPPrompt(LMMechanism):
         outs: list[list[int]] = [[] for _ in texts]
         eos = tokenizer.eos_token_id
         todo = [i for i in range(len(texts)) if budgets[i]]
+        # groups of about equal cost: a generated token costs about three prompt tokens (a
+        # pass over a few rows, a draw over ~49k tokens; the instruction is run once per group)
         groups = [[todo[k] for k in ks]
                   for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size,
-                                        lanes=LANES)]
+                                        lanes=LANES,
+                                        weights=[len(prompts[i]) + 3 * budgets[i]
+                                                 for i in todo])]
         allowed, pad = self._allowed.tolist(), pad_id(tokenizer)
 
         def run(group: list[int], gen, policy) -> None:
@@ -150,7 +154,7 @@ class DPPrompt(LMMechanism):
         with thread_policy() as policy:
             run_groups(policy, [lambda g=g, gen=gen: run(g, gen, policy)
                                 for g, gen in zip(groups, gens, strict=True)],
-                       costs=[sum(len(prompts[i]) + budgets[i] for i in g) for g in groups])
+                       costs=[sum(len(prompts[i]) + 3 * budgets[i] for i in g) for g in groups])
         results = []
         for out in outs:
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
