@@ -19,7 +19,10 @@ free cores). Groups of rows run on worker threads where two cores are free
 (``dptext.lm.threads.run_groups``; ``--workers 1`` or ``2`` forces the count, for a comparison
 on a loaded machine where the free-core measure says one). ``--only a,b,c`` runs a subset;
 ``--seeds`` repeats each figure. The script runs older checkouts too (``PYTHONPATH=<old>/src``):
-``--workers`` is then ignored, with a note.
+``--workers`` is then ignored, with a note. ``--batch-size N`` overrides the mechanisms'
+default (64). ``--breakdown``: (a) once more on one thread, one group at a time, with the CPU
+seconds of its first passes, decoding passes (and a least-squares fit of a decoding pass's
+cost: fixed + per token), draws and the rest.
 """
 
 from __future__ import annotations
@@ -123,6 +126,56 @@ def report(label: str, key: str, figure: tuple, what: str) -> None:
               f"{', '.join(f'{g:.1f}' for g in GROUP_CPU)} s CPU)", flush=True)
 
 
+def breakdown(m, texts) -> None:
+    """(a) on one torch thread, one group at a time: CPU seconds of the first passes, the
+    decoding passes, the draws and the rest (``time.thread_time`` around each)."""
+    import numpy as np
+    import torch
+
+    from dptext.lm import decoding, sampling, threads
+
+    before, workers = torch.get_num_threads(), getattr(threads, "WORKERS", None)
+    torch.set_num_threads(1)
+    threads.WORKERS = 1
+    passes: list[tuple[int, bool, float]] = []  # rows of the matrix products, first?, CPU s
+    draws: list[float] = []
+    forward, sample = decoding.ScoreHead.forward, sampling.sample
+
+    def timed_forward(self, ids, mask, positions, state):
+        c = time.thread_time()
+        out = forward(self, ids, mask, positions, state)
+        rows = int(mask.sum()) if mask is not None else ids.numel()
+        passes.append((rows, state is None, time.thread_time() - c))
+        return out
+
+    def timed_sample(scores, **kw):
+        c = time.thread_time()
+        out = sample(scores, **kw)
+        draws.append(time.thread_time() - c)
+        return out
+
+    decoding.ScoreHead.forward, sampling.sample = timed_forward, timed_sample
+    try:
+        c0 = cpu_seconds()
+        m.privatize_batch(texts, rng=0)
+        total = cpu_seconds() - c0
+    finally:
+        decoding.ScoreHead.forward, sampling.sample = forward, sample
+        threads.WORKERS = workers
+        torch.set_num_threads(before)
+    first = [(r, t) for r, f, t in passes if f]
+    dec = [(r, t) for r, f, t in passes if not f]
+    fixed, per = np.linalg.lstsq(np.array([[1.0, r] for r, _ in dec]),
+                                 np.array([t for _, t in dec]), rcond=None)[0]
+    f_cpu, d_cpu = sum(t for _, t in first), sum(t for _, t in dec)
+    print(f"  breakdown (one thread, one group at a time), load {load()}: {total:.1f} s CPU; "
+          f"first passes {len(first)} ({sum(r for r, _ in first)} tokens) {f_cpu:.1f} s; "
+          f"decoding passes {len(dec)} ({sum(r for r, _ in dec)} tokens) {d_cpu:.1f} s "
+          f"(a pass ~{fixed * 1000:.0f} ms + {per * 1000:.2f} ms per token); "
+          f"draws {sum(draws):.1f} s; the rest {total - f_cpu - d_cpu - sum(draws):.1f} s",
+          flush=True)
+
+
 def main() -> None:
     import torch
 
@@ -138,6 +191,10 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--workers", type=int, default=None,
                    help="groups decoded at once (default: by the free cores)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="rows decoded side by side (default: the mechanisms' own, 64)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="where (a)'s CPU goes, on one thread (see the module docstring)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from dptext.lm import threads
@@ -153,14 +210,17 @@ def main() -> None:
           f"dptext.lm.threads), usable cores {usable_cores()}, groups at once: "
           f"{'by the free cores' if workers is None else workers}; load {load()}", flush=True)
     texts = sample_texts(args.words)
+    size = {} if args.batch_size is None else {"batch_size": args.batch_size}
     if only & {"a", "c"}:
-        m = mechanism("dpmlm", epsilon=50, keep_stopwords=False).fit()
+        m = mechanism("dpmlm", epsilon=50, keep_stopwords=False, **size).fit()
         m.privatize_batch(texts[:4], rng=0)  # warm-up: first-call allocations
         if "a" in only:
             print(f"(a) batched: {len(texts)} headlines, batch {m.batch_size}", flush=True)
             for seed in range(args.seeds):
                 report("DP-MLM causal default", "a", measure(m, texts, "mechanism", seed),
                        "words")
+        if args.breakdown:
+            breakdown(m, texts)
         if "c" in only:
             doc = long_text(args.long)
             print(f"(c) one text of {args.long} words, default (sequential) mode", flush=True)
@@ -177,7 +237,7 @@ def main() -> None:
                 spin.wait()
         del m
     if "b" in only:
-        d = mechanism("dpprompt", epsilon=50).fit()
+        d = mechanism("dpprompt", epsilon=50, **size).fit()
         d.privatize_batch(texts[:4], rng=0)
         print(f"(b) DP-Prompt: {len(texts)} headlines, batch {d.batch_size}", flush=True)
         for seed in range(args.seeds):

@@ -9,7 +9,9 @@ glue before a slot is left to the candidate token (``Ġword`` carries its own sp
 sequence would outgrow the model window, the cache is rebuilt from a window of the original
 centred on the slot plus the tail of the output (:mod:`dptext.lm.windows`).
 :meth:`CausalBackend.rewrite_batch` decodes several texts side by side
-(:mod:`dptext.lm.decoding`), one forward pass per step for all of them.
+(:mod:`dptext.lm.decoding`), one forward pass per step for all of them; its groups of rows run
+two at a time where two cores are free (:func:`dptext.lm.threads.run_groups`), each group
+drawing from its own generator.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_siz
 similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): the instruction the
 group's prompts start with (the same tokens: chat template, system prompt, "Paraphrase ...")
 runs once and its cache is shared by the rows, then one forward pass per generated token for
-the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`).
+the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`). Groups
+run two at a time where two cores are free (:func:`dptext.lm.threads.run_groups`), each with
+its own generator spawned before any runs, so a seeded output does not depend on it.
 ``precision="int8"``: :mod:`dptext.lm.quantize`.
 """
 
