@@ -73,6 +73,16 @@ def test_worker_threads_run_on_one_pinned_torch_thread_each():
     assert torch.get_num_threads() == before
 
 
+def test_a_nested_pin_keeps_the_outer_one():
+    before = torch.get_num_threads()
+    policy = threads.ThreadPolicy(2, measure=lambda: 2)
+    with policy.pinned(1):
+        with policy.pinned(2):
+            assert torch.get_num_threads() == 1 and policy.before_pass(10_000) == 1
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+
+
 def test_the_first_failing_group_in_group_order_is_raised_after_all_have_run():
     policy = threads.ThreadPolicy(2, measure=lambda: 2, workers=2)
     ran: list = []

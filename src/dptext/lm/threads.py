@@ -122,9 +122,11 @@ class ThreadPolicy:
     @contextmanager
     def pinned(self, threads: int):
         """Torch's thread count fixed at ``threads`` for the block (``before_pass`` leaves it
-        alone): it is process-wide, and groups on several Python threads share it."""
+        alone): it is process-wide, and groups on several Python threads share it. Inside a
+        pinned block (a nested call) the outer pin stays."""
         if self._pinned is not None:
-            raise RuntimeError("the thread policy is pinned already")
+            yield
+            return
         before = self._torch.get_num_threads()
         self._torch.set_num_threads(threads)
         self._pinned = threads
