@@ -88,12 +88,12 @@ def naive_causal(mech) -> None:
                     ids, centre, out)])).logits
             out.append(int(backend.candidate_ids[choose(logits[0, -1, backend.candidate_ids])]))
 
-    def rewrite_batch(texts, choose, batch_size=64):
+    def rewrite_batch(texts, choose, batch_size=64, generator=None):
         chosen = []
         for t, (ids, slots) in enumerate(texts):
             cols: list[int] = []
             rewrite(ids, slots, lambda row, cols=cols, t=t: cols.append(
-                int(choose([t], row[None])[0])) or cols[-1])
+                int(choose([t], row[None], generator)[0])) or cols[-1])
             chosen.append(cols)
         return chosen
 

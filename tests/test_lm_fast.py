@@ -132,8 +132,7 @@ def test_dpprompt_runs_the_instruction_once_per_group(llama, monkeypatch):
     real = decoding.decode_side_by_side
 
     def spy(head, prompts, draw, pad, *, prefix=None, policy=None):
-        if policy is None:  # not its own inner call with the thread policy it made
-            seen.append((len(prefix or []), [len(p) for p in prompts]))
+        seen.append((len(prefix or []), [len(p) for p in prompts]))
         return real(head, prompts, draw, pad, prefix=prefix, policy=policy)
 
     monkeypatch.setattr(decoding, "decode_side_by_side", spy)

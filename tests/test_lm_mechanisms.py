@@ -398,7 +398,7 @@ def test_causal_batch_decoding_gives_the_scores_of_one_text_at_a_time(lms):
         jobs.append((aligned.ids, [(s.glue, s.start) for s in slots]))
     batched_rows: dict = {r: [] for r in range(len(texts))}
 
-    def greedy_batch(rows, scores):
+    def greedy_batch(rows, scores, generator):
         for r, row in zip(rows, scores, strict=True):
             batched_rows[r].append(row.clone())
         return scores.argmax(1).tolist()

@@ -88,9 +88,30 @@ def test_width_minimises_cost_per_token(lengths, expected):
 
 def test_cost_groups_put_a_long_prompt_alone_and_respect_the_batch_size():
     groups = decoding.cost_groups([20, 22, 900, 21, 25, 19], batch_size=3)
-    # by length: 19 20 21 | 22 25 | 900
+    # by length: 19 20 21 | 22 25 (a run of 5 rows, two groups of about equal cost) | 900
     assert sorted(map(sorted, groups)) == [[0, 3, 5], [1, 4], [2]]
     assert all(len(g) <= 3 for g in groups)
+
+
+def test_cost_groups_come_in_lanes_of_equal_cost():
+    """169 rows of similar prompts in batches of 64: 3 groups, or 4 with lanes=2 - never
+    64 + 64 + 41 - of about the same cost (the weights), so that two workers finish
+    together."""
+    lengths = [17 + (7 * i) % 22 for i in range(169)]
+    weights = [2 * n + 5 for n in lengths]
+    for lanes, count in ((1, 3), (2, 4)):
+        groups = decoding.cost_groups(lengths, 64, lanes=lanes, weights=weights)
+        assert len(groups) == count and all(1 <= len(g) <= 64 for g in groups)
+        assert sorted(i for g in groups for i in g) == list(range(169))
+        edges = sorted((min(lengths[i] for i in g), max(lengths[i] for i in g)) for g in groups)
+        assert all(edges[k][1] <= edges[k + 1][0] for k in range(len(edges) - 1))  # by length
+        if lanes == 2:  # equal cost to about one row (3 groups: the first one is full)
+            sums = [sum(weights[i] for i in g) for g in groups]
+            assert max(sums) - min(sums) <= 2 * max(weights)
+    # what cannot be split more stays as it is: one row, or rows in runs of their own
+    assert decoding.cost_groups([5], 64, lanes=2) == [[0]]
+    assert decoding.cost_groups([5, 900, 3000], 64, lanes=2) == [[0], [1], [2]]
+    assert list(map(len, decoding.cost_groups([5] * 512, 64, lanes=2))) == [64] * 8
 
 
 def _feed_counter(monkeypatch):
@@ -149,7 +170,8 @@ def test_segments_give_the_scores_of_their_own_context(llama):
         return scores.argmax(1).tolist()
 
     seen = []
-    chosen = backend.rewrite_batch(jobs, lambda r, sc: (seen.extend(sc.clone()), greedy(r, sc))[1])
+    chosen = backend.rewrite_batch(
+        jobs, lambda r, sc, _: (seen.extend(sc.clone()), greedy(r, sc))[1])
     assert len(chosen[0]) == len(slots) and len(seen) == len(slots)
     cids = backend.candidate_ids
     for a, b in segs:

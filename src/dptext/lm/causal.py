@@ -9,7 +9,9 @@ glue before a slot is left to the candidate token (``Ġword`` carries its own sp
 sequence would outgrow the model window, the cache is rebuilt from a window of the original
 centred on the slot plus the tail of the output (:mod:`dptext.lm.windows`).
 :meth:`CausalBackend.rewrite_batch` decodes several texts side by side
-(:mod:`dptext.lm.decoding`), one forward pass per step for all of them.
+(:mod:`dptext.lm.decoding`), one forward pass per step for all of them; its groups of rows run
+two at a time where two cores are free (:func:`dptext.lm.threads.run_groups`), each group
+drawing from its own generator.
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ class CausalBackend:
         with self.threads():
             self._rewrite(ids, slots, choose, out=out)
 
-    def rewrite_batch(self, texts, choose, *, batch_size: int = 64) -> list[list[int]]:
+    def rewrite_batch(self, texts, choose, *, batch_size: int = 64,
+                      generator=None) -> list[list[int]]:
         """Texts side by side (:meth:`_rewrite_batch`)."""
         with self.threads():
-            return self._rewrite_batch(texts, choose, batch_size=batch_size)
+            return self._rewrite_batch(texts, choose, batch_size=batch_size,
+                                       generator=generator)
 
     def score_independent(self, texts, *, batch_size: int = 64) -> list:
         """Independent draws' scores (:meth:`_score_independent`)."""
@@ -128,13 +132,18 @@ class CausalBackend:
             pending = [token]
 
     def _rewrite_batch(self, texts: list[tuple[list[int], list[tuple[str, int]]]],
-                      choose: Callable[[list[int], object], list[int]], *,
-                      batch_size: int = 64) -> list[list[int]]:
+                      choose: Callable[[list[int], object, object], list[int]], *,
+                      batch_size: int = 64, generator=None) -> list[list[int]]:
         """Several texts decoded side by side (:mod:`dptext.lm.decoding`): one forward pass
         per step for all the rows decoded together.
 
-        ``choose(rows, scores rows x candidates) -> columns``, ``rows`` indexing ``texts``.
-        Returns the chosen columns per text, in slot order. A text with at least
+        ``choose(rows, scores rows x candidates, generator) -> columns``, ``rows`` indexing
+        ``texts``; ``generator`` is the group's own: one per group, then one per text decoded
+        alone, spawned from ``generator`` in that order before anything runs
+        (:func:`~dptext.lm.sampling.spawn_generators`; None: None), so the draws do not depend
+        on whether the groups run one after another or at once
+        (:func:`~dptext.lm.threads.run_groups`). Returns the chosen columns per text, in slot
+        order. A text with at least
         ``2 * segment_words`` slots is cut into segments (at most ``max_segments``) decoded
         side by side after one shared pass over its prefix (original + separator); a segment
         other than the first starts from the last ``SEGMENT_TAIL`` tokens of the original before it
@@ -144,40 +153,53 @@ class CausalBackend:
         (:meth:`rewrite`).
         """
         from dptext.lm.decoding import cost_groups, decode_side_by_side
+        from dptext.lm.sampling import spawn_generators
+        from dptext.lm.threads import LANES, run_groups
 
+        # every slot's glue tokens, encoded once here (not in the draws, on worker threads)
+        glue = [[self.encode(_trim(g)) for g, _ in slots] for _, slots in texts]
+        candidates = self.candidate_ids.tolist()
         chosen: dict[tuple[int, int], list[int]] = {}  # (text, first slot of the row) -> columns
-        plain: list[tuple[int, int, int, list[int], list[int]]] = []  # text, a, b, prompt, head
+        # rows: text, first slot, end slot, prompt (or queue after a shared head), shared head,
+        # cost estimate (cost_groups' weights, run_groups' order): the prompt's tokens plus
+        # twice the tokens fed one pass at a time (a decoding pass runs its matrix products on
+        # few rows, at about half the rate of a prompt's, and each draw adds ~1 ms)
+        plain: list[tuple[int, int, int, list[int], list[int], int]] = []
         shared: dict[tuple[int, ...], list] = {}  # one decode per text and head window
         alone: list[tuple[int, int, int, list[int]]] = []
         for t, (ids, slots) in enumerate(texts):
             for a, b in self.segments(len(slots)):
                 head = self._prefix(ids, (slots[a][1] + slots[b - 1][1]) // 2, [])
-                queue = (self.encode(_trim(slots[0][0])) if a == 0
+                queue = (list(glue[t][0]) if a == 0
                          else list(ids[max(0, slots[a][1] - self.SEGMENT_TAIL): slots[a][1]]))
-                rest = sum(1 + len(self.encode(_trim(g))) for g, _ in slots[a + 1: b]) + 1
+                rest = sum(1 + len(g) for g in glue[t][a + 1: b]) + 1
                 whole = b - a == len(slots)
                 too_long = whole and len(ids) > self.budget  # the head must move: rebuilds
                 if len(head) + len(queue) + rest > self.window or too_long:
                     alone.append((t, a, b, queue if a else []))
-                elif whole:
-                    plain.append((t, a, b, head + queue, []))
+                    continue
+                cost = len(head) + len(queue) + 2 * rest
+                if whole:
+                    plain.append((t, a, b, head + queue, [], cost))
                 else:
-                    shared.setdefault((t, *head), []).append((t, a, b, queue, head))
+                    shared.setdefault((t, *head), []).append((t, a, b, queue, head, cost))
         groups = [[plain[k] for k in g]
-                  for g in cost_groups([len(r[3]) for r in plain], batch_size)]
+                  for g in cost_groups([len(r[3]) for r in plain], batch_size, lanes=LANES,
+                                       weights=[r[5] for r in plain])]
         groups += list(shared.values())
+        gens = spawn_generators(generator, len(groups) + len(alone))
 
-        def run(rows: list) -> None:
+        def run(rows: list, gen) -> None:
             done: list[list[int]] = [[] for _ in rows]
 
             def draw(ks, scores):
                 nexts = []
-                for k, col in zip(ks, choose([rows[k][0] for k in ks], scores), strict=True):
+                for k, col in zip(ks, choose([rows[k][0] for k in ks], scores, gen),
+                                  strict=True):
                     t, a, b = rows[k][:3]
                     done[k].append(int(col))
-                    slots, j = texts[t][1], a + len(done[k])
-                    nexts.append([int(self.candidate_ids[col])] + self.encode(_trim(slots[j][0]))
-                                 if j < b else None)
+                    j = a + len(done[k])
+                    nexts.append([candidates[col]] + glue[t][j] if j < b else None)
                 return nexts
 
             prefix = rows[0][4] or None
@@ -186,13 +208,15 @@ class CausalBackend:
             for r, cols in zip(rows, done, strict=True):
                 chosen[(r[0], r[1])] = cols
 
-        for rows in groups:
-            run(rows)
-        for t, a, b, tail in alone:
+        run_groups(self._policy,
+                   [lambda rows=rows, gen=gen: run(rows, gen)
+                    for rows, gen in zip(groups, gens[:len(groups)], strict=True)],
+                   costs=[sum(r[5] for r in rows) for rows in groups])
+        for (t, a, b, tail), gen in zip(alone, gens[len(groups):], strict=True):
             cols: list[int] = []
 
-            def one(row, t=t, cols=cols):
-                cols.append(int(choose([t], row[None])[0]))
+            def one(row, t=t, cols=cols, gen=gen):
+                cols.append(int(choose([t], row[None], gen)[0]))
                 return cols[-1]
 
             self.rewrite(texts[t][0], texts[t][1][a:b], one, out=tail)
@@ -250,7 +274,7 @@ class CausalBackend:
                 where_r += [g] * len(pos)
                 where_c += [width - len(seq) + p for p in pos]
             positions = (mask.cumsum(1) - 1).clamp_min(0)
-            self._policy.before_pass(ids.numel())
+            self._policy.before_pass(self.head.work(ids, mask))
             scores = self.head.score_positions(ids, mask, positions, where_r, where_c)
             k = 0
             for i in group:

@@ -98,6 +98,14 @@ class ScoreHead:
         state.mask = state.mask.expand(rows, -1).contiguous()
         return state
 
+    def work(self, ids: torch.Tensor, mask: torch.Tensor | None) -> int:
+        """Rows the matrix products of a pass over ``ids`` run on (what the thread policy
+        sizes it by): the real tokens on the fast path (it packs them), every token-row on
+        transformers'."""
+        if self.fast is None or mask is None:
+            return int(ids.numel())
+        return int(mask.sum())
+
     def _project(self, hidden: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.linear(hidden, self.weight, self.bias)
 
@@ -198,12 +206,12 @@ def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
         if all(queues):  # the prompts after the prefix: one pass, padded like a first pass
             ids, chunk, positions = _chunk(queues, max(len(q) for q in queues), seen, pad_id)
             seen = seen + chunk.sum(1)
-            policy.before_pass(ids.numel())
+            policy.before_pass(head.work(ids, chunk))
             state, scores_of = head.forward(ids, chunk, positions, state)
     else:
         ids, chunk, positions = _chunk(queues, max(len(q) for q in queues), seen, pad_id)
         seen = chunk.sum(1)
-        policy.before_pass(ids.numel())
+        policy.before_pass(head.work(ids, chunk))
         state, scores_of = head.forward(ids, chunk, positions, None)
     while True:
         ready = [k for k, r in enumerate(alive) if not queues[r]]
@@ -224,7 +232,7 @@ def decode_side_by_side(head: ScoreHead, prompts: list[list[int]], draw: Draw,
         w = width([len(queues[r]) for r in alive])
         ids, chunk, positions = _chunk([queues[r] for r in alive], w, seen, pad_id)
         seen = seen + chunk.sum(1)
-        policy.before_pass(ids.numel())
+        policy.before_pass(head.work(ids, chunk))
         state, scores_of = head.forward(ids, chunk, positions, state)
 
 
@@ -264,25 +272,66 @@ def _chunk(queues: list[list[int]], w: int, seen: torch.Tensor, pad_id: int):
 
 
 def cost_groups(lengths: Sequence[int], batch_size: int, *, slack: float = 1.25,
-                allowance: int = 32) -> list[list[int]]:
+                allowance: int = 32, lanes: int = 1,
+                weights: Sequence[float] | None = None) -> list[list[int]]:
     """Indices of ``lengths`` (prompt tokens per row) in groups to decode side by side.
 
-    Sorted by length; a group takes the next row while it has fewer than ``batch_size`` rows and
-    padding every row to the new longest prompt costs at most ``slack`` times the real tokens
-    (plus ``allowance`` tokens per row, so short prompts are not split for a few tokens). One
-    row with a very long prompt thus goes in a group of its own instead of making every row of
-    a batch pay for its length.
+    Sorted by length, the rows form runs: a run takes the next row while padding every row to
+    the new longest prompt costs at most ``slack`` times the real tokens (plus ``allowance``
+    tokens per row, so short prompts are not split for a few tokens). One row with a very long
+    prompt thus goes in a run of its own instead of making every row of a batch pay for its
+    length. A run of ``n`` rows is cut into ``ceil(n / batch_size)`` groups of at most
+    ``batch_size`` rows and of equal cost: ``weights`` per row (default: the lengths; the
+    decoders give every token a row feeds, prompt and decoded), so that groups decoded at once
+    finish together. ``lanes``: where there is more than one group, their number is raised to a
+    multiple of ``lanes`` where the rows allow (one more group at a time for the run with the
+    most rows per group), so that ``lanes`` workers (:func:`dptext.lm.threads.run_groups`)
+    finish together - 169 rows in batches of 64 are 4 groups with ``lanes=2``, not 64 + 64 +
+    41. The grouping depends on the lengths, the weights and these parameters alone (never on
+    the cores that happen to be free).
     """
+    weights = lengths if weights is None else weights
+    if len(weights) != len(lengths):
+        raise ValueError("one weight per row")
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    groups: list[list[int]] = []
+    runs: list[list[int]] = []
     total = 0
     for i in order:
         n = lengths[i]
-        k = len(groups[-1]) + 1 if groups else 0
-        if groups and k <= batch_size and k * n <= slack * (total + n) + allowance * k:
-            groups[-1].append(i)
+        k = len(runs[-1]) + 1 if runs else 0
+        if runs and k * n <= slack * (total + n) + allowance * k:
+            runs[-1].append(i)
             total += n
         else:
-            groups.append([i])
+            runs.append([i])
             total = n
+    counts = [-(-len(r) // batch_size) for r in runs]
+    lanes = max(1, int(lanes))
+    while sum(counts) > 1 and sum(counts) % lanes:
+        best = max(range(len(runs)), key=lambda j: len(runs[j]) / counts[j])
+        if len(runs[best]) <= counts[best]:  # every group is one row already
+            break
+        counts[best] += 1
+    groups: list[list[int]] = []
+    for run, c in zip(runs, counts, strict=True):
+        groups += _equal_cost(run, [float(weights[i]) for i in run], c, batch_size)
+    return groups
+
+
+def _equal_cost(run: list[int], w: list[float], count: int, batch_size: int) -> list[list[int]]:
+    """``run`` cut into ``count`` consecutive groups of 1 to ``batch_size`` rows whose weights
+    ``w`` sum as evenly as the order allows (each group as close as it can get to the mean of
+    what is left)."""
+    groups, start, left, n = [], 0, sum(w), len(run)
+    for g in range(count, 1, -1):  # groups left, this one included
+        target = left / g
+        lowest = max(start + 1, n - (g - 1) * batch_size)  # the later groups must fit
+        highest = min(start + batch_size, n - (g - 1))  # and have a row each
+        end, acc = start, 0.0
+        while end < highest and (end < lowest or abs(acc + w[end] - target) <= abs(acc - target)):
+            acc += w[end]
+            end += 1
+        groups.append(run[start:end])
+        start, left = end, left - acc
+    groups.append(run[start:])
     return groups

@@ -37,6 +37,19 @@ def torch_generator(rng: np.random.Generator):
     return torch.Generator().manual_seed(int(rng.integers(0, 2**63 - 1)))
 
 
+def spawn_generators(generator, n: int) -> list:
+    """``n`` torch generators, the k-th seeded with the k-th 63-bit draw from ``generator``
+    (None: ``n`` times None). The decoders give one to each group of rows they decode
+    (:func:`dptext.lm.threads.run_groups`), derived in group order before any group starts,
+    so a group's draws do not depend on when the others run - on one thread or on several."""
+    import torch
+
+    if generator is None:
+        return [None] * n
+    seeds = torch.randint(0, 2**63 - 1, (n,), generator=generator).tolist()
+    return [torch.Generator().manual_seed(int(s)) for s in seeds]
+
+
 def sample(scores, *, epsilon: float, lo: float, hi: float, generator) -> np.ndarray:
     """One draw per row of ``scores`` (rows x candidates): the index of the chosen candidate.
 

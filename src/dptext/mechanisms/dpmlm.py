@@ -453,8 +453,9 @@ class DPMLM(LMMechanism):
                 self._fill(p[1], p[2], [words[c] for c in columns[k: k + len(p[2])]])
                 k += len(p[2])
             return
-        chosen = backend.rewrite_batch(jobs, lambda rows, scores: self._draw(scores, tgen),
-                                       batch_size=self.batch_size)
+        # one generator per group of rows, spawned from tgen (CausalBackend.rewrite_batch)
+        chosen = backend.rewrite_batch(jobs, lambda rows, scores, gen: self._draw(scores, gen),
+                                       batch_size=self.batch_size, generator=tgen)
         for p, cols in zip(todo, chosen, strict=True):
             self._fill(p[1], p[2], [words[c] for c in cols])
 

@@ -13,7 +13,9 @@ Texts are generated side by side (:mod:`dptext.lm.decoding`, at most ``batch_siz
 similar prompt lengths together, :func:`~dptext.lm.decoding.cost_groups`): the instruction the
 group's prompts start with (the same tokens: chat template, system prompt, "Paraphrase ...")
 runs once and its cache is shared by the rows, then one forward pass per generated token for
-the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`).
+the whole group, its threads set by the size of the pass (:mod:`dptext.lm.threads`). Groups
+run two at a time where two cores are free (:func:`dptext.lm.threads.run_groups`), each with
+its own generator spawned before any runs, so a seeded output does not depend on it.
 ``precision="int8"``: :mod:`dptext.lm.quantize`.
 """
 
@@ -102,7 +104,8 @@ class DPPrompt(LMMechanism):
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]:
         from dptext.lm.decoding import cost_groups, decode_side_by_side, pad_id
-        from dptext.lm.sampling import torch_generator
+        from dptext.lm.sampling import spawn_generators, torch_generator
+        from dptext.lm.threads import LANES, run_groups, thread_policy
 
         self.fit()
         tgen = torch_generator(as_generator(rng))
@@ -122,14 +125,21 @@ class DPPrompt(LMMechanism):
         outs: list[list[int]] = [[] for _ in texts]
         eos = tokenizer.eos_token_id
         todo = [i for i in range(len(texts)) if budgets[i]]
-        for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size):
-            group = [todo[k] for k in ks]
+        # groups of about equal cost: a generated token costs about three prompt tokens (a
+        # pass over a few rows, a draw over ~49k tokens; the instruction is run once per group)
+        groups = [[todo[k] for k in ks]
+                  for ks in cost_groups([len(prompts[i]) for i in todo], self.batch_size,
+                                        lanes=LANES,
+                                        weights=[len(prompts[i]) + 3 * budgets[i]
+                                                 for i in todo])]
+        allowed, pad = self._allowed.tolist(), pad_id(tokenizer)
 
-            def draw(rows, scores, group=group):
+        def run(group: list[int], gen, policy) -> None:
+            def draw(rows, scores):
                 nexts = []
-                for r, col in zip(rows, self._draw(scores, tgen), strict=True):
+                for r, col in zip(rows, self._draw(scores, gen), strict=True):
                     i = group[r]
-                    token = int(self._allowed[col])
+                    token = allowed[col]
                     outs[i].append(token)
                     done = token == eos or len(outs[i]) >= budgets[i]
                     nexts.append(None if done else [token])
@@ -137,8 +147,16 @@ class DPPrompt(LMMechanism):
 
             rows = [prompts[i] for i in group]
             common = _common_prefix(rows) if len(rows) > 1 else 0
-            decode_side_by_side(self._head, [r[common:] for r in rows], draw,
-                                pad_id(tokenizer), prefix=rows[0][:common] or None)
+            decode_side_by_side(self._head, [r[common:] for r in rows], draw, pad,
+                                prefix=rows[0][:common] or None, policy=policy)
+
+        # one generator per group, spawned in group order before any group runs: the groups
+        # may run at once on worker threads (dptext.lm.threads.run_groups)
+        gens = spawn_generators(tgen, len(groups))
+        with thread_policy() as policy:
+            run_groups(policy, [lambda g=g, gen=gen: run(g, gen, policy)
+                                for g, gen in zip(groups, gens, strict=True)],
+                       costs=[sum(len(prompts[i]) + 3 * budgets[i] for i in g) for g in groups])
         results = []
         for out in outs:
             new = tokenizer.decode(out, skip_special_tokens=True).strip()
