@@ -1,0 +1,284 @@
+"""``--engine ray``: the batches on Ray actors, on this machine or on a cluster.
+
+``--workers`` plain Ray actors (``ray.remote`` classes, one CPU each) each attach the mechanism
+once from the memory-mapped tables (:mod:`dptext.corpus.shared`), check the tables' fingerprint
+against the driver's, and then run calls of consecutive batches - reading their byte ranges
+from the input themselves, as a process worker does. The driver keeps at most
+:attr:`RayExecutor.PER_ACTOR` calls queued on each actor (one running, one waiting, so an actor
+never waits for a round trip), takes results as they finish (``ray.wait``) and hands them on in
+input order, at most :attr:`RayExecutor.WINDOW` calls an actor held (bounded memory). Calls are
+sized like the process pool's tasks (about 0.2 s of the actor's CPU, at most 16 batches) from
+the CPU the actors report.
+
+Why plain actors and not Ray Data (``from_items`` -> ``map_batches`` on an actor pool ->
+``iter_batches``, the design before): the work is already cut into batches and read by the
+workers, so Ray Data only carried tasks and results - and it cost a Ray Data import (pyarrow,
+pandas: ~1 s of CPU) in the driver and in each actor, three detached helper actors on a fresh
+cluster (~8 s of CPU), and its streaming executor's threads in the driver. Measured in
+docs/scale.md.
+
+``ray.init()`` joins the cluster named by ``RAY_ADDRESS`` or starts a new local one; on a
+cluster the input (and the work directory, with the shared tables) must be on storage every
+node mounts at the same path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
+from dptext.errors import DPTextError
+
+
+class _Privatizer:
+    """The actor (made a Ray actor class by :func:`_actor_class`): attaches the mechanism once
+    (:meth:`configure`) and runs calls of consecutive batches (:meth:`run`)."""
+
+    def __init__(self, torch_threads: int) -> None:
+        # read by torch when (if) a language-model mechanism imports it
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
+        self.threads = torch_threads
+        self.worker: Worker | None = None
+
+    def configure(self, env: dict[str, str] | None, shared: dict, layout: JobLayout,
+                  fingerprint: str | None) -> float | None:
+        """Attach the mechanism; the CPU seconds it took. None, attaching nothing, when this
+        process's environment is not ``env`` (the driver's ``PYTHONPATH`` and cache/offline
+        variables): the driver then starts an actor with that environment instead."""
+        if env is not None and any(os.environ.get(k) != v for k, v in env.items()):
+            return None
+        from dptext.corpus.executors import _set_threads
+        from dptext.corpus.shared import attach
+
+        start = time.process_time()
+        m = attach(shared)
+        check_tables(m, fingerprint, shared)
+        self.worker = Worker(m, layout)
+        _set_threads(self.threads, imported_only=True)
+        return time.process_time() - start
+
+    def run(self, tasks: list[BatchTask]) -> tuple[list[BatchResult], float]:
+        """The tasks' results in order and the CPU seconds they took here."""
+        start = time.process_time()
+        results = [self.worker.run(t) for t in tasks]
+        return results, time.process_time() - start
+
+
+def check_tables(m, fingerprint: str | None, shared: dict) -> None:
+    """Refuse tables that are not the driver's: on a cluster a node may see another copy of
+    the work directory (a stale network-filesystem cache, a path that is not shared) - a
+    mechanism with other tables would print a guarantee it does not deliver. The fingerprint
+    is the job's (the manifest's and the provenance's), recomputed over the mapped arrays:
+    ~0.14 s of CPU per actor for the default space."""
+    if fingerprint is None:
+        return
+    from dptext.corpus.engine import tables_fingerprint
+
+    seen = tables_fingerprint(m)
+    if seen != fingerprint:
+        raise DPTextError(f"the fitted tables in {shared.get('dir')} are not this job's "
+                          f"(fingerprint {seen}, expected {fingerprint}): every Ray node must "
+                          f"see the work directory on the same shared storage")
+
+
+_ACTOR = None
+
+
+def _actor_class(ray):
+    global _ACTOR
+    if _ACTOR is None:
+        # no retries: a batch is run once per job (its randomness is drawn once); an actor
+        # that dies fails the job, which the next run continues after the last shard
+        _ACTOR = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(_Privatizer)
+    return _ACTOR
+
+
+#: what a cluster's actors must share with the driver: which dptext they import, where the
+#: cache is, whether a model hub may be reached
+SHARED_ENV = ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def ray_init(workers: int):
+    """Ray, initialised: the cluster in ``RAY_ADDRESS``, else a new local instance with
+    ``workers`` CPUs (``address="local"``: ``ray.init()`` without an address joins the latest
+    cluster on the machine, which may be another job's) whose workers inherit this process's
+    environment."""
+    try:
+        import ray
+    except ImportError:
+        raise DPTextError("--engine ray needs Ray: pip install 'dptext[ray]'") from None
+    if not ray.is_initialized():
+        address = os.environ.get("RAY_ADDRESS")
+        kwargs: dict = {"log_to_driver": False, "include_dashboard": False,
+                        "logging_level": logging.ERROR}
+        if not address:
+            address = "local"
+            kwargs["num_cpus"] = workers
+        ray.init(address=address, **kwargs)
+    return ray
+
+
+def cluster_env() -> dict[str, str] | None:
+    """The variables of :data:`SHARED_ENV` a cluster's actors must have as this process has
+    them (None: a local instance, whose workers inherit this environment)."""
+    if not os.environ.get("RAY_ADDRESS"):
+        return None
+    return {k: os.environ[k] for k in SHARED_ENV if k in os.environ}
+
+
+class RayExecutor:
+    """``workers`` Ray actors; see the module docstring. :meth:`start` creates them (Ray
+    starts their processes while this one goes on), :meth:`configure` hands them the
+    mechanism; ``RayExecutor(shared, layout, workers=...)`` does both. ``fingerprint``: the
+    job's tables fingerprint, which every actor checks (None: computed here from the
+    exported tables).
+
+    On a cluster an actor is first made without a ``runtime_env``: a worker process with one
+    is started through Ray's runtime-env setup, which imports Ray twice (about 0.9 s more CPU
+    per actor, measured). If its environment is not the driver's (:data:`SHARED_ENV`), or it
+    cannot import dptext, it is replaced by one made with the driver's variables as its
+    ``runtime_env`` - what every actor got before."""
+
+    name = "ray"
+    #: calls queued on one actor: one running, one waiting (no idle round trip)
+    PER_ACTOR = 2
+    #: calls an actor held by the driver, done or not (bounded memory: results in order)
+    WINDOW = 3
+    #: actor CPU seconds a call aims at (see ProcessExecutor.TASK_SECONDS), at most MAX_CHUNK
+    TASK_SECONDS = 0.2
+    MAX_CHUNK = 16
+
+    def __init__(self, shared: dict | None = None, layout: JobLayout | None = None, *,
+                 workers: int, torch_threads: int = 1, fingerprint: str | None = None) -> None:
+        self.ray = ray_init(workers)
+        self.workers, self.threads = workers, torch_threads
+        self.env = cluster_env()
+        self.actors = [self._actor(None) for _ in range(workers)]
+        self.with_env = [False] * workers
+        self._ready: dict = {}  # configure call -> actor index
+        self._config: tuple | None = None
+        self.attach_seconds: list[float] = []
+        if shared is not None:
+            self.configure(shared, layout, fingerprint=fingerprint)
+
+    @classmethod
+    def start(cls, workers: int, torch_threads: int = 1) -> RayExecutor:
+        """Actors without a mechanism yet (their processes start and import meanwhile)."""
+        return cls(workers=workers, torch_threads=torch_threads)
+
+    def _actor(self, env: dict[str, str] | None):
+        cls = _actor_class(self.ray)
+        if env is not None:
+            cls = cls.options(runtime_env={"env_vars": env})
+        return cls.remote(self.threads)
+
+    def configure(self, shared: dict, layout: JobLayout, *, fingerprint: str | None = None
+                  ) -> RayExecutor:
+        if fingerprint is None and shared.get("kind") == "word":
+            from dptext.corpus.engine import tables_fingerprint
+            from dptext.corpus.shared import attach
+
+            fingerprint = tables_fingerprint(attach(shared))
+        self._config = (shared, layout, fingerprint)
+        for i in range(len(self.actors)):
+            self._configure(i)
+        return self
+
+    def _configure(self, i: int) -> None:
+        shared, layout, fingerprint = self._config
+        env = None if self.with_env[i] else self.env
+        self._ready[self.actors[i].configure.remote(env, shared, layout, fingerprint)] = i
+
+    def _came_up(self, ref) -> int | None:
+        """Actor ``i`` whose configure call ``ref`` finished, if it is ready; else it is
+        replaced by one with the driver's environment (once) and None."""
+        i = self._ready.pop(ref)
+        try:
+            seconds = self.ray.get(ref)
+        except self.ray.exceptions.RayActorError:
+            # its process could not start or unpickle the class (dptext not importable there)
+            if self.env is None or self.with_env[i]:
+                raise
+            seconds = None
+        if seconds is not None:
+            self.attach_seconds.append(seconds)
+            return i
+        if self.with_env[i]:  # pragma: no cover - a runtime_env sets these variables
+            raise DPTextError("a Ray actor does not have the driver's environment")
+        self._kill(self.actors[i])
+        self.actors[i], self.with_env[i] = self._actor(self.env), True
+        self._configure(i)
+        return None
+
+    def _error(self, err: BaseException) -> BaseException:
+        """What a Ray failure means for the job: a worker's own error as it was raised (a bad
+        record: the job fails as inline); an actor that died (killed, out of memory): the
+        committed shards are kept."""
+        cause = getattr(err, "cause", None)
+        if isinstance(err, self.ray.exceptions.RayTaskError) and isinstance(cause, Exception):
+            return cause
+        from dptext.corpus.engine import ResumableError
+
+        return ResumableError(f"a Ray actor died ({type(err).__name__}); the committed shards "
+                              f"are kept: rerun to continue")
+
+    def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
+        if self._config is None:
+            raise DPTextError("RayExecutor.configure() before map()")
+        ray = self.ray
+        it = iter(tasks)
+        queued = [0] * len(self.actors)  # calls not yet finished, per actor
+        up: list[int] = []  # actors configured
+        pending: deque = deque()  # calls in input order
+        owner: dict = {}  # unfinished call -> actor
+        chunk, per_batch, exhausted = 1, None, False
+        try:
+            while True:
+                while not exhausted and up and len(pending) < self.WINDOW * len(up):
+                    a = min(up, key=queued.__getitem__)
+                    if queued[a] >= self.PER_ACTOR:
+                        break
+                    group = list(islice(it, chunk))
+                    if not group:
+                        exhausted = True
+                        break
+                    ref = self.actors[a].run.remote(group)
+                    pending.append(ref)
+                    owner[ref] = a
+                    queued[a] += 1
+                if not pending and (exhausted or not self._ready):
+                    return
+                if pending and pending[0] not in owner:  # the oldest call is done
+                    results, seconds = ray.get(pending.popleft())
+                    one = seconds / max(1, len(results))
+                    per_batch = one if per_batch is None else 0.7 * per_batch + 0.3 * one
+                    chunk = max(1, min(self.MAX_CHUNK,
+                                       int(self.TASK_SECONDS / max(per_batch, 1e-6))))
+                    yield from results
+                    continue
+                done, _ = ray.wait([*owner, *self._ready], num_returns=1)
+                for ref in done:
+                    if ref in owner:
+                        queued[owner.pop(ref)] -= 1
+                    elif (i := self._came_up(ref)) is not None:
+                        up.append(i)
+        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as err:
+            raise self._error(err) from None
+
+    def _kill(self, actor) -> None:
+        try:
+            self.ray.kill(actor)
+        except Exception:  # noqa: BLE001 - an actor that is gone already
+            pass
+
+    def close(self) -> None:
+        """Stop the actors (their CPUs go back to the cluster at once); Ray itself stays up
+        for the process (``ray.shutdown()`` at exit)."""
+        for a in self.actors:
+            self._kill(a)
+        self.actors, self._ready = [], {}
