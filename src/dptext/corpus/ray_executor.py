@@ -44,6 +44,8 @@ class _Privatizer:
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
         self.threads = torch_threads
         self.worker: Worker | None = None
+        self.started_cpu = _process_cpu()  # Ray's worker start-up and imports until here
+        self.cpu = {"run": 0.0, "run_thread": 0.0, "configure": 0.0, "calls": 0, "batches": 0}
 
     def configure(self, env: dict[str, str] | None, shared: dict, layout: JobLayout,
                   fingerprint: str | None) -> float | None:
@@ -56,17 +58,64 @@ class _Privatizer:
         from dptext.corpus.shared import attach
 
         start = time.process_time()
-        m = attach(shared)
+        m = private_tables(attach(shared))
         check_tables(m, fingerprint, shared)
         self.worker = Worker(m, layout)
         _set_threads(self.threads, imported_only=True)
-        return time.process_time() - start
+        self.cpu["configure"] = seconds = time.process_time() - start
+        return seconds
 
     def run(self, tasks: list[BatchTask]) -> tuple[list[BatchResult], float]:
         """The tasks' results in order and the CPU seconds they took here."""
-        start = time.process_time()
+        start, thread = time.process_time(), time.thread_time()
         results = [self.worker.run(t) for t in tasks]
-        return results, time.process_time() - start
+        seconds = time.process_time() - start
+        c = self.cpu
+        c["run"] += seconds
+        c["run_thread"] += time.thread_time() - thread  # without Ray's threads meanwhile
+        c["calls"] += 1
+        c["batches"] += len(tasks)
+        return results, seconds
+
+    def stats(self) -> dict:
+        """CPU seconds of this actor's process (benchmarks): at the start of its constructor,
+        now, in :meth:`configure`, in :meth:`run` (with and without Ray's own threads)."""
+        return {"pid": os.getpid(), "started": self.started_cpu, "now": _process_cpu(),
+                **self.cpu}
+
+
+def _process_cpu() -> float:
+    """CPU seconds of this process since it started (``/proc``; elsewhere ``process_time``,
+    which misses what ran before Python did)."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return time.process_time()
+
+
+#: sampling tables up to this size (all of them together) are copied into each actor's memory
+PRIVATE_TABLES_BYTES = 64 << 20
+
+
+def private_tables(m):
+    """``m`` with its sampling tables copied from the memory-mapped files into this process's
+    memory when they are small (CusText's: 12 MB; the space's vectors stay mapped and
+    shared). Random lookups into mapped file pages cost custext 1-3 ms more CPU per 512-record
+    batch than into memory numpy allocates (which Linux can back with huge pages: fewer TLB
+    misses) - measured, ``benchmarks/bench_corpus.py raybatch``; the copy costs a few ms."""
+    import numpy as np
+
+    from dptext.corpus import shared as shared_mod
+    from dptext.mechanisms.word import WordMechanism
+
+    if not isinstance(m, WordMechanism) or not m.is_fitted:
+        return m
+    tables = shared_mod.fitted_tables(m)
+    if sum(a.nbytes for a in tables.values()) <= PRIVATE_TABLES_BYTES:
+        shared_mod._install(m, m.space, {k: np.array(a) for k, a in tables.items()})
+    return m
 
 
 def check_tables(m, fingerprint: str | None, shared: dict) -> None:
@@ -269,6 +318,10 @@ class RayExecutor:
                         up.append(i)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as err:
             raise self._error(err) from None
+
+    def actor_stats(self) -> list[dict]:
+        """Each configured actor's :meth:`_Privatizer.stats` (benchmarks)."""
+        return self.ray.get([a.stats.remote() for a in self.actors])
 
     def _kill(self, actor) -> None:
         try:
