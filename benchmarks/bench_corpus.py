@@ -248,11 +248,11 @@ def bench_ray_batches(d: Path, n: int = 200_000) -> dict:
     ex = RayExecutor(shared, layout, workers=2)
     init = time.monotonic() - t
     first, got = None, []
-    t = time.monotonic()
+    t, c = time.monotonic(), time.process_time()
     for r in ex.map(tasks):
         first = first or time.monotonic() - t
         got.append(r.data)
-    total = time.monotonic() - t
+    total, driver = time.monotonic() - t, time.process_time() - c
     stats = ex.actor_stats()
     ex.close()
     import ray
@@ -273,13 +273,15 @@ def bench_ray_batches(d: Path, n: int = 200_000) -> dict:
            "actor_rest_cpu_ms_per_batch": 1000 * rest / nb,
            "inline_cpu_ms_per_batch": 1000 * inline_cpu,
            "overhead_cpu_ms_per_batch": 1000 * ((run_cpu + rest) / nb - inline_cpu),
+           "driver_cpu_ms_per_batch": 1000 * driver / nb,
            "uptime": uptime()}
     print(f"ray batches: {nb} of 512 records in {res['calls']} calls on {len(stats)} actors: "
           f"CPU in the calls {res['actor_cpu_ms_per_batch']:.2f} ms/batch (the calling thread "
           f"{res['actor_thread_cpu_ms_per_batch']:.2f}) + outside them "
           f"{res['actor_rest_cpu_ms_per_batch']:.2f}, vs inline "
           f"{res['inline_cpu_ms_per_batch']:.2f} ms/batch: overhead "
-          f"{res['overhead_cpu_ms_per_batch']:+.2f} ms/batch; per actor start-up "
+          f"{res['overhead_cpu_ms_per_batch']:+.2f} ms/batch in the actors, "
+          f"{res['driver_cpu_ms_per_batch']:.2f} ms/batch in the driver; per actor start-up "
           f"{', '.join(f'{x:.2f}' for x in res['actor_start_cpu_s'])} s CPU, attach "
           f"{', '.join(f'{x:.2f}' for x in res['actor_configure_cpu_s'])} s; ray.init "
           f"{init:.1f} s, first result after {first:.1f} s, all {total:.1f} s | "

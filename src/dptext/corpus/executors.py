@@ -31,7 +31,6 @@ from itertools import islice
 
 from dptext.corpus.ray_executor import RayExecutor, ray_init  # imports Ray only when used
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
-from dptext.errors import DPTextError
 
 
 class InlineExecutor:
@@ -244,8 +243,11 @@ class ProcessExecutor:
             while pending:
                 yield from pending.popleft().result()[0]
         except BrokenProcessPool:
-            raise DPTextError("a worker process died (out of memory, or killed); the "
-                              "committed shards are kept: rerun to continue") from None
+            from dptext.corpus.engine import ResumableError  # (engine imports this module)
+
+            # resumable: a plain DPTextError would make the engine remove the work directory
+            raise ResumableError("a worker process died (out of memory, or killed); the "
+                                 "committed shards are kept: rerun to continue") from None
 
     def close(self) -> None:
         if self.pool is None:

@@ -24,12 +24,15 @@ node mounts at the same path.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
+from pathlib import Path
 
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
 from dptext.errors import DPTextError
@@ -37,31 +40,32 @@ from dptext.errors import DPTextError
 
 class _Privatizer:
     """The actor (made a Ray actor class by :func:`_actor_class`): attaches the mechanism once
-    (:meth:`configure`) and runs calls of consecutive batches (:meth:`run`)."""
+    (:meth:`configure`) and runs calls of consecutive batches (:meth:`run`). Its constructor
+    takes no arguments, so that it runs before this process deserializes anything (see
+    :func:`_lean_serialization`)."""
 
-    def __init__(self, torch_threads: int) -> None:
-        # read by torch when (if) a language-model mechanism imports it
-        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
-        self.threads = torch_threads
+    def __init__(self) -> None:
+        _lean_serialization()
         self.worker: Worker | None = None
         self.started_cpu = _process_cpu()  # Ray's worker start-up and imports until here
         self.cpu = {"run": 0.0, "run_thread": 0.0, "configure": 0.0, "calls": 0, "batches": 0}
 
-    def configure(self, env: dict[str, str] | None, shared: dict, layout: JobLayout,
-                  fingerprint: str | None) -> float | None:
+    def configure(self, torch_threads: int, env: dict[str, str] | None, shared: dict,
+                  layout: JobLayout, digest: str | None) -> float | None:
         """Attach the mechanism; the CPU seconds it took. None, attaching nothing, when this
         process's environment is not ``env`` (the driver's ``PYTHONPATH`` and cache/offline
         variables): the driver then starts an actor with that environment instead."""
         if env is not None and any(os.environ.get(k) != v for k, v in env.items()):
             return None
+        # read by torch when (if) a language-model mechanism imports it
+        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
         from dptext.corpus.executors import _set_threads
         from dptext.corpus.shared import attach
 
         start = time.process_time()
-        m = private_tables(attach(shared))
-        check_tables(m, fingerprint, shared)
-        self.worker = Worker(m, layout)
-        _set_threads(self.threads, imported_only=True)
+        check_export(shared, digest)
+        self.worker = Worker(private_tables(attach(shared)), layout)
+        _set_threads(torch_threads, imported_only=True)
         self.cpu["configure"] = seconds = time.process_time() - start
         return seconds
 
@@ -79,9 +83,29 @@ class _Privatizer:
 
     def stats(self) -> dict:
         """CPU seconds of this actor's process (benchmarks): at the start of its constructor,
-        now, in :meth:`configure`, in :meth:`run` (with and without Ray's own threads)."""
+        now, in :meth:`configure`, in :meth:`run` (with and without Ray's own threads); and
+        which optional packages it imported."""
         return {"pid": os.getpid(), "started": self.started_cpu, "now": _process_cpu(),
+                "imported": sorted(m for m in ("pyarrow", "pydantic", "starlette", "torch",
+                                               "transformers", "pandas") if m in sys.modules),
                 **self.cpu}
+
+
+def _lean_serialization() -> None:
+    """Skip Ray's extra serializers in this actor's process. On its first (de)serialization
+    every Ray worker registers serializers for pydantic models, starlette's ``State`` and
+    Arrow-backed objects (``ray.util.serialization_addons.apply``), importing pydantic,
+    starlette and pyarrow when they are installed - about 0.35 s of CPU per actor, measured.
+    An actor of ours sends and receives only dptext's dataclasses, dicts and bytes, and its
+    process runs nothing else (it is dedicated to the actor and ends with it), so it needs
+    none of them. The driver is left alone: it may be a program of the user's that sends
+    such objects through Ray."""
+    try:
+        from ray.util import serialization_addons
+    except ImportError:  # pragma: no cover - another Ray layout: keep its serializers
+        return
+    if callable(getattr(serialization_addons, "apply", None)):
+        serialization_addons.apply = lambda context: None
 
 
 def _process_cpu() -> float:
@@ -102,9 +126,10 @@ PRIVATE_TABLES_BYTES = 64 << 20
 def private_tables(m):
     """``m`` with its sampling tables copied from the memory-mapped files into this process's
     memory when they are small (CusText's: 12 MB; the space's vectors stay mapped and
-    shared). Random lookups into mapped file pages cost custext 1-3 ms more CPU per 512-record
-    batch than into memory numpy allocates (which Linux can back with huge pages: fewer TLB
-    misses) - measured, ``benchmarks/bench_corpus.py raybatch``; the copy costs a few ms."""
+    shared). Random lookups into mapped file pages cost custext ~2.4 ms more CPU per
+    512-record batch (17%) than into memory numpy allocates, which Linux backs with huge pages
+    (fewer TLB misses) - measured, ``benchmarks/bench_corpus.py raybatch``; the copy costs a
+    few ms."""
     import numpy as np
 
     from dptext.corpus import shared as shared_mod
@@ -118,21 +143,34 @@ def private_tables(m):
     return m
 
 
-def check_tables(m, fingerprint: str | None, shared: dict) -> None:
-    """Refuse tables that are not the driver's: on a cluster a node may see another copy of
-    the work directory (a stale network-filesystem cache, a path that is not shared) - a
-    mechanism with other tables would print a guarantee it does not deliver. The fingerprint
-    is the job's (the manifest's and the provenance's), recomputed over the mapped arrays:
-    ~0.14 s of CPU per actor for the default space."""
-    if fingerprint is None:
-        return
-    from dptext.corpus.engine import tables_fingerprint
+def export_digest(shared: dict) -> str | None:
+    """SHA-256 over the files :func:`~dptext.corpus.shared.export` wrote (names and bytes):
+    what every actor must see before it maps them. None for a mechanism without files."""
+    if shared.get("kind") != "word":
+        return None
+    directory = Path(shared["dir"])
+    h = hashlib.sha256()
+    for path in sorted(directory.iterdir()):
+        if path.name == "space.json" or path.suffix == ".npy":
+            with open(path, "rb") as f:
+                h.update(path.name.encode() + b"\0" + hashlib.file_digest(f, "sha256").digest())
+    return h.hexdigest()
 
-    seen = tables_fingerprint(m)
-    if seen != fingerprint:
-        raise DPTextError(f"the fitted tables in {shared.get('dir')} are not this job's "
-                          f"(fingerprint {seen}, expected {fingerprint}): every Ray node must "
-                          f"see the work directory on the same shared storage")
+
+def check_export(shared: dict, digest: str | None) -> None:
+    """Refuse tables that are not the driver's: on a cluster a node may see another copy of
+    the work directory (a stale network-filesystem cache, a path that is not shared), and a
+    mechanism with other tables would not deliver the guarantee the job prints. The files are
+    hashed before they are mapped (~0.06 s of CPU per actor for the default space's 90 MB, in
+    the page cache); the driver hashed the files it wrote from its own mechanism, whose
+    tables were verified when they were fitted or loaded."""
+    if digest is None:
+        return
+    seen = export_digest(shared)
+    if seen != digest:
+        raise DPTextError(f"the shared tables in {shared['dir']} are not the ones this job "
+                          f"wrote (another copy of the directory?): every Ray node must see "
+                          f"the work directory on the same shared storage")
 
 
 _ACTOR = None
@@ -183,9 +221,8 @@ def cluster_env() -> dict[str, str] | None:
 class RayExecutor:
     """``workers`` Ray actors; see the module docstring. :meth:`start` creates them (Ray
     starts their processes while this one goes on), :meth:`configure` hands them the
-    mechanism; ``RayExecutor(shared, layout, workers=...)`` does both. ``fingerprint``: the
-    job's tables fingerprint, which every actor checks (None: computed here from the
-    exported tables).
+    mechanism (and the digest of its exported files, which each actor checks); ``RayExecutor
+    (shared, layout, workers=...)`` does both.
 
     On a cluster an actor is first made without a ``runtime_env``: a worker process with one
     is started through Ray's runtime-env setup, which imports Ray twice (about 0.9 s more CPU
@@ -198,12 +235,15 @@ class RayExecutor:
     PER_ACTOR = 2
     #: calls an actor held by the driver, done or not (bounded memory: results in order)
     WINDOW = 3
-    #: actor CPU seconds a call aims at (see ProcessExecutor.TASK_SECONDS), at most MAX_CHUNK
-    TASK_SECONDS = 0.2
-    MAX_CHUNK = 16
+    #: actor CPU seconds a call aims at, at most MAX_CHUNK batches: a call costs the driver
+    #: ~3-5 ms of CPU (Ray's submission, wait and result), more than a process pool's round
+    #: trip (measured, ``bench_corpus.py raybatch``); the last call of a job may leave the
+    #: other actors idle for as long
+    TASK_SECONDS = 0.4
+    MAX_CHUNK = 64
 
     def __init__(self, shared: dict | None = None, layout: JobLayout | None = None, *,
-                 workers: int, torch_threads: int = 1, fingerprint: str | None = None) -> None:
+                 workers: int, torch_threads: int = 1) -> None:
         self.ray = ray_init(workers)
         self.workers, self.threads = workers, torch_threads
         self.env = cluster_env()
@@ -211,9 +251,10 @@ class RayExecutor:
         self.with_env = [False] * workers
         self._ready: dict = {}  # configure call -> actor index
         self._config: tuple | None = None
+        self.up: list[int] = []  # the actors configured, in the order they came up
         self.attach_seconds: list[float] = []
         if shared is not None:
-            self.configure(shared, layout, fingerprint=fingerprint)
+            self.configure(shared, layout)
 
     @classmethod
     def start(cls, workers: int, torch_threads: int = 1) -> RayExecutor:
@@ -224,24 +265,19 @@ class RayExecutor:
         cls = _actor_class(self.ray)
         if env is not None:
             cls = cls.options(runtime_env={"env_vars": env})
-        return cls.remote(self.threads)
+        return cls.remote()
 
-    def configure(self, shared: dict, layout: JobLayout, *, fingerprint: str | None = None
-                  ) -> RayExecutor:
-        if fingerprint is None and shared.get("kind") == "word":
-            from dptext.corpus.engine import tables_fingerprint
-            from dptext.corpus.shared import attach
-
-            fingerprint = tables_fingerprint(attach(shared))
-        self._config = (shared, layout, fingerprint)
+    def configure(self, shared: dict, layout: JobLayout) -> RayExecutor:
+        self._config = (shared, layout, export_digest(shared))
         for i in range(len(self.actors)):
             self._configure(i)
         return self
 
     def _configure(self, i: int) -> None:
-        shared, layout, fingerprint = self._config
+        shared, layout, digest = self._config
         env = None if self.with_env[i] else self.env
-        self._ready[self.actors[i].configure.remote(env, shared, layout, fingerprint)] = i
+        ref = self.actors[i].configure.remote(self.threads, env, shared, layout, digest)
+        self._ready[ref] = i
 
     def _came_up(self, ref) -> int | None:
         """Actor ``i`` whose configure call ``ref`` finished, if it is ready; else it is
@@ -282,7 +318,7 @@ class RayExecutor:
         ray = self.ray
         it = iter(tasks)
         queued = [0] * len(self.actors)  # calls not yet finished, per actor
-        up: list[int] = []  # actors configured
+        up = self.up
         pending: deque = deque()  # calls in input order
         owner: dict = {}  # unfinished call -> actor
         chunk, per_batch, exhausted = 1, None, False
@@ -320,8 +356,9 @@ class RayExecutor:
             raise self._error(err) from None
 
     def actor_stats(self) -> list[dict]:
-        """Each configured actor's :meth:`_Privatizer.stats` (benchmarks)."""
-        return self.ray.get([a.stats.remote() for a in self.actors])
+        """Each configured actor's :meth:`_Privatizer.stats` (benchmarks; an actor still
+        waiting for a CPU would never answer)."""
+        return self.ray.get([self.actors[i].stats.remote() for i in self.up])
 
     def _kill(self, actor) -> None:
         try:
