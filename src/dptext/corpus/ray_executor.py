@@ -1,21 +1,25 @@
 """``--engine ray``: the batches on Ray actors, on this machine or on a cluster.
 
 ``--workers`` plain Ray actors (``ray.remote`` classes, one CPU each) each attach the mechanism
-once from the memory-mapped tables (:mod:`dptext.corpus.shared`), check the tables' fingerprint
-against the driver's, and then run calls of consecutive batches - reading their byte ranges
-from the input themselves, as a process worker does. The driver keeps at most
-:attr:`RayExecutor.PER_ACTOR` calls queued on each actor (one running, one waiting, so an actor
-never waits for a round trip), takes results as they finish (``ray.wait``) and hands them on in
-input order, at most :attr:`RayExecutor.WINDOW` calls an actor held (bounded memory). Calls are
-sized like the process pool's tasks (about 0.2 s of the actor's CPU, at most 16 batches) from
-the CPU the actors report.
+once from the memory-mapped files the driver exported (:mod:`dptext.corpus.shared`) after
+checking that those files are the driver's (:func:`check_export`), copy its small sampling
+tables into their own memory (:func:`private_tables`), and then run calls of consecutive
+batches - reading their byte ranges of the input themselves, as a process worker does. The
+driver keeps at most :attr:`RayExecutor.PER_ACTOR` calls queued on each actor (one running,
+one waiting, so an actor never waits for a round trip), takes results as they finish
+(``ray.wait``) and hands them on in input order, holding at most :attr:`RayExecutor.WINDOW`
+calls per actor, done or not (bounded memory). A call is sized from the CPU the actors report
+to take about :attr:`RayExecutor.TASK_SECONDS` (at most :attr:`RayExecutor.MAX_CHUNK`
+batches); batches, their generators and results stay one per batch, so the bytes do not
+depend on it. An actor that never gets a CPU (more ``--workers`` than the cluster has) is
+simply never given work.
 
 Why plain actors and not Ray Data (``from_items`` -> ``map_batches`` on an actor pool ->
-``iter_batches``, the design before): the work is already cut into batches and read by the
-workers, so Ray Data only carried tasks and results - and it cost a Ray Data import (pyarrow,
-pandas: ~1 s of CPU) in the driver and in each actor, three detached helper actors on a fresh
-cluster (~8 s of CPU), and its streaming executor's threads in the driver. Measured in
-docs/scale.md.
+``iter_batches``, the design before): the batches are already cut by the driver and read by
+the workers, so Ray Data only carried tasks and results - and it cost a Ray Data import
+(pyarrow, pandas: ~1 s of CPU) in the driver and in each actor, three detached helper actors
+on a fresh cluster (~8 s of CPU) and its streaming executor's threads in the driver
+(docs/scale.md has the figures).
 
 ``ray.init()`` joins the cluster named by ``RAY_ADDRESS`` or starts a new local one; on a
 cluster the input (and the work directory, with the shared tables) must be on storage every
