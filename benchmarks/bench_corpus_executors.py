@@ -154,7 +154,7 @@ def _role(proc, driver: int) -> str:
         return "driver"
     title = " ".join(proc.cmdline())
     if title.startswith("ray::"):
-        return title.split()[0]  # ray::_RayPrivatizer, ray::IDLE, ray::StatsActor ...
+        return title.split()[0]  # ray::_Privatizer.run, ray::IDLE, ray::DashboardAgent ...
     for name in ("default_worker", "gcs_server", "raylet", "dashboard_agent", "runtime_env",
                  "log_monitor", "monitor.py", "multiprocessing"):
         if name in title:

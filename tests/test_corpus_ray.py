@@ -73,8 +73,8 @@ def test_multi_batch_calls_on_more_actors_than_cpus_give_the_inline_results(
     finally:
         ex.close()
     _same(results, inline)
-    assert len(ex.attach_seconds) == 2  # the third actor waited for a CPU the whole time
-    assert sum(s["batches"] for s in stats) == len(tasks)
+    assert 1 <= len(ex.up) <= 2  # the third actor waited for a CPU the whole time
+    assert sum(s["batches"] for s in stats) == len(tasks)  # all run by the actors that were up
     assert max(s["calls"] for s in stats) < len(tasks) // 2  # several batches a call
     for s in stats:  # Ray's serializers for pydantic, starlette and Arrow were skipped
         assert not {"pyarrow", "pydantic", "starlette", "torch"} & set(s["imported"])
@@ -89,8 +89,9 @@ def test_an_actor_without_the_drivers_environment_is_replaced_by_one_with_it(
     ex = rx.RayExecutor(shared, layout, workers=2)
     try:
         results = list(ex.map(iter(tasks)))
-        env = ex.ray.get([ex.actors[i].configure.remote(1, {"DPTEXT_TEST_RAY_ENV": "42"},
-                                                        shared, layout, None) for i in ex.up])
+        # both replacements (one may still be starting when the other has run every batch)
+        env = ex.ray.get([a.configure.remote(1, {"DPTEXT_TEST_RAY_ENV": "42"}, shared, layout,
+                                             None) for a in ex.actors])
     finally:
         ex.close()
     _same(results, inline)
