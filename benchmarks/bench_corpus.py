@@ -218,39 +218,17 @@ def bench_ray(d: Path, repeat: int) -> dict:
     return res
 
 
-class _TimedPrivatizer:
-    """The engine's Ray actor, timing each call (CPU and wall) inside the actor."""
-
-    def __init__(self, shared: dict, layout) -> None:
-        from dptext.corpus.shared import attach
-        from dptext.corpus.work import Worker
-
-        self.worker = Worker(attach(shared), layout)
-
-    def __call__(self, batch: dict) -> dict:
-        import pickle
-
-        import numpy as np
-
-        t, c = time.monotonic(), time.process_time()
-        out = [pickle.dumps(self.worker.run(pickle.loads(x))) for x in batch["task"]]
-        n = len(out)
-        return {"batch": np.asarray(batch["batch"]), "result": np.array(out, dtype=object),
-                "wall": np.full(n, (time.monotonic() - t) / n),
-                "cpu": np.full(n, (time.process_time() - c) / n), "pid": np.full(n, os.getpid())}
-
-
-def bench_ray_batches(d: Path, n: int = 200_000, per_call: int = 16) -> dict:
-    """Ray's cost per batch, from inside: the actors' CPU seconds per 512-record batch (the
-    engine's pipeline: from_items -> map_batches on 2 actors -> iter_batches) against the same
-    batches run inline; and how long the pipeline takes to return its first result (actor
-    start-up). CPU seconds are not depressed by the load of other jobs; wall seconds are."""
-    import pickle
-
+def bench_ray_batches(d: Path, n: int = 200_000) -> dict:
+    """Ray's cost per batch, from inside: the engine's executor (``RayExecutor``, 2 actors on
+    a local Ray) over the batches of ``n`` records against the same batches run inline, with
+    each actor's CPU seconds from its process (``/proc``): its start-up (Ray's worker and the
+    imports), attaching the mechanism (and checking its fingerprint), the calls (with and
+    without Ray's own threads meanwhile) and the rest (receiving tasks, sending results).
+    CPU seconds are not depressed by the load of other jobs; wall seconds are."""
     sys.path.insert(0, SRC)
     os.environ["PYTHONPATH"] = SRC
-    from dptext.corpus import executors
     from dptext.corpus.ranges import scan
+    from dptext.corpus.ray_executor import RayExecutor
     from dptext.corpus.shared import export
     from dptext.corpus.sources import expand
     from dptext.corpus.work import BatchTask, JobLayout, Worker
@@ -263,43 +241,51 @@ def bench_ray_batches(d: Path, n: int = 200_000, per_call: int = 16) -> dict:
     tasks = [BatchTask(i, 0, range=r) for i, r in enumerate(scan(src, "txt", 512))]
     w = Worker(m, layout)
     c = time.process_time()
-    inline = [w.run(t) for t in tasks]
+    inline = [w.run(t).data for t in tasks]
     inline_cpu = (time.process_time() - c) / len(tasks)
-    t = time.monotonic()
-    ray = executors.ray_init(2)
-    init = time.monotonic() - t
     shared = export(m, d / "rb-shared")
-    ctx = ray.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True
-    items = [{"batch": k.batch_id, "task": pickle.dumps(k)} for k in tasks]
     t = time.monotonic()
-    ds = ray.data.from_items(items, override_num_blocks=-(-len(items) // per_call)).map_batches(
-        _TimedPrivatizer, batch_size=per_call, num_cpus=1,
-        compute=ray.data.ActorPoolStrategy(size=2),
-        fn_constructor_kwargs={"shared": shared, "layout": layout})
-    first, cpu, wall, pids, got = None, 0.0, 0.0, set(), []
-    for b in ds.iter_batches(batch_size=None, batch_format="numpy"):
+    ex = RayExecutor(shared, layout, workers=2)
+    init = time.monotonic() - t
+    first, got = None, []
+    t, c = time.monotonic(), time.process_time()
+    for r in ex.map(tasks):
         first = first or time.monotonic() - t
-        cpu += float(b["cpu"].sum())
-        wall += float(b["wall"].sum())
-        pids.update(int(p) for p in b["pid"])
-        got.extend(pickle.loads(x).data for x in b["result"])
-    total = time.monotonic() - t
-    if got != [r.data for r in inline]:
+        got.append(r.data)
+    total, driver = time.monotonic() - t, time.process_time() - c
+    stats = ex.actor_stats()
+    ex.close()
+    import ray
+
+    ray.shutdown()
+    if got != inline:
         raise SystemExit("Ray and inline batches differ")
-    res = {"batches": len(tasks), "records": n, "per_call": per_call, "actors": len(pids),
-           "ray_init_s": init, "first_result_s": first, "pipeline_s": total,
-           "actor_cpu_ms_per_batch": 1000 * cpu / len(tasks),
-           "actor_wall_ms_per_batch": 1000 * wall / len(tasks),
+    nb = len(tasks)
+    run_cpu = sum(s["run"] for s in stats)
+    rest = sum(s["now"] - s["started"] - s["configure"] - s["run"] for s in stats)
+    res = {"batches": nb, "records": n, "actors": len(stats),
+           "ray_init_s": init, "first_result_s": first, "map_s": total,
+           "actor_start_cpu_s": [s["started"] for s in stats],
+           "actor_configure_cpu_s": [s["configure"] for s in stats],
+           "calls": sum(s["calls"] for s in stats),
+           "actor_cpu_ms_per_batch": 1000 * run_cpu / nb,
+           "actor_thread_cpu_ms_per_batch": 1000 * sum(s["run_thread"] for s in stats) / nb,
+           "actor_rest_cpu_ms_per_batch": 1000 * rest / nb,
            "inline_cpu_ms_per_batch": 1000 * inline_cpu,
-           "overhead_cpu_ms_per_batch": 1000 * (cpu / len(tasks) - inline_cpu),
+           "overhead_cpu_ms_per_batch": 1000 * ((run_cpu + rest) / nb - inline_cpu),
+           "driver_cpu_ms_per_batch": 1000 * driver / nb,
            "uptime": uptime()}
-    print(f"ray batches: {len(tasks)} of 512 records, blocks of {per_call}: actor CPU "
-          f"{res['actor_cpu_ms_per_batch']:.1f} ms/batch vs inline "
-          f"{res['inline_cpu_ms_per_batch']:.1f} ms/batch "
-          f"(overhead {res['overhead_cpu_ms_per_batch']:+.1f} ms); actor wall "
-          f"{res['actor_wall_ms_per_batch']:.1f} ms/batch; ray.init {init:.1f} s, first result "
-          f"after {first:.1f} s, pipeline {total:.1f} s | {res['uptime']}", flush=True)
+    print(f"ray batches: {nb} of 512 records in {res['calls']} calls on {len(stats)} actors: "
+          f"CPU in the calls {res['actor_cpu_ms_per_batch']:.2f} ms/batch (the calling thread "
+          f"{res['actor_thread_cpu_ms_per_batch']:.2f}) + outside them "
+          f"{res['actor_rest_cpu_ms_per_batch']:.2f}, vs inline "
+          f"{res['inline_cpu_ms_per_batch']:.2f} ms/batch: overhead "
+          f"{res['overhead_cpu_ms_per_batch']:+.2f} ms/batch in the actors, "
+          f"{res['driver_cpu_ms_per_batch']:.2f} ms/batch in the driver; per actor start-up "
+          f"{', '.join(f'{x:.2f}' for x in res['actor_start_cpu_s'])} s CPU, attach "
+          f"{', '.join(f'{x:.2f}' for x in res['actor_configure_cpu_s'])} s; ray.init "
+          f"{init:.1f} s, first result after {first:.1f} s, all {total:.1f} s | "
+          f"{res['uptime']}", flush=True)
     return res
 
 
@@ -335,6 +321,8 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--words", type=int, default=None,
                    help="DP-MLM: words of headlines (default 200 for quick, else 600)")
+    p.add_argument("--ray-records", type=int, default=200_000,
+                   help="raybatch: records (batches of 512)")
     p.add_argument("--out", help="write the results as JSON")
     a = p.parse_args()
     results = {"load_start": load(), "uptime_start": uptime()}
@@ -349,7 +337,7 @@ def main() -> None:
                 words = a.words or (200 if a.what == "quick" else 600)
                 results[what] = bench_dpmlm(d, a.repeat, words)
             elif what == "raybatch":
-                results[what] = bench_ray_batches(d)
+                results[what] = bench_ray_batches(d, a.ray_records)
             else:
                 results[what] = {"scale": bench_scale, "workers": bench_workers,
                                  "ray": bench_ray}[what](d, a.repeat)

@@ -107,11 +107,14 @@ def run_job(args: list[str], cwd: Path, env: dict, out: str, keep: set[int] | No
                           *args, "-o", out], cwd=cwd, env=env, stderr=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, text=True)
     seen: dict[tuple[int, float], float] = {}  # (pid, start) -> its own CPU when last seen
+    names: dict[tuple[int, float], str] = {}
 
     def sample() -> None:
         for c in psutil.Process().children(recursive=True):
             try:
                 key, ct = (c.pid, c.create_time()), c.cpu_times()
+                if names.get(key, "ray::IDLE") in ("ray::IDLE", "default_worker"):
+                    names[key] = _role(c, p.pid)  # an actor's title, once it has one
             except psutil.Error:
                 continue
             seen[key] = ct.user + ct.system
@@ -133,9 +136,30 @@ def run_job(args: list[str], cwd: Path, env: dict, out: str, keep: set[int] | No
     # short by the last 0.1 s of each process) count what the exact figure cannot
     sampled = sum(cpu - before.get(key, 0.0) for key, cpu in seen.items())
     exact = tree_cpu() - cpu0
+    roles: dict[str, float] = {}
+    for key, cpu in seen.items():
+        role = names.get(key, "?")
+        roles[role] = roles.get(role, 0.0) + cpu - before.get(key, 0.0)
     return {"seconds": wall, "cpu_seconds": max(exact, sampled), "cpu_exact": exact,
             "cpu_sampled": sampled, "driver_cpu_seconds": driver,
+            "cpu_by_role": {k: round(v, 2) for k, v in sorted(roles.items(),
+                                                              key=lambda kv: -kv[1])},
             "peak_rss_mb": peak / 2**20, "uptime": up}
+
+
+def _role(proc, driver: int) -> str:
+    """What a process of the tree is, for the CPU breakdown: the driver, a worker or Ray
+    actor (by its title), or one of Ray's daemons (by its executable or script)."""
+    if proc.pid == driver:
+        return "driver"
+    title = " ".join(proc.cmdline())
+    if title.startswith("ray::"):
+        return title.split()[0]  # ray::_Privatizer.run, ray::IDLE, ray::DashboardAgent ...
+    for name in ("default_worker", "gcs_server", "raylet", "dashboard_agent", "runtime_env",
+                 "log_monitor", "monitor.py", "multiprocessing"):
+        if name in title:
+            return name
+    return proc.name()
 
 
 def best(runs: list[dict]) -> dict:
@@ -153,6 +177,9 @@ def show(label: str, n: int, r: dict) -> None:
           f"{r['cpu_seconds']:6.2f} s = {1000 * r['cpu_seconds'] / n:6.3f} s/1k rec (driver "
           f"{r['driver_cpu_seconds']:5.2f}) | rss {r['peak_rss_mb']:5.0f} MB | {r['uptime']}",
           flush=True)
+    if len(r.get("cpu_by_role", {})) > 1:
+        print("    cpu by process:", ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_by_role"].items()
+                                                 if v >= 0.05), flush=True)
 
 
 def free_port() -> int:

@@ -11,19 +11,15 @@ plus the batch's report: the driver never decodes, privatizes or encodes a recor
   they share its arrays copy-on-write and import nothing (:func:`fork_safe`). Otherwise they
   are spawned and each attaches the mechanism from memory-mapped arrays
   (:mod:`dptext.corpus.shared`) once, with one torch thread.
-* :class:`RayExecutor` (``--engine ray``): Ray Data, streaming. The tasks go in windows through
-  ``ray.data.from_items`` -> ``map_batches`` on an actor pool (each actor attaches the
-  mechanism once and reads its ranges from the input itself) -> ``iter_batches`` back in order;
-  nothing is staged in files. ``ray.init()`` joins the cluster named by ``RAY_ADDRESS`` or
-  starts a local one; on a cluster the input (and the shared tables) must be on storage every
-  node mounts at the same path.
+* :class:`~dptext.corpus.ray_executor.RayExecutor` (``--engine ray``): ``--workers`` Ray
+  actors, each attaching the mechanism once and reading its ranges from the input itself
+  (:mod:`dptext.corpus.ray_executor`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import os
 import pickle
 import signal
@@ -33,8 +29,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+from dptext.corpus.ray_executor import RayExecutor, ray_init  # imports Ray only when used
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
-from dptext.errors import DPTextError
 
 
 class InlineExecutor:
@@ -247,8 +243,11 @@ class ProcessExecutor:
             while pending:
                 yield from pending.popleft().result()[0]
         except BrokenProcessPool:
-            raise DPTextError("a worker process died (out of memory, or killed); the "
-                              "committed shards are kept: rerun to continue") from None
+            from dptext.corpus.engine import ResumableError  # (engine imports this module)
+
+            # resumable: a plain DPTextError would make the engine remove the work directory
+            raise ResumableError("a worker process died (out of memory, or killed); the "
+                                 "committed shards are kept: rerun to continue") from None
 
     def close(self) -> None:
         if self.pool is None:
@@ -262,116 +261,4 @@ class ProcessExecutor:
         _FORKED.pop(self._token, None)
 
 
-# ------------------------------------------------------------------ ray
-class _RayPrivatizer:
-    """A Ray Data actor: attaches the mechanism once, then runs task after task."""
-
-    def __init__(self, shared: dict, layout: JobLayout, torch_threads: int) -> None:
-        os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
-        from dptext.corpus.shared import attach
-
-        self.worker = Worker(attach(shared), layout)
-        _set_threads(torch_threads, imported_only=True)
-
-    def __call__(self, batch: dict) -> dict:
-        import numpy as np
-
-        out = [pickle.dumps(self.worker.run(pickle.loads(t)), protocol=pickle.HIGHEST_PROTOCOL)
-               for t in batch["task"]]
-        return {"batch": np.asarray(batch["batch"]), "result": np.array(out, dtype=object)}
-
-
-def ray_init(workers: int):
-    try:
-        import ray
-    except ImportError:
-        raise DPTextError("--engine ray needs Ray: pip install 'dptext[ray]'") from None
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        kwargs: dict = {"log_to_driver": False, "include_dashboard": False,
-                        "logging_level": logging.ERROR}
-        if address:
-            # the cluster's workers were started elsewhere: give them this environment
-            env = {k: os.environ[k] for k in ("PYTHONPATH", "DPTEXT_CACHE", "HF_HUB_OFFLINE",
-                                              "TRANSFORMERS_OFFLINE") if k in os.environ}
-            kwargs["runtime_env"] = {"env_vars": env}
-        else:
-            # a new local instance ("local": ray.init() without an address joins the latest
-            # cluster on the machine, which may be another job's), whose workers inherit this
-            # environment: no runtime_env to set up
-            address = "local"
-            kwargs["num_cpus"] = workers
-        ray.init(address=address, **kwargs)
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = False
-    ctx.print_on_execution_start = False
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
-    return ray
-
-
-class RayExecutor:
-    """Ray Data over windows of tasks: range tasks (a few hundred bytes each) go 20,000 to a
-    window - one Ray Data execution, one actor pool, for ten million records at the default
-    batch size; tasks that carry records (CSV, Parquet) go ``record_window`` records to a
-    window, which bounds the driver's memory. ``per_call`` tasks make one ``map_batches``
-    call and one Ray Data block (None: up to 16, at least 4 blocks per actor)."""
-
-    name = "ray"
-    RANGE_WINDOW = 20_000
-
-    def __init__(self, shared: dict, layout: JobLayout, *, workers: int, torch_threads: int = 1,
-                 per_call: int | None = None, record_window: int = 50_000) -> None:
-        self.ray = ray_init(workers)
-        self.shared, self.layout = shared, layout
-        self.workers, self.torch_threads = workers, torch_threads
-        self.per_call, self.record_window = per_call, record_window
-
-    def _windows(self, tasks: Iterable[BatchTask]) -> Iterator[list[BatchTask]]:
-        it = iter(tasks)
-        while True:
-            first = next(it, None)
-            if first is None:
-                return
-            window = [first]
-            if first.records is None:
-                window.extend(islice(it, self.RANGE_WINDOW - 1))
-            else:
-                size = len(first.records)
-                while size < self.record_window:
-                    t = next(it, None)
-                    if t is None:
-                        break
-                    window.append(t)
-                    size += len(t.records or ())
-            yield window
-
-    def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
-        ray = self.ray
-        ctx = ray.data.DataContext.get_current()
-        ctx.execution_options.preserve_order = True
-        for window in self._windows(tasks):
-            items = [{"batch": t.batch_id,
-                      "task": pickle.dumps(t, protocol=pickle.HIGHEST_PROTOCOL)} for t in window]
-            # one Ray Data block per call: large enough that Ray's per-block cost (measured
-            # in benchmarks/bench_corpus.py) is small, small enough that every actor gets work
-            per_call = self.per_call or max(1, min(16, len(items) // (4 * self.workers)))
-            blocks = max(1, -(-len(items) // per_call))
-            ds = ray.data.from_items(items, override_num_blocks=blocks)
-            ds = ds.map_batches(
-                _RayPrivatizer, batch_size=per_call, num_cpus=1,
-                compute=ray.data.ActorPoolStrategy(size=min(self.workers, blocks)),
-                fn_constructor_kwargs={"shared": self.shared, "layout": self.layout,
-                                       "torch_threads": self.torch_threads})
-            del items
-            expected = iter(t.batch_id for t in window)
-            for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-                for batch_id, blob in zip(batch["batch"], batch["result"], strict=True):
-                    want = next(expected)
-                    if int(batch_id) != want:  # preserve_order makes this impossible
-                        raise DPTextError(f"Ray returned batch {batch_id} before {want}")
-                    yield pickle.loads(blob)
-            if next(expected, None) is not None:
-                raise DPTextError("Ray returned fewer batches than it was given")
-
-    def close(self) -> None:
-        pass  # the Ray runtime stays up for the process (ray.shutdown() at exit)
+__all__ = ["InlineExecutor", "ProcessExecutor", "RayExecutor", "fork_safe", "ray_init"]
