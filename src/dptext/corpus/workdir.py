@@ -98,7 +98,7 @@ class WorkDir:
 
     def write(self, manifest: dict) -> None:
         manifest["format"] = FORMAT
-        write_durably(self.path / MANIFEST, json.dumps(manifest, indent=1).encode())
+        write_durably(self.path / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
 
     def clean(self, manifest: dict | None) -> None:
         """Delete what the manifest does not list (an interrupted shard's files; everything
