@@ -175,3 +175,55 @@ def test_without_a_seed_the_groups_draw_fresh_randomness(llama, monkeypatch):
     texts = _texts(6, seed=3)
     outs = {tuple(r.text for r in m.privatize_batch(texts)) for _ in range(3)}
     assert len(outs) > 1
+
+
+# ------------------------------------------------------------ rng="secure"
+def test_secure_children_are_chacha20_with_distinct_keys_from_the_parent_alone():
+    from dptext.rng import is_secure, secure_children, secure_generator
+
+    def keys(gen):
+        return [tuple(g.bit_generator.state["state"]["keysetup"]) for g in gen]
+
+    a = secure_children(secure_generator(seed=4), 3)
+    assert all(is_secure(g) for g in a) and len(set(keys(a))) == 3
+    assert keys(a) == keys(secure_children(secure_generator(seed=4), 3))
+    assert keys(a) != keys(secure_children(secure_generator(seed=5), 3))
+    with pytest.raises(Exception, match="secure"):
+        secure_children(np.random.default_rng(1), 2)
+
+
+@pytest.mark.parametrize("name", ["dpmlm", "dpprompt"])
+def test_secure_rng_draws_every_lm_word_from_the_chacha20_keystream(llama, monkeypatch, name):
+    """Under rng="secure" the LM draws (groups at once included) come from ChaCha20: the
+    secure generator is consumed, and no PCG64 or torch generator is seeded for a draw (either
+    would raise here). Before, a torch Mersenne Twister seeded from it made every draw."""
+    from dptext.rng import secure_generator
+
+    params = ({"keep_stopwords": False, "batch_size": 3} if name == "dpmlm"
+              else {"batch_size": 2})
+    m = mechanism(name, model=llama, epsilon=3.0, **params, **CLIP).fit()
+    texts = _texts(7, seed=3)
+    calls: list = []
+
+    class Spy(np.random.Generator):
+        def integers(self, *a, **k):
+            calls.append("integers")
+            return super().integers(*a, **k)
+
+        def random(self, *a, **k):
+            calls.append("random")
+            return super().random(*a, **k)
+
+    def refuse(*a, **k):
+        raise AssertionError("a non-secure generator was seeded for an LM draw")
+
+    spy = Spy(secure_generator().bit_generator)
+    monkeypatch.setattr(threads, "WORKERS", 2)
+    with monkeypatch.context() as patched:
+        for owner, attr in ((np.random, "default_rng"), (np.random, "PCG64"),
+                            (torch, "Generator")):
+            patched.setattr(owner, attr, refuse)
+        results = m.privatize_batch(texts, rng=spy)
+    assert calls and len(results) == len(texts)
+    unit = "mechanism" if name == "dpmlm" else "generated"
+    assert sum(r.report.privatized_by_reason.get(unit, 0) for r in results) > 0

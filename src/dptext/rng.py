@@ -90,6 +90,19 @@ def is_secure(gen: np.random.Generator) -> bool:
     return type(bits).__name__ == "ChaCha" and bits.state["state"]["rounds"] >= 20
 
 
+def secure_children(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """``n`` ChaCha20 generators (20 rounds), each keyed with 256 bits that the secure
+    generator ``rng`` draws, in one call, in order: a key from its keystream is as
+    unpredictable as the keystream. For work split over threads that must not share one
+    generator (and, seeded, must not depend on the threads)."""
+    if not is_secure(rng):
+        raise DPTextError("secure_children needs a secure (ChaCha20) generator")
+    keys = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
+    kind = type(rng.bit_generator)
+    return [np.random.Generator(kind(key=int.from_bytes(k.astype("<u8").tobytes(), "little"),
+                                     counter=0, rounds=20)) for k in keys]
+
+
 def as_generator(rng: RngLike) -> np.random.Generator:
     """``None``: fresh OS entropy (the default). ``"secure"``: ChaCha20 keyed from the OS. An
     int seeds a generator - for experiments only: a seeded run is reproducible, hence

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dptext.rng import is_secure, secure_children
 from dptext.validation import check_epsilon
 
 CHUNK_ROWS = 16  # rows sorted and tabulated together: their tables stay in the cache
@@ -31,21 +32,29 @@ def clipped_log_probs(scores, *, epsilon: float, lo: float, hi: float):
 
 
 def torch_generator(rng: np.random.Generator):
-    """A torch generator seeded from ``rng`` (itself OS entropy unless seeded by the caller)."""
+    """The stream an LM mechanism's draws come from: a torch generator seeded from ``rng``
+    (itself OS entropy unless seeded by the caller); under ``rng="secure"`` the ChaCha20
+    generator itself, so that every draw (:func:`sample`, :func:`spawn_generators`) comes from
+    the secure keystream - not from a Mersenne Twister or a PCG64 seeded from it."""
     import torch
 
+    if is_secure(rng):
+        return rng
     return torch.Generator().manual_seed(int(rng.integers(0, 2**63 - 1)))
 
 
 def spawn_generators(generator, n: int) -> list:
     """``n`` torch generators, the k-th seeded with the k-th 63-bit draw from ``generator``
-    (None: ``n`` times None). The decoders give one to each group of rows they decode
+    (None: ``n`` times None; under ``rng="secure"``, ChaCha20 generators keyed from it:
+    :func:`dptext.rng.secure_children`). The decoders give one to each group of rows they decode
     (:func:`dptext.lm.threads.run_groups`), derived in group order before any group starts,
     so a group's draws do not depend on when the others run - on one thread or on several."""
     import torch
 
     if generator is None:
         return [None] * n
+    if isinstance(generator, np.random.Generator):  # rng="secure" (torch_generator)
+        return secure_children(generator, n)
     seeds = torch.randint(0, 2**63 - 1, (n,), generator=generator).tolist()
     return [torch.Generator().manual_seed(int(s)) for s in seeds]
 
@@ -60,13 +69,16 @@ def sample(scores, *, epsilon: float, lo: float, hi: float, generator) -> np.nda
     cumulative sums, an exact uniform; docs/reliability.md) over the rows' sorted clipped
     scores (:func:`sorted_tables`), then a uniform choice among the candidates that share the
     drawn score (:func:`realized_probabilities` gives the law it realizes). Its generator is
-    seeded from ``generator``'s stream (itself OS entropy unless seeded)."""
+    seeded from ``generator``'s stream (itself OS entropy unless seeded), or is ``generator``
+    itself when that is a (secure) NumPy generator (:func:`torch_generator`)."""
     import torch
 
     from dptext import exact_sampling
 
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    rng = np.random.default_rng(seed)
+    if isinstance(generator, np.random.Generator):  # rng="secure": its keystream itself
+        rng = generator
+    else:
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
     s = _as_float32(scores)
     out = np.empty(len(s), dtype=np.int64)
     for a in range(0, len(s), CHUNK_ROWS):
