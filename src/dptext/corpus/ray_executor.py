@@ -340,8 +340,10 @@ class RayExecutor:
                     pending.append(ref)
                     owner[ref] = a
                     queued[a] += 1
-                if not pending and (exhausted or not self._ready):
+                if not pending and exhausted:
                     return
+                if not pending and not self._ready and not up:  # pragma: no cover - defensive
+                    raise DPTextError("no Ray actor came up to run the job's batches")
                 if pending and pending[0] not in owner:  # the oldest call is done
                     results, seconds = ray.get(pending.popleft())
                     one = seconds / max(1, len(results))
