@@ -313,7 +313,7 @@ def register(subparsers) -> None:
                           "workers for a language-model mechanism on a file of more than two "
                           "batches when two cores are free)")
     run.add_argument("--engine", action=Once, choices=("local", "ray"), default="local",
-                     help="ray: Ray Data (joins $RAY_ADDRESS, else a local Ray)")
+                     help="ray: Ray actors (joins $RAY_ADDRESS, else a local Ray)")
     run.add_argument("--torch-threads", action=Once, type=int_type(1), default=1,
                      help="torch threads per worker (language-model mechanisms)")
     run.add_argument("--batch-size", action=Once, type=int_type(1),
