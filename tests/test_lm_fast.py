@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_lm_mechanisms import CLIP, _llama  # noqa: E402
+from test_lm_mechanisms import CLIP  # noqa: E402
 
 from dptext import mechanism  # noqa: E402
 from dptext.lm import decoding, fast_llama  # noqa: E402
@@ -24,10 +24,9 @@ def _single_thread(one_torch_thread):
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    path = _llama(tmp_path_factory.mktemp("lms") / "llama")
-    model, _ = load_model(path, causal=True)
-    return path, model, fast_llama.fast_forward(model)
+def llama(tiny_llama_dir):
+    model, _ = load_model(tiny_llama_dir, causal=True)
+    return tiny_llama_dir, model, fast_llama.fast_forward(model)
 
 
 def _reference(model, seq):

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_lm_mechanisms import CLIP, WORDS, _llama  # noqa: E402
+from test_lm_mechanisms import CLIP, WORDS  # noqa: E402
 
 from dptext import mechanism  # noqa: E402
 from dptext.lm import decoding, sampling, threads  # noqa: E402
@@ -24,8 +24,8 @@ def _single_thread(one_torch_thread):
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    return _llama(tmp_path_factory.mktemp("lms") / "llama")
+def llama(tiny_llama_dir):
+    return tiny_llama_dir
 
 
 def _texts(n: int, seed: int = 0) -> list[str]:
