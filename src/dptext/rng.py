@@ -43,7 +43,15 @@ def secure_generator(seed: int | np.random.SeedSequence | None = None) -> np.ran
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         key = int.from_bytes(ss.generate_state(8, dtype=np.uint32).astype("<u4").tobytes(),
                              "little")
-    return np.random.Generator(_chacha()(key=key, counter=0, rounds=20))
+    return chacha_generator(key)
+
+
+def chacha_generator(key: int | np.ndarray) -> np.random.Generator:
+    """A Generator over ChaCha20 (20 rounds, counter 0) keyed with ``key``: a 256-bit integer,
+    or four 64-bit words (little-endian, as :func:`secure_children` draws them)."""
+    if isinstance(key, np.ndarray):
+        key = int.from_bytes(key.astype("<u8").tobytes(), "little")
+    return np.random.Generator(_chacha()(key=int(key), counter=0, rounds=20))
 
 
 def generator_state(gen: np.random.Generator) -> dict:
@@ -98,9 +106,7 @@ def secure_children(rng: np.random.Generator, n: int) -> list[np.random.Generato
     if not is_secure(rng):
         raise DPTextError("secure_children needs a secure (ChaCha20) generator")
     keys = rng.integers(0, 2**64, size=(n, 4), dtype=np.uint64)
-    kind = type(rng.bit_generator)
-    return [np.random.Generator(kind(key=int.from_bytes(k.astype("<u8").tobytes(), "little"),
-                                     counter=0, rounds=20)) for k in keys]
+    return [chacha_generator(k) for k in keys]
 
 
 def as_generator(rng: RngLike) -> np.random.Generator:

@@ -29,7 +29,7 @@ from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import WordMechanism, check_choice, register
-from dptext.rng import is_secure
+from dptext.rng import chacha_generator, is_secure
 
 
 @register
@@ -157,8 +157,5 @@ class NoiseStreams:
             return self.rng
         key = self.keys[c - 1]
         if self.secure:
-            key256 = int.from_bytes(key.astype("<u8").tobytes(), "little")
-            bits = type(self.rng.bit_generator)(key=key256, counter=0, rounds=20)
-        else:
-            bits = np.random.PCG64(np.random.SeedSequence(key.tolist()))
-        return np.random.Generator(bits)
+            return chacha_generator(key)
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key.tolist())))
