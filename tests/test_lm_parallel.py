@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from rng_spy import recording_generator  # noqa: E402
 from test_lm_mechanisms import CLIP, WORDS  # noqa: E402
 
 from dptext import mechanism  # noqa: E402
@@ -204,20 +205,10 @@ def test_secure_rng_draws_every_lm_word_from_the_chacha20_keystream(llama, monke
     m = mechanism(name, model=llama, epsilon=3.0, **params, **CLIP).fit()
     texts = _texts(7, seed=3)
     calls: list = []
-
-    class Spy(np.random.Generator):
-        def integers(self, *a, **k):
-            calls.append("integers")
-            return super().integers(*a, **k)
-
-        def random(self, *a, **k):
-            calls.append("random")
-            return super().random(*a, **k)
-
     def refuse(*a, **k):
         raise AssertionError("a non-secure generator was seeded for an LM draw")
 
-    spy = Spy(secure_generator().bit_generator)
+    spy = recording_generator(secure_generator().bit_generator, calls, ("integers", "random"))
     monkeypatch.setattr(threads, "WORKERS", 2)
     with monkeypatch.context() as patched:
         for owner, attr in ((np.random, "default_rng"), (np.random, "PCG64"),

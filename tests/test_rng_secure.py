@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rng_spy import recording_generator
 from scipy import stats
 
 import dptext
@@ -54,17 +55,8 @@ def test_every_word_mechanism_draws_from_the_secure_generator(space, name):
     results = m.privatize_batch(["w1 w2 w3", "w4"], rng="secure")
     assert [r.report.tokens_total for r in results] == [3, 1]
     calls = []
-
-    class Spy(np.random.Generator):
-        def random(self, *a, **k):
-            calls.append("random")
-            return super().random(*a, **k)
-
-        def standard_normal(self, *a, **k):
-            calls.append("normal")
-            return super().standard_normal(*a, **k)
-
-    spy = Spy(secure_generator().bit_generator)
+    spy = recording_generator(secure_generator().bit_generator, calls,
+                              ("random", "standard_normal"))
     m.privatize("w1 w2 w3", rng=spy)
     assert calls  # the mechanism's randomness comes from the generator it is given
 
