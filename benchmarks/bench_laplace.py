@@ -33,6 +33,13 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
   current one in alternating order - an A/B (the median of the per-pair wall-clock ratios;
   on a loaded machine many ``--repeats`` are needed to resolve a few percent);
 - ``--torch``: torch matmul + argmax over all words, 1,024 points a block (the old baseline).
+- ``--kernels``: the raw rate of the lower-precision products this CPU offers, points x all
+  words, 1,024 points a block, the product alone (no argmax, no re-ranking): torch float32,
+  bfloat16 (words converted once), int8 x int8 -> int32 (``torch._int_mm``, points quantized
+  per row) and oneDNN's static quantized linear (uint8 x int8 -> uint8: the fastest int8 path,
+  though its 8-bit output cannot rank the words); and, for int8, the share of words a certified
+  int8 pre-filter would leave to re-rank exactly (score error bounded by Cauchy-Schwarz on the
+  exact quantization errors of point and word) - the ceiling of an int8 indexed search.
 
 Each line gives the wall clock and the process CPU time (the CPU-time ratio is the one to read
 on a loaded machine) and ``uptime``'s load; for ``privatize_batch`` also the CPU time of the
@@ -197,6 +204,74 @@ def serial_sample(m, search):
     return sample
 
 
+def kernel_rates(points32: np.ndarray, words: np.ndarray, repeats: int) -> dict[str, float]:
+    """Tokens/s of points x words^T through each lower-precision kernel (``--kernels``):
+    median of ``repeats`` wall-clock runs over all the points, 1,024 a block."""
+    import warnings
+
+    import torch
+
+    warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
+    blocks = [torch.from_numpy(points32[s: s + 1024]) for s in range(0, len(points32), 1024)]
+    w32 = torch.from_numpy(words)
+    w16 = w32.bfloat16()
+    wscale = w32.abs().amax(1) / 127
+    w8 = torch.round(w32 / wscale[:, None]).to(torch.int8).t()  # words x dim, read as dim x words
+    q8 = []
+    for b in blocks:
+        s = b.abs().amax(1, keepdim=True) / 127
+        q8.append(torch.round(b / s).to(torch.int8))
+    runs: dict[str, object] = {
+        "float32 (torch)": lambda: [b @ w32.T for b in blocks],
+        "bfloat16": lambda: [b.bfloat16() @ w16.T for b in blocks],
+        "int8 -> int32 (torch._int_mm)": lambda: [torch._int_mm(q, w8) for q in q8],
+    }
+    try:
+        old = torch.backends.quantized.engine
+        torch.backends.quantized.engine = "onednn"
+        qw = torch.quantize_per_tensor(w32, float(w32.abs().max()) / 127, 0, torch.qint8)
+        packed = torch.ops.quantized.linear_prepack(qw, None)
+        qx = [torch.quantize_per_tensor(b, float(b.abs().max()) / 127, 128, torch.quint8)
+              for b in blocks]
+        runs["uint8 x int8 -> uint8 (oneDNN)"] = lambda: [
+            torch.ops.quantized.linear(q, packed, 1.0, 0) for q in qx]
+    except (RuntimeError, AttributeError):
+        old = None
+    rates = {}
+    for name, f in runs.items():
+        f()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - t0)
+        rates[name] = len(points32) / float(np.median(times))
+    if old is not None:
+        torch.backends.quantized.engine = old
+    return rates
+
+
+def int8_survivors(points: np.ndarray, words: np.ndarray, best: np.ndarray) -> float:
+    """Share of the words a certified int8 pre-filter must re-rank exactly: score(y) = p.y -
+    |y|^2/2 approximated with per-row int8 point and word, the error of each product bounded
+    by |e_p| |y| + |p_q| |e_y| (Cauchy-Schwarz on the exact quantization errors); a word
+    survives when its upper bound reaches the best word's lower bound."""
+    w64 = words.astype(np.float64)
+    ws = np.abs(w64).max(1) / 127
+    wq = np.round(w64 / ws[:, None]) * ws[:, None]
+    ew = np.linalg.norm(w64 - wq, axis=1)
+    half = 0.5 * np.einsum("ij,ij->i", w64, w64)
+    ps = np.abs(points).max(1) / 127
+    pq = np.round(points / ps[:, None]) * ps[:, None]
+    ep = np.linalg.norm(points - pq, axis=1)
+    approx = pq @ wq.T - half
+    err = ep[:, None] * np.linalg.norm(w64, axis=1)[None, :] \
+        + np.linalg.norm(pq, axis=1)[:, None] * ew[None, :]
+    rows = np.arange(len(points))
+    lower = approx[rows, best] - err[rows, best]
+    return float((approx + err >= lower[:, None]).mean())
+
+
 def median(clocks: list[Clock], clock: str) -> float:
     return float(np.median([getattr(c, clock) for c in clocks]))
 
@@ -220,6 +295,8 @@ def main() -> None:
                     help="A/B: privatize_batch with the noise drawn serially before the search")
     ap.add_argument("--certified", action="store_true",
                     help="share of words two certified pre-filters cannot rule out")
+    ap.add_argument("--kernels", action="store_true",
+                    help="raw rates of the float32 / bfloat16 / int8 products, int8 re-rank share")
     args = ap.parse_args()
     torch.set_num_threads(max(1, _blas_threads()))
     space = default_space()
@@ -360,6 +437,14 @@ def main() -> None:
             print(f"  certified pre-filters (oracle lower bound, {sub.stop} points): "
                   f"{len(centroids)} k-means clusters leave {clusters:.1%} of the words, "
                   f"64 principal directions {projected:.1%}")
+        if args.kernels:
+            rates = kernel_rates(points32, words, args.repeats)
+            sub = slice(0, min(512, n))
+            share = int8_survivors(points[sub], words, ref[sub])
+            print(f"  kernels, the product alone (points x all words, wall, {load()}): "
+                  + ", ".join(f"{k} {v:.0f} tokens/s" for k, v in rates.items())
+                  + f"; a certified int8 pre-filter leaves {share:.3%} of the words to "
+                  f"re-rank ({share * len(words):.0f} per point, {sub.stop} points)")
     print(f"done: {load()}")
 
 

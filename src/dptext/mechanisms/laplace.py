@@ -8,9 +8,10 @@ d = Euclidean distance between word vectors. The nearest-word search
 (:mod:`dptext.mechanisms.nearest`) is exact by default (blocked float32 GEMM with a fused
 top-two, near ties re-checked in float64: the exact nearest word to the float64 noisy point);
 ``device="cuda"`` (or ``"auto"`` with a GPU) runs the exact search in torch on the GPU, same
-result; ``search="ivf"`` / ``"hnsw"`` use a faiss index built from the public word vectors instead
-(approximate, faster). Either way the word is a function of the noisy vector alone -
-post-processing - so it cannot weaken the guarantee.
+result; ``search="int8"`` finds the same words faster on the CPU through a certified int8
+pre-filter (:mod:`dptext.mechanisms.int8_search`); ``search="ivf"`` / ``"hnsw"`` use a faiss
+index built from the public word vectors instead (approximate, faster). Either way the word is
+a function of the noisy vector alone - post-processing - so it cannot weaken the guarantee.
 
 The noise is drawn in chunks of 128 points, each from its own generator
 (:class:`NoiseStreams`: the first from the caller's generator, the others keyed from it), so the
@@ -50,8 +51,8 @@ class MultivariateLaplace(WordMechanism):
         self.search = check_choice(search, "search", SEARCHES)
         self.device = check_device(device)
         if self.search != "exact" and self.device == "cuda":
-            raise DPTextError(f"search={self.search!r} runs on the CPU (faiss-cpu); "
-                              "device='cuda' is for search='exact'")
+            raise DPTextError(f"search={self.search!r} runs on the CPU; device='cuda' is for "
+                              "search='exact'")
         self._search = None
 
     @property

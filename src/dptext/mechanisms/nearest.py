@@ -55,7 +55,7 @@ import numpy as np
 from dptext.devices import usable_cores
 from dptext.errors import DPTextError
 
-SEARCHES = ("exact", "ivf", "hnsw")
+SEARCHES = ("exact", "int8", "ivf", "hnsw")
 _U32 = 2.0**-24
 _MIN_ROWS = 128  # fewer points per worker than this: one worker
 _blas = None  # threadpoolctl's controller of the BLAS numpy uses (found once)
@@ -345,11 +345,15 @@ def make_search(vectors: np.ndarray, search: str = "exact", device: str = "cpu",
 
     if resolve_device(device) == "cuda":
         if search != "exact":
-            raise DPTextError(f"search={search!r} runs on the CPU (faiss-cpu); device='cuda' "
+            raise DPTextError(f"search={search!r} runs on the CPU; device='cuda' "
                               "is for search='exact'")
         return TorchExactSearch(vectors, device="cuda", **options)
     if search == "exact":
         return ExactSearch(vectors, **options)
+    if search == "int8":
+        from dptext.mechanisms.int8_search import Int8Search
+
+        return Int8Search(vectors, **options)
     if search in ("ivf", "hnsw"):
         return FaissSearch(vectors, search, **options)
     raise DPTextError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
