@@ -72,7 +72,7 @@ def _kernel():
 class Int8Search:
     """Exact nearest word through a certified int8 pre-filter (module docstring)."""
 
-    def __init__(self, vectors: np.ndarray, *, block: int = 1024, tile: int = 2048,
+    def __init__(self, vectors: np.ndarray, *, block: int = 1024, tile: int = 1024,
                  workers: int | None = None) -> None:
 
         if block < 1 or tile < 1 or (workers is not None and workers < 1):
@@ -86,6 +86,11 @@ class Int8Search:
         self.norm = np.sqrt(np.einsum("ij,ij->i", self.w64, self.w64))
         self.half = self.exact.half_sq  # float64
         self.max_half = float(self.half.max()) if len(words) else 0.0
+        low = float(self.half.min()) if len(words) else 0.0
+        self.mid_half = (self.max_half + low) / 2
+        # each point its own scale where the words' |y|^2/2 are equal to 1e-6 (a unit-norm
+        # space): the common bias then costs nothing; else one scale per block
+        self.row_scaled = self.max_half - low <= 1e-6 * max(self.max_half, 1e-30)
         self._prepack, self._pointwise = _kernel()
         for levels in (127, 63):
             self._quantize(levels)
@@ -113,18 +118,19 @@ class Int8Search:
         self.q_norm = np.sqrt((approx * approx).sum(1))
         self.order = np.argsort(self.w_err, kind="stable")  # tile position -> word index
         q8 = torch.from_numpy(q[self.order].astype(np.int8))
-        bias = torch.from_numpy(-self.exact.half_sq32[self.order])
+        half32 = torch.from_numpy(self.exact.half_sq32[self.order])
         scales = torch.from_numpy(scale[self.order])
         self.tiles = []
         for t in range(0, len(words), self.tile):
             sl = self.order[t: t + self.tile]
             stop = t + len(sl)
             bounds = (float(self.norm[sl].max()), float(self.w_err[sl].max()),
-                      float(self.q_norm[sl].max()), float(self.half[sl].max()))
+                      float(self.q_norm[sl].max()), float(self.half[sl].max()),
+                      float(np.abs(self.half[sl] - self.mid_half).max()))
             self.tiles.append((t, self._prepack(q8[t:stop].contiguous(), [self.block, d]),
                                scales[t:stop].contiguous(),
                                torch.zeros(stop - t, dtype=torch.int64),
-                               bias[t:stop].contiguous(), bounds))
+                               half32[t:stop].contiguous(), bounds))
 
     def _probe(self, levels: int) -> bool:
         """Whether the kernel equals exact integer arithmetic (to float32 rounding) on
@@ -199,26 +205,36 @@ class Int8Search:
         import torch
 
         b = len(p)
-        top = float(np.abs(p).max())
-        scale = float(np.float32(top / 127)) if top > 0 else 1.0  # uint8 codes q + 128
-        q = np.clip(np.rint(p / scale), -127, 127)
+        # scaled units: point i divided by m_i, its largest coordinate where the words' |y|^2/2
+        # are (nearly) equal, else by the block's (module docstring, "Scales")
+        m = np.abs(p).max(1)
+        if not self.row_scaled:
+            m = np.full(b, m.max())
+        m[m == 0] = 1.0
+        inv = 1.0 / m
+        tau = float(np.float32(np.median(inv)))  # the bias is -tau |y|^2/2 for every row
+        shift = np.abs(tau - inv)  # what the common bias misses, times |y|^2/2 - its middle
+        ps = p * inv[:, None]
+        scale = float(np.float32(1.0 / 127))
+        q = np.clip(np.rint(ps / scale), -127, 127)  # uint8 codes q + 128
         codes = torch.from_numpy((q + 128).astype(np.uint8))
         approx = q * scale  # exact in float64
-        p_err = np.sqrt(((p - approx) ** 2).sum(1))
+        p_err = np.sqrt(((ps - approx) ** 2).sum(1))
         q_norm = np.sqrt((approx * approx).sum(1))
         p_norm = np.sqrt(np.einsum("ij,ij->i", p, p))
-        # a margin far above the float64 rounding of the bounds (and far below any score gap
-        # that matters)
-        slack = 1e-9 * (p_norm * self.exact.radius + self.max_half + 1.0)
+        # a margin far above the float64 rounding of the bounds and of ps (and far below any
+        # score gap that matters)
+        slack = 1e-9 * (p_norm * inv * self.exact.radius + tau * self.max_half + 1.0)
         below = torch.tensor(-np.inf, dtype=torch.float32)
         lower = torch.full((b,), -np.inf, dtype=torch.float64)  # a lower bound of the best score
         first = None
         found: list[tuple] = []
 
         def bound(tile_bounds) -> torch.Tensor:  # the largest error of each point in a tile
-            radius, err, qn, half = tile_bounds
-            return torch.from_numpy(p_err * radius + q_norm * err
-                                    + 8 * _U32 * (q_norm * qn + half) + _U32 * half + slack)
+            radius, err, qn, half, spread = tile_bounds
+            return torch.from_numpy(p_err * radius + q_norm * err + shift * spread
+                                    + 8 * _U32 * (q_norm * qn + tau * half)
+                                    + 3 * _U32 * tau * half + slack)
 
         def scan(out, tops, limit64, t) -> None:  # every word of the tile with O >= limit
             limit = torch.nextafter(limit64.float(), below)  # rounded down: a superset
@@ -231,9 +247,10 @@ class Int8Search:
             rr, kk = torch.nonzero(vals >= limit[hit_r, None], as_tuple=True)
             found.append((hit_r[rr], kk * _GROUPS + hit_g[rr] + t, vals[rr, kk]))
 
-        for t, packed, scales, zeros, bias, tile_bounds in self.tiles:
-            out = self._pointwise(codes, scale, 128, packed, scales, zeros, bias, 1.0, 0,
-                                  torch.float32, "none", [], "")
+        minus_tau = torch.tensor(-tau, dtype=torch.float32)
+        for t, packed, scales, zeros, half32, tile_bounds in self.tiles:
+            out = self._pointwise(codes, scale, 128, packed, scales, zeros, half32 * minus_tau,
+                                  1.0, 0, torch.float32, "none", [], "")
             tops = None if out.shape[1] % _GROUPS else out.view(b, -1, _GROUPS).amax(1)
             err = bound(tile_bounds)
             tile_top = (out if tops is None else tops).amax(1).double()
@@ -249,8 +266,9 @@ class Int8Search:
         vals = torch.cat([f[2] for f in found]).double().numpy()
         # each pair's own bound; keep the words whose upper bound reaches the best lower bound
         err = (p_err[rows] * self.norm[cols] + q_norm[rows] * self.w_err[cols]
-               + 8 * _U32 * (q_norm[rows] * self.q_norm[cols] + self.half[cols])
-               + _U32 * self.half[cols])
+               + shift[rows] * np.abs(self.half[cols] - self.mid_half)
+               + 8 * _U32 * (q_norm[rows] * self.q_norm[cols] + tau * self.half[cols])
+               + 3 * _U32 * tau * self.half[cols])
         best = np.full(b, -np.inf)
         np.maximum.at(best, rows, vals - err)
         keep = vals + err >= best[rows] - slack[rows]
