@@ -11,35 +11,48 @@ the word is a function of the noisy point alone, so the guarantee is unchanged.
 
 Quantization (issue 19 part 1, "a certified quantized pre-filter with exact re-ranking of the
 candidates it cannot rule out"): each word row y gets its own scale s_y = max|y_j| / 127 and
-integers q_y = round(y / s_y) in [-127, 127] (fixed once); each block of points gets one scale
-s_p = max|p_ij| / 127 and integers q_p = round(p / s_p) (stored as uint8 q_p + 128). With
-y^ = s_y q_y and p^ = s_p q_p, the integer dot product q_p.q_y is exact (int32 accumulation,
-|q_p.q_y| <= d 127^2 < 2^24, so it is exact in float32 too), and
+integers q_y = round(y / s_y) in [-127, 127] (fixed once). Scales: point i is divided by m_i,
+its largest |coordinate| (where the words' |y|^2/2 are equal to 1e-6 relative, as in a unit-norm
+space; otherwise m_i is the block's largest, the same for every row), so ps = p / m_i has
+coordinates in [-1, 1], and ps gets the integers q_p = round(127 ps) (stored as uint8 q_p +
+128). Ranking the words of a point by S(y) / m_i is ranking them by S(y). With y^ = s_y q_y
+and p^ = q_p / 127, the integer dot product q_p.q_y is exact (int32 accumulation, |q_p.q_y| <=
+d 127^2 < 2^24, so exact in float32 too), and
 
-    |S(y) - (p^.y^ - |y|^2/2)| <= |p - p^| |y| + |p^| |y - y^|        (Cauchy-Schwarz)
+    |ps.y - p^.y^| <= |ps - p^| |y| + |p^| |y - y^|        (Cauchy-Schwarz)
 
-with both error vectors known exactly (float64). The kernel returns p^.y^ - |y|^2/2 rounded in
-float32 (the scale product, the multiplication and the added bias: three roundings, bounded by
-8u (|p^| |y^| + |y|^2/2) with u = 2^-24, plus u |y|^2/2 for |y|^2/2 itself in float32). So
-every word's true score lies in [O - E, O + E] for the kernel's output O and the bound E.
+with both error vectors known exactly (float64). The kernel's bias is -tau |y|^2/2 with one tau
+per block (the median of 1/m_i): S(y) / m_i - (tau - 1/m_i) h_mid differs from ps.y - tau |y|^2/2
+by at most |tau - 1/m_i| * |(|y|^2/2) - h_mid| (h_mid the middle of the words' |y|^2/2; a
+per-row constant does not change the ranking) - nothing in a unit-norm space, zero when all
+m_i are equal. The kernel returns its result rounded in float32 (the scale product, the
+multiplication and the bias: bounded by 8u (|p^| |y^| + tau |y|^2/2) + 3u tau |y|^2/2 with
+u = 2^-24, the bias's own float32 products included). So every word's true (scaled, shifted)
+score lies in [O - E, O + E] for the kernel's output O and the sum E of these bounds.
 
 Search of a block: one int8 GEMM per tile of ``tile`` words (oneDNN's u8 x s8 kernel through
-torch, float32 output, -|y|^2/2 as its bias), then a max per point. A word can be the nearest
-only if O + E >= max(O - E) over the words; with the largest E of the point (E_max), every such
-word has O >= max O - 2 E_max, and with the running maximum of the tiles seen so far this
-keeps a superset of them tile by tile (only the rows whose tile maximum reaches their threshold
-are scanned). The pairs kept are then filtered with each pair's own E, and a point with more
-than one word left is re-ranked in float64 (|p - y|^2 from the differences, lowest index among
-exact ties, as :meth:`ExactSearch._recheck` does). About 20 words per point are left at eps 10
-and 50, one at eps 200 (``benchmarks/bench_laplace.py --kernels``).
+torch, float32 output), then the maximum of each group of columns (g, g + 64, ...). A word can
+be the nearest only if O + E >= max(O - E) over the words. The words are sorted by their
+quantization error into tiles, so that a tile's largest E (per point) is close to its words';
+the running lower bound max(tile max - tile E) over the tiles seen so far is at most the final
+one, so scanning each tile with it keeps a superset of the words that can win (the first tile
+waits and is scanned last, with the final bound); only the groups whose maximum reaches the
+bound are read. The pairs kept are then filtered with each pair's own E; where a point keeps
+more than one word, the exact search's own float32 test narrows them (float32 scores
+[p, 1].[y, -|y|^2/2] are within the bound B of :meth:`ExactSearch.error_bound`: only words
+within 2B of the best can win), and a point with more than one word still left is re-ranked in
+float64 (|p - y|^2 from the differences, lowest index among exact ties, as
+:meth:`ExactSearch._recheck` does). On the default space about 20 words per point pass the
+int8 filter at eps 10 and 50, one at eps 200, and 0.6% of points reach float64.
 
 The kernel must be exact for the argument to hold: int8 kernels without VNNI multiply pairs of
 u8 x s8 into int16 with saturation (255 x 127 x 2 > 32767). At construction a probe compares
 the kernel with exact integer arithmetic on extreme and random inputs at several row counts; if
 it is not exact, the words are quantized to [-63, 63] (no pair can saturate) and probed again;
 if that fails too, or torch has no oneDNN int8 kernel (not an x86 build), ``search="int8"`` is
-refused with a one-line error. The kernel runs on torch's threads (the search's worker count
-for the call, restored after).
+refused with a one-line error. Threads: ``workers`` (default: the BLAS's thread count, as the
+exact search), each searching whole blocks with one torch thread (the noise of its blocks is
+drawn there too).
 """
 
 from __future__ import annotations
