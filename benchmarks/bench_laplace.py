@@ -23,7 +23,8 @@ interleaved (bound, dptext, bound, dptext, ...) so that each sees the same load:
   warm-up call: the search's word matrix and the vocabulary arrays are built once);
 - ``--indexed``: faiss ivf / hnsw at several settings (post-processing of the noisy point: the
   guarantee is unchanged) and the certified int8 search (``search="int8"``: the exact words by
-  construction), tokens/s and top-1 agreement with the exact search;
+  construction), tokens/s and top-1 agreement with the exact search; ``--int8``: the int8
+  search alone (faiss's OpenMP threads, which spin after each search, can slow what follows);
 - ``--certified``: the share of the words two certified pre-filters (k-means clusters with
   their radii; the top 64 principal directions with Cauchy-Schwarz on the rest) cannot rule
   out, even given the exact best score - why no exact indexed search is faster here;
@@ -296,6 +297,8 @@ def main() -> None:
                     help="A/B: privatize_batch with the noise drawn serially before the search")
     ap.add_argument("--certified", action="store_true",
                     help="share of words two certified pre-filters cannot rule out")
+    ap.add_argument("--int8", action="store_true",
+                    help="time the certified int8 search (also part of --indexed) without faiss")
     ap.add_argument("--kernels", action="store_true",
                     help="raw rates of the float32 / bfloat16 / int8 products, int8 re-rank share")
     args = ap.parse_args()
@@ -330,6 +333,7 @@ def main() -> None:
             print(f"{kind}: index built in {time.perf_counter() - t0:.1f}s")
             for v in values:
                 indexed[f"{kind} {setting}={v}"] = (f, setting, v)
+    if args.indexed or args.int8:
         t0 = time.perf_counter()
         indexed["int8 (certified)"] = (make_search(words, "int8"), None, None)
         print(f"int8: words quantized, tiles prepacked and the kernel probed in "

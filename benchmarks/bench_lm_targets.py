@@ -28,6 +28,7 @@ cost: fixed + per token), draws and the rest.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -57,8 +58,10 @@ GROUP_CPU: list[float] = []  # CPU seconds of each group's decode (its own threa
 def _record_workers() -> None:
     """Record the groups-at-once choice and each group's CPU time (its thread's), for the
     estimate of the wall time on two idle cores (:func:`two_core_wall`)."""
-    from dptext.lm import threads
-
+    try:
+        from dptext.lm import threads
+    except ImportError:  # a checkout from before the thread policy
+        return
     if not hasattr(threads, "run_groups"):
         return
     real = threads.ThreadPolicy.workers_for
@@ -180,7 +183,12 @@ def main() -> None:
     import torch
 
     from dptext import mechanism
-    from dptext.lm.threads import usable_cores
+
+    try:
+        from dptext.lm.threads import usable_cores
+    except ImportError:  # a checkout from before the thread policy (issue 19)
+        def usable_cores() -> int:
+            return len(os.sched_getaffinity(0))
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", default="a,b,c")
@@ -197,8 +205,10 @@ def main() -> None:
                    help="where (a)'s CPU goes, on one thread (see the module docstring)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    from dptext.lm import threads
-
+    try:
+        from dptext.lm import threads
+    except ImportError:  # before the thread policy: torch's threads as set above
+        threads = None
     if not hasattr(threads, "run_groups"):
         print("(this checkout decodes one group at a time: --workers ignored)", flush=True)
     elif args.workers is not None:

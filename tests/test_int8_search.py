@@ -110,6 +110,15 @@ def test_make_search_and_the_mechanism_know_int8():
         Int8Search(words, tile=0)
 
 
+@pytest.mark.parametrize("d", [1, 7, 25])
+def test_dimensions_the_kernel_pads_give_the_exact_words(d):
+    words = _words(500, d, 10, unit=False)
+    rng = np.random.default_rng(11)
+    points = words[rng.integers(0, 500, 300)].astype(np.float64)
+    points += rng.standard_normal(points.shape) * 2.0
+    np.testing.assert_array_equal(Int8Search(words)(points), _brute_force(points, words))
+
+
 def test_a_zero_word_and_zero_points_are_handled_exactly():
     words = _words(200, 16, 7)
     words[10] = 0.0

@@ -87,7 +87,6 @@ class Int8Search:
 
     def __init__(self, vectors: np.ndarray, *, block: int = 1024, tile: int = 1024,
                  workers: int | None = None) -> None:
-
         if block < 1 or tile < 1 or (workers is not None and workers < 1):
             raise DPTextError("block, tile and workers must be positive")
         self.exact = ExactSearch(vectors)  # the float32 words, |y|^2/2 and the re-rank rule

@@ -37,6 +37,9 @@ word matrix stays on the device, each block of points is one float32 GEMM (full 
 is switched off for the call, so the bound above holds) with a top-two, and the near ties are
 re-checked in float64 on the CPU exactly as above.
 
+Certified int8 search (``search="int8"``, :mod:`dptext.mechanisms.int8_search`): the same words
+as the exact search, through an int8 pre-filter with rigorous error bounds.
+
 Indexed search (``search="ivf"`` or ``"hnsw"``, faiss-cpu, optional extra ``faiss``): an
 approximate nearest neighbour over an index built from the public word vectors alone. The word
 returned is still a function of the noisy point alone - post-processing of the Laplace
@@ -55,7 +58,7 @@ import numpy as np
 from dptext.devices import usable_cores
 from dptext.errors import DPTextError
 
-SEARCHES = ("exact", "int8", "ivf", "hnsw")
+SEARCHES = ("exact", "int8", "ivf", "hnsw")  # int8: the exact words (int8_search)
 _U32 = 2.0**-24
 _MIN_ROWS = 128  # fewer points per worker than this: one worker
 _blas = None  # threadpoolctl's controller of the BLAS numpy uses (found once)

@@ -122,11 +122,13 @@ class SanText(WordMechanism):
             with np.load(path, allow_pickle=False) as z:
                 sensitive, shift = z["sensitive"], z["shift"]
             near_ok = sensitive[geo.neighbors]
-            near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+            near_d = geo.distances.astype(np.float64)
+            near_d[~near_ok] = np.inf
         else:
             sensitive = self._sensitive_mask(space)
             near_ok = sensitive[geo.neighbors]
-            near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+            near_d = geo.distances.astype(np.float64)
+            near_d[~near_ok] = np.inf
             shift = near_d.min(1)
             lost = np.flatnonzero(~np.isfinite(shift))
             if len(lost):
@@ -211,7 +213,8 @@ class SanText(WordMechanism):
         if int(tables["n_sensitive"]) != int(sensitive.sum()) or not np.array_equal(
                 tables["near_count"], near_ok.sum(1)):
             raise DPTextError("the sensitive counts do not match the mask")
-        near_d = np.where(near_ok, geo.distances.astype(np.float64), np.inf)
+        near_d = geo.distances.astype(np.float64)
+        near_d[~near_ok] = np.inf
         # tables saved before the shift existed hold unshifted weights (see _use_tables)
         shift = np.asarray(tables.get("shift", np.zeros(n)), dtype=np.float64)
         has_near = near_ok.any(1) & ("shift" in tables)
@@ -417,7 +420,9 @@ def _log_weights(free: dict, epsilon: float) -> tuple[np.ndarray, np.ndarray, np
     n, m = near_ok.shape
     n_sensitive = int(free["sensitive"].sum())
     half = epsilon / 2.0
-    log_w = np.where(near_ok, -half * (near_d - shift[:, None]), -np.inf)
+    log_w = near_d - shift[:, None]  # in place from here: the fit's peak memory
+    log_w *= -half
+    log_w[~near_ok] = -np.inf
     # Every sensitive word outside the kNN row is at least as far as its last entry and as the
     # row's nearest sensitive word (shift): its weight is at most far_max <= 1.
     log_far_max = -half * (np.maximum(free["last_d"], shift) - shift)
@@ -426,7 +431,10 @@ def _log_weights(free: dict, epsilon: float) -> tuple[np.ndarray, np.ndarray, np
     with np.errstate(divide="ignore", invalid="ignore"):
         top = np.max(log_w, axis=1)
         safe = np.where(np.isfinite(top), top, 0.0)
-        log_z_near = safe + np.log(np.exp(log_w - safe[:, None]).sum(1))
+        scaled = log_w - safe[:, None]
+        np.exp(scaled, out=scaled)
+        log_z_near = safe + np.log(scaled.sum(1))
+        del scaled
         log_p_far = np.minimum(log_env - np.logaddexp(log_z_near, log_env), 0.0)
     return log_w, np.where(np.isfinite(log_env), log_p_far, -np.inf), log_far_max
 
@@ -446,7 +454,10 @@ def _drawable(log_w: np.ndarray) -> np.ndarray:
 def _close_logs(a: np.ndarray, b: np.ndarray, tol: float = 1e-9) -> bool:
     same_inf = np.isneginf(a) == np.isneginf(b)
     fin = np.isfinite(a) & np.isfinite(b)
-    return bool(same_inf.all() and np.all(np.abs(a[fin] - b[fin]) <= tol)
+    with np.errstate(invalid="ignore"):
+        gap = np.subtract(a, b)
+        np.abs(gap, out=gap)
+    return bool(same_inf.all() and np.all((gap <= tol) | ~fin)
                 and (np.isfinite(a) | np.isneginf(a)).all())
 
 
@@ -463,10 +474,9 @@ def _check_near_sampler(tables: dict, log_w: np.ndarray, tol: float = 1e-9) -> N
     if (order < -1).any() or (order >= m).any() or not np.array_equal(
             (order >= 0).sum(1), possible.sum(1)):
         raise DPTextError("the near sampling order is not a permutation of the kNN columns")
-    hit = np.zeros((n, m), dtype=bool)
-    r, c = np.nonzero(order >= 0)
-    hit[r, order[r, c]] = True
-    if not np.array_equal(hit, possible):
+    hit = np.zeros((n, m + 1), dtype=bool)  # column m: where the impossible ones point
+    hit[np.arange(n)[:, None], np.where(order >= 0, order, m)] = True
+    if not np.array_equal(hit[:, :m], possible):
         raise DPTextError("the near sampling order is not a permutation of the kNN columns")
     if np.isnan(cum).any():
         raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
@@ -474,9 +484,13 @@ def _check_near_sampler(tables: dict, log_w: np.ndarray, tol: float = 1e-9) -> N
     realized = exact_sampling.realized_log_probabilities(
         {k: tables[k] for k in ("cum", "block_end", "log_cont") if k in tables})
     top = log_w.max(1, keepdims=True)
-    want = log_w - (top + np.log(np.exp(log_w - top).sum(1, keepdims=True)))
-    sorted_want = np.where(order >= 0, np.take_along_axis(want, np.maximum(order, 0), 1),
-                           -np.inf)
+    want = log_w - top  # in place: the same arithmetic as log_w - logsumexp(log_w)
+    np.exp(want, out=want)
+    lse = top + np.log(want.sum(1, keepdims=True))
+    np.subtract(log_w, lse, out=want)
+    sorted_want = np.take_along_axis(want, np.maximum(order, 0), 1)
+    del want
+    sorted_want[order < 0] = -np.inf
     if not _close_logs(realized, sorted_want, tol):
         raise DPTextError("the near cumulative weights are not exp(-eps d / 2) of the kNN "
                           "distances (realized probabilities differ)")
