@@ -106,6 +106,8 @@ def test_make_search_and_the_mechanism_know_int8():
     assert m.search == "int8"
     s = Int8Search(words)
     assert s(np.zeros((0, 8))).shape == (0,)
+    with pytest.raises(DPTextError, match="finite"):
+        s(np.full((2, 8), np.inf))
     with pytest.raises(DPTextError, match="positive"):
         Int8Search(words, tile=0)
 

@@ -217,6 +217,8 @@ class Int8Search:
         import torch
 
         b = len(p)
+        if not np.isfinite(p).all():
+            raise DPTextError("the points to search must be finite")
         # scaled units: point i divided by m_i, its largest coordinate where the words' |y|^2/2
         # are (nearly) equal, else by the block's (module docstring, "Scales")
         m = np.abs(p).max(1)
