@@ -63,7 +63,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dptext.errors import DPTextError
-from dptext.mechanisms.nearest import ExactSearch, _blas_threads, _blocks
+from dptext.mechanisms.nearest import ExactSearch, _blas_threads, _blocks, exact_sq_distances
 
 _U32 = 2.0**-24
 _PROBE_ROWS = (1, 3, 17, 128, 1024)
@@ -82,6 +82,16 @@ def _kernel():
                           "torch); use search='exact'") from None
 
 
+def _score_error(p_err, q_norm, shift, tau, norm, w_err, w_q_norm, half, spread):
+    """The bound E on |true scaled score - kernel output| (module docstring): quantization
+    of point and word (Cauchy-Schwarz), the common bias's miss, the kernel's float32 rounding
+    of product, scale and bias. Point terms (``p_err``, ``q_norm``, ``shift``) and word terms
+    (``norm``, ``w_err``, ``w_q_norm``, ``half``, ``spread`` = ||y|^2/2 - h_mid|) are arrays
+    of one pair each, or a word term is a tile's maximum (the tile's bound per point)."""
+    return (p_err * norm + q_norm * w_err + shift * spread
+            + 8 * _U32 * (q_norm * w_q_norm + tau * half) + 3 * _U32 * tau * half)
+
+
 class Int8Search:
     """Exact nearest word through a certified int8 pre-filter (module docstring)."""
 
@@ -94,8 +104,8 @@ class Int8Search:
         self.rechecked = 0  # points re-ranked in float64 (more than one word left)
         self.candidates = 0  # words re-ranked in float64, all points
         words = self.exact.words
-        self.w64 = words.astype(np.float64)
-        self.norm = np.sqrt(np.einsum("ij,ij->i", self.w64, self.w64))
+        w64 = words.astype(np.float64)  # set-up only: not kept (153 MB for the default space)
+        self.norm = np.sqrt(np.einsum("ij,ij->i", w64, w64))
         self.half = self.exact.half_sq  # float64
         self.max_half = float(self.half.max()) if len(words) else 0.0
         low = float(self.half.min()) if len(words) else 0.0
@@ -105,7 +115,7 @@ class Int8Search:
         self.row_scaled = self.max_half - low <= 1e-6 * max(self.max_half, 1e-30)
         self._prepack, self._pointwise = _kernel()
         for levels in (127, 63):
-            self._quantize(levels)
+            self._quantize(w64, levels)
             if self._probe(levels):
                 break
         else:
@@ -114,7 +124,7 @@ class Int8Search:
         self.levels = levels
 
     # ------------------------------------------------------------------ set-up
-    def _quantize(self, levels: int) -> None:
+    def _quantize(self, w64: np.ndarray, levels: int) -> None:
         """Integer codes and scales of the words, their exact errors, and the tiles: the
         words sorted by their error (so each tile's largest error, which bounds its words in
         the scan, is close to theirs), each tile prepacked for the kernel with its bounds."""
@@ -124,9 +134,9 @@ class Int8Search:
         top = np.abs(words).max(1) if len(words) else np.zeros(0, np.float32)
         scale = (top / np.float32(levels)).astype(np.float32)
         scale[scale == 0] = 1.0  # a zero row: q = 0, exact
-        q = np.clip(np.rint(self.w64 / scale[:, None].astype(np.float64)), -levels, levels)
+        q = np.clip(np.rint(w64 / scale[:, None].astype(np.float64)), -levels, levels)
         approx = q * scale[:, None].astype(np.float64)  # exact in float64
-        self.w_err = np.sqrt(((self.w64 - approx) ** 2).sum(1))
+        self.w_err = np.sqrt(((w64 - approx) ** 2).sum(1))
         self.q_norm = np.sqrt((approx * approx).sum(1))
         self.order = np.argsort(self.w_err, kind="stable")  # tile position -> word index
         q8 = torch.from_numpy(q[self.order].astype(np.int8))
@@ -245,10 +255,8 @@ class Int8Search:
         found: list[tuple] = []
 
         def bound(tile_bounds) -> torch.Tensor:  # the largest error of each point in a tile
-            radius, err, qn, half, spread = tile_bounds
-            return torch.from_numpy(p_err * radius + q_norm * err + shift * spread
-                                    + 8 * _U32 * (q_norm * qn + tau * half)
-                                    + 3 * _U32 * tau * half + slack)
+            return torch.from_numpy(_score_error(p_err, q_norm, shift, tau, *tile_bounds)
+                                    + slack)
 
         def scan(out, tops, limit64, t) -> None:  # every word of the tile with O >= limit
             limit = torch.nextafter(limit64.float(), below)  # rounded down: a superset
@@ -279,10 +287,9 @@ class Int8Search:
         cols = self.order[torch.cat([f[1] for f in found]).numpy()]
         vals = torch.cat([f[2] for f in found]).double().numpy()
         # each pair's own bound; keep the words whose upper bound reaches the best lower bound
-        err = (p_err[rows] * self.norm[cols] + q_norm[rows] * self.w_err[cols]
-               + shift[rows] * np.abs(self.half[cols] - self.mid_half)
-               + 8 * _U32 * (q_norm[rows] * self.q_norm[cols] + tau * self.half[cols])
-               + 3 * _U32 * tau * self.half[cols])
+        err = _score_error(p_err[rows], q_norm[rows], shift[rows], tau, self.norm[cols],
+                           self.w_err[cols], self.q_norm[cols], self.half[cols],
+                           np.abs(self.half[cols] - self.mid_half))
         best = np.full(b, -np.inf)
         np.maximum.at(best, rows, vals - err)
         keep = vals + err >= best[rows] - slack[rows]
@@ -321,9 +328,8 @@ class Int8Search:
     def _rerank(self, p: np.ndarray, rows: np.ndarray, cols: np.ndarray
                 ) -> tuple[np.ndarray, int, int]:
         """The nearest word of each point among its candidate pairs (``rows``, ``cols``):
-        |p - y|^2 in float64 from the differences, row by row, lowest index among exact ties
-        - the formula of ExactSearch's re-check (numpy's einsum sums each row alone, in an
-        order fixed by its length), so both searches rank the same."""
+        |p - y|^2 in float64 by the exact search's own :func:`exact_sq_distances`, lowest
+        index among exact ties, so both searches rank the same."""
         b = len(p)
         counts = np.bincount(rows, minlength=b)
         if (counts == 0).any():
@@ -333,12 +339,10 @@ class Int8Search:
         result[rows[one]] = cols[one]
         rows, cols = rows[~one], cols[~one]
         if len(rows):
-            words = self.exact.words
             dist = np.empty(len(rows))
-            for a in range(0, len(rows), 4096):
-                diff = words[cols[a: a + 4096]].astype(np.float64)
-                diff -= p[rows[a: a + 4096]]
-                dist[a: a + 4096] = np.einsum("ij,ij->i", diff, diff)
+            for a in range(0, len(rows), 4096):  # chunks: bounded temporaries
+                dist[a: a + 4096] = exact_sq_distances(self.exact.words, cols[a: a + 4096],
+                                                       p[rows[a: a + 4096]])
             order = np.lexsort((cols, dist, rows))  # by point, distance, then word index
             rows, cols = rows[order], cols[order]
             first = np.r_[True, rows[1:] != rows[:-1]]

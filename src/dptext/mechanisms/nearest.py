@@ -86,6 +86,17 @@ def _one_blas_thread() -> AbstractContextManager:
     return controller.limit(limits=1) if controller.lib_controllers else nullcontext()
 
 
+def exact_sq_distances(words: np.ndarray, cand: np.ndarray, points64: np.ndarray) -> np.ndarray:
+    """|p - y|^2 in float64 for the words ``words[cand]`` and ``points64`` (one point, or one
+    row per candidate), from the differences, row by row: not a BLAS product, whose kernels
+    round identical rows differently at different positions, which would break exact ties.
+    numpy's einsum sums each row alone in an order fixed by its length, so every search that
+    ranks through this function ranks alike."""
+    diff = words[cand].astype(np.float64)
+    diff -= points64
+    return np.einsum("ij,ij->i", diff, diff)
+
+
 def _blocks(n: int, block: int, workers: int, unit: int = 1) -> list[tuple[int, int]]:
     """The blocks [start, stop) of ``n`` points for ``workers`` threads, on multiples of
     ``unit``: rounds of one full block (``block`` rows, rounded down to a multiple of
@@ -237,10 +248,7 @@ class ExactSearch:
             approx = self.augmented[t * tile: min((t + 1) * tile, m)] @ p
             cand.append(t * tile + np.flatnonzero(approx >= limit))
         cand = np.concatenate(cand)
-        # |p - y|^2 from the differences, row by row (not a BLAS product: its kernels round
-        # identical rows differently at different positions, which would break exact ties)
-        diff = self.words[cand].astype(np.float64) - point64
-        return int(cand[np.argmin(np.einsum("ij,ij->i", diff, diff))])
+        return int(cand[np.argmin(exact_sq_distances(self.words, cand, point64))])
 
     def _recheck(self, point64: np.ndarray, point32: np.ndarray, best: float,
                  bound2: float) -> int:
@@ -248,10 +256,7 @@ class ExactSearch:
         ``best`` (the true best is among them)."""
         approx = self.words @ point32 - self.half_sq32
         cand = np.flatnonzero(approx >= best - bound2)
-        # |p - y|^2 from the differences, row by row (not a BLAS product: its kernels round
-        # identical rows differently at different positions, which would break exact ties)
-        diff = self.words[cand].astype(np.float64) - point64
-        exact = np.einsum("ij,ij->i", diff, diff)
+        exact = exact_sq_distances(self.words, cand, point64)
         return int(cand[np.argmin(exact)])  # the lowest index among exact ties
 
 

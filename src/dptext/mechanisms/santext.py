@@ -122,13 +122,11 @@ class SanText(WordMechanism):
             with np.load(path, allow_pickle=False) as z:
                 sensitive, shift = z["sensitive"], z["shift"]
             near_ok = sensitive[geo.neighbors]
-            near_d = geo.distances.astype(np.float64)
-            near_d[~near_ok] = np.inf
+            near_d = _near_distances(geo, near_ok)
         else:
             sensitive = self._sensitive_mask(space)
             near_ok = sensitive[geo.neighbors]
-            near_d = geo.distances.astype(np.float64)
-            near_d[~near_ok] = np.inf
+            near_d = _near_distances(geo, near_ok)
             shift = near_d.min(1)
             lost = np.flatnonzero(~np.isfinite(shift))
             if len(lost):
@@ -213,8 +211,7 @@ class SanText(WordMechanism):
         if int(tables["n_sensitive"]) != int(sensitive.sum()) or not np.array_equal(
                 tables["near_count"], near_ok.sum(1)):
             raise DPTextError("the sensitive counts do not match the mask")
-        near_d = geo.distances.astype(np.float64)
-        near_d[~near_ok] = np.inf
+        near_d = _near_distances(geo, near_ok)
         # tables saved before the shift existed hold unshifted weights (see _use_tables)
         shift = np.asarray(tables.get("shift", np.zeros(n)), dtype=np.float64)
         has_near = near_ok.any(1) & ("shift" in tables)
@@ -409,6 +406,14 @@ class SanTextPlus(SanText):
         verbatim inside a detected entity; the capitalisation warning is always on."""
         super().__init__(sensitive_fraction=sensitive_fraction, p=p, **params)
         self.warn_entities = check_bool(warn_entities, "warn_entities")
+
+
+def _near_distances(geo, near_ok: np.ndarray) -> np.ndarray:
+    """The kNN distances in float64, inf where the neighbour is not sensitive (in place on
+    the one copy: the fit's peak memory)."""
+    near_d = geo.distances.astype(np.float64)
+    near_d[~near_ok] = np.inf
+    return near_d
 
 
 def _log_weights(free: dict, epsilon: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
