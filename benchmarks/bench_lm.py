@@ -20,7 +20,7 @@ by side against the same decoder one text at a time.
     python benchmarks/bench_lm.py --long 500 [--busy]     # one long document (issue 19)
     python benchmarks/bench_lm.py --hostile               # head-of-line blocking check
     python benchmarks/bench_lm.py --utility 300 [--epsilons 25,50] [--seeds 2]
-    python benchmarks/bench_lm.py --quantization 300      # int8 vs fp32 scores and bounds
+    python benchmarks/bench_lm.py --quantization 300      # int8, bf16 vs fp32 scores, bounds
 
 ``--long N``: the first N words of the headlines as ONE text, the causal backend's variants
 (sequential, independent draws; each fp32 and int8) with the thread policy of dptext.lm.threads,
@@ -164,8 +164,10 @@ def long_text(n_words: int) -> str:
 
 
 MODES = {"sequential": {}, "sequential int8": {"precision": "int8"},
+         "sequential bf16": {"precision": "bf16"},
          "independent": {"draws": "independent"},
          "independent int8": {"draws": "independent", "precision": "int8"},
+         "independent bf16": {"draws": "independent", "precision": "bf16"},
          "sequential 4seg": {}}  # the segments before issue 19 part 3 (4, a 64-token tail)
 
 
@@ -214,9 +216,10 @@ def utility(n_words: int, epsilons: list[float], seeds: int, modes: list[str]) -
 
 
 def quantization(n_words: int) -> None:
-    """int8 against fp32 on the same slots (independent scoring of the long text): score
-    change, top-1 agreement, total variation of the clipped exponential mechanism at epsilon
-    50, and the bounds the calibration rule gives for each (the shipped ones are fp32's)."""
+    """int8 and bf16 against fp32 on the same slots (independent scoring of the long text):
+    score change, top-1 agreement, total variation of the clipped exponential mechanism at
+    epsilon 50, and the bounds the calibration rule gives for each (the shipped ones are
+    fp32's)."""
     import numpy as np
     import torch
 
@@ -226,21 +229,25 @@ def quantization(n_words: int) -> None:
 
     text = long_text(n_words)
     scores = {}
-    for precision in ("fp32", "int8"):
+    for precision in ("fp32", "int8", "bf16"):
         m = mechanism("dpmlm", epsilon=50, keep_stopwords=False, draws="independent",
                       precision=precision).fit()
         aligned, _, slots, _ = m._plan(text, np.random.default_rng(0))
         job = [(aligned.ids, [(s.glue, s.start) for s in slots])]
         scores[precision] = m._backend.score_independent(job)[0].float()
     lo, hi = m.bounds
-    a, b = scores["fp32"], scores["int8"]
-    pa, pb = (clipped_log_probs(x, epsilon=50, lo=lo, hi=hi).exp() for x in (a, b))
-    tv = 0.5 * (pa - pb).abs().sum(1)
-    print(f"int8 vs fp32 on {len(a)} slots x {a.shape[1]} candidates of a {n_words}-word text: "
-          f"max |diff| {float((a - b).abs().max()):.3f}, mean |diff| "
-          f"{float((a - b).abs().mean()):.4f} (score std {float(a.std()):.2f}); top-1 agreement "
-          f"{float((a.argmax(1) == b.argmax(1)).float().mean()):.3f}; total variation of the "
-          f"eps-50 draw: mean {float(tv.mean()):.4f}, max {float(tv.max()):.4f}")
+    a = scores["fp32"]
+    pa = clipped_log_probs(a, epsilon=50, lo=lo, hi=hi).exp()
+    for name in ("int8", "bf16"):
+        b = scores[name]
+        pb = clipped_log_probs(b, epsilon=50, lo=lo, hi=hi).exp()
+        tv = 0.5 * (pa - pb).abs().sum(1)
+        print(f"{name} vs fp32 on {len(a)} slots x {a.shape[1]} candidates of a {n_words}-word "
+              f"text: max |diff| {float((a - b).abs().max()):.3f}, mean |diff| "
+              f"{float((a - b).abs().mean()):.4f} (score std {float(a.std()):.2f}); top-1 "
+              f"agreement {float((a.argmax(1) == b.argmax(1)).float().mean()):.3f}; total "
+              f"variation of the eps-50 draw: mean {float(tv.mean()):.4f}, max "
+              f"{float(tv.max()):.4f}")
     for name, x in scores.items():
         print(f"  calibration rule on these slots, {name}: lo {percentile_rule(x.numpy())[0]:.4f} "
               f"hi {percentile_rule(x.numpy())[1]:.4f}   (shipped, fp32 calibration: lo "
@@ -287,7 +294,8 @@ def main() -> None:
     p.add_argument("--utility", type=int, default=0, help="utility of the modes, N words")
     p.add_argument("--epsilons", default="25,50")
     p.add_argument("--seeds", type=int, default=2)
-    p.add_argument("--quantization", type=int, default=0, help="int8 vs fp32 on N words")
+    p.add_argument("--quantization", type=int, default=0,
+                   help="int8 and bf16 vs fp32 on N words")
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

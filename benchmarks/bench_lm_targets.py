@@ -18,11 +18,12 @@ threads: the ceiling is the usable cores (``--threads``), each pass takes what
 free cores). Groups of rows run on worker threads where two cores are free
 (``dptext.lm.threads.run_groups``; ``--workers 1`` or ``2`` forces the count, for a comparison
 on a loaded machine where the free-core measure says one). ``--only a,b,c`` runs a subset;
-``--seeds`` repeats each figure. The script runs older checkouts too (``PYTHONPATH=<old>/src``):
-``--workers`` is then ignored, with a note. ``--batch-size N`` overrides the mechanisms'
-default (64). ``--breakdown``: (a) once more on one thread, one group at a time, with the CPU
-seconds of its first passes, decoding passes (and a least-squares fit of a decoding pass's
-cost: fixed + per token), draws and the rest.
+``--seeds`` repeats each figure; ``--precision bf16`` (or int8) runs the models in that
+precision (``precision=`` of the mechanisms; fp32 is their default). The script runs older
+checkouts too (``PYTHONPATH=<old>/src``): ``--workers`` is then ignored, with a note.
+``--batch-size N`` overrides the mechanisms' default (64). ``--breakdown``: (a) once more on
+one thread, one group at a time, with the CPU seconds of its first passes, decoding passes
+(and a least-squares fit of a decoding pass's cost: fixed + per token), draws and the rest.
 """
 
 from __future__ import annotations
@@ -201,6 +202,8 @@ def main() -> None:
                    help="groups decoded at once (default: by the free cores)")
     p.add_argument("--batch-size", type=int, default=None,
                    help="rows decoded side by side (default: the mechanisms' own, 64)")
+    p.add_argument("--precision", default="fp32",
+                   help="the models' precision: fp32 (the default), bf16 or int8")
     p.add_argument("--breakdown", action="store_true",
                    help="where (a)'s CPU goes, on one thread (see the module docstring)")
     args = p.parse_args()
@@ -218,9 +221,12 @@ def main() -> None:
     workers = getattr(threads, "WORKERS", None)
     print(f"device cpu, torch thread ceiling {torch.get_num_threads()} (per pass: "
           f"dptext.lm.threads), usable cores {usable_cores()}, groups at once: "
-          f"{'by the free cores' if workers is None else workers}; load {load()}", flush=True)
+          f"{'by the free cores' if workers is None else workers}; precision "
+          f"{args.precision}; load {load()}", flush=True)
     texts = sample_texts(args.words)
     size = {} if args.batch_size is None else {"batch_size": args.batch_size}
+    if args.precision != "fp32":  # left out for fp32: older checkouts have no such option
+        size["precision"] = args.precision
     if only & {"a", "c"}:
         m = mechanism("dpmlm", epsilon=50, keep_stopwords=False, **size).fit()
         m.privatize_batch(texts[:4], rng=0)  # warm-up: first-call allocations

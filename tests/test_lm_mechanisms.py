@@ -122,6 +122,17 @@ def test_mlm_draws_follow_the_clipped_softmax(lms):
     assert chi2 < chi2_dist.ppf(0.999, len(index) - 1)
 
 
+def test_mlm_bf16_runs_under_autocast_close_to_fp32(lms):
+    """precision="bf16" on the masked backend: transformers' forward under bfloat16 autocast
+    (the output head included). Measured here: max |bf16 - fp32| = 1.1% of the scores'
+    standard deviation; the bound leaves 5x room, and zero would mean bfloat16 did not run."""
+    text = "the cat sat on the mat"
+    a = _slot_scores(_dpmlm(lms, "bert", epsilon=5.0), text)
+    b = _slot_scores(_dpmlm(lms, "bert", epsilon=5.0, precision="bf16"), text)
+    assert b.dtype == torch.float32
+    assert 0 < (a - b).abs().max() < 0.05 * a.std()
+
+
 def test_batched_and_unbatched_scores_agree(lms):
     text = "the big dog sat on a mat, john went to paris"
     batched = _slot_scores(_dpmlm(lms, "bert", epsilon=1.0, batch_size=64,

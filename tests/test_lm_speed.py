@@ -228,6 +228,64 @@ def test_int8_model_scores_stay_close_to_fp32(llama):
     assert (a - b).abs().max() < 0.1 * a.std()
 
 
+def _bf16_weights(fast) -> set:
+    return {w.dtype for layer in fast.layers for w in (layer[2], layer[3], layer[6], layer[7])}
+
+
+def test_bf16_products_stay_close_to_fp32_and_leave_the_fp32_weights_alone(llama):
+    """precision="bf16": the fast path's four products per layer take bfloat16 weights; the
+    model's own weights, the fp32 mechanism's path and the candidate projection stay float32.
+    Measured on this tiny model: max |bf16 - fp32| = 0.3% of the scores' standard deviation
+    (bfloat16 keeps 8 bits: ~0.4% per rounded input); the bound leaves 7x room, and a zero
+    difference would mean bfloat16 did not run."""
+    fp32, bf16 = _causal(llama, epsilon=5.0), _causal(llama, epsilon=5.0, precision="bf16")
+    assert _bf16_weights(bf16._backend.head.fast) == {torch.bfloat16}
+    assert _bf16_weights(fp32._backend.head.fast) == {torch.float32}
+    assert {p.dtype for p in bf16._lm[0].parameters()} == {torch.float32}
+    assert bf16._backend.head.weight.dtype == torch.float32
+    text = "the red car saw a green tree"
+    aligned, _, slots, _ = fp32._plan(text, np.random.default_rng(0))
+    job = [(aligned.ids, [(s.glue, s.start) for s in slots])]
+    a = fp32._backend.score_independent(job)[0]
+    b = bf16._backend.score_independent(job)[0]
+    assert b.dtype == torch.float32
+    assert 0 < (a - b).abs().max() < 0.02 * a.std()
+    out = bf16.privatize(text, rng=0)
+    assert out.report.tokens_privatized == len(slots)
+    same = fp32.privatize(text, rng=0).report
+    assert out.report.document_guarantee() == same.document_guarantee()
+
+
+def test_bf16_without_the_fast_path_runs_transformers_under_autocast(llama, monkeypatch):
+    """A model off the fast path (here: the fast path refused) and DP-Prompt: bfloat16
+    through ``torch.autocast``, scores float32 and close to fp32's (same 2% bound as above:
+    the candidate projection stays float32 there too)."""
+    from dptext.lm import fast_llama
+
+    prompt = mechanism("dpprompt", model=llama, epsilon=5.0, precision="bf16", **CLIP).fit()
+    assert _bf16_weights(prompt._head.fast) == {torch.bfloat16}
+    assert len(prompt.privatize("the dog sat", rng=0).text) > 0
+    monkeypatch.setattr(fast_llama, "_plain_llama", lambda model: False)
+    fp32, bf16 = _causal(llama, epsilon=5.0), _causal(llama, epsilon=5.0, precision="bf16")
+    assert bf16._backend.head.fast is None and fp32._backend.head.fast is None
+    seen = []
+    real = torch.nn.functional.linear
+
+    def spy(x, w, b=None):
+        seen.append(torch.is_autocast_enabled("cpu"))
+        return real(x, w, b)
+
+    text = "the red car saw a green tree"
+    aligned, _, slots, _ = fp32._plan(text, np.random.default_rng(0))
+    job = [(aligned.ids, [(s.glue, s.start) for s in slots])]
+    a = fp32._backend.score_independent(job)[0]
+    monkeypatch.setattr(torch.nn.functional, "linear", spy)
+    b = bf16._backend.score_independent(job)[0]
+    assert any(seen) and not all(seen)  # the model's layers under autocast, the projection not
+    assert b.dtype == torch.float32
+    assert 0 < (a - b).abs().max() < 0.02 * a.std()
+
+
 # ------------------------------------------------- attention, devices
 def test_packed_gqa_attention_gives_the_scores_of_transformers_sdpa(llama):
     """Incremental passes of several masked rows (where transformers copies the key/value

@@ -33,7 +33,7 @@ class CausalBackend:
 
     def __init__(self, model, tokenizer, candidate_ids, *, context: str, separator: str,
                  max_length: int | None, segment_words: int = 32,
-                 max_segments: int = 16) -> None:
+                 max_segments: int = 16, precision: str = "fp32") -> None:
         import torch
 
         self.model, self.tokenizer = model, tokenizer
@@ -47,7 +47,7 @@ class CausalBackend:
             raise DPTextError(f"model window {self.window} is too small for the causal backend")
         from dptext.lm.decoding import ScoreHead, pad_id
 
-        self.head = ScoreHead(model, self.candidate_ids, self.sep_ids)
+        self.head = ScoreHead(model, self.candidate_ids, self.sep_ids, precision=precision)
         self.pad_id = pad_id(tokenizer)
         self.segment_words, self.max_segments = int(segment_words), max(1, int(max_segments))
         self._policy = None  # the thread policy of the call under way

@@ -58,9 +58,11 @@ class ScoreHead:
     everything fed (:class:`_HFState`).
     """
 
-    def __init__(self, model, candidate_ids: torch.Tensor, probe_ids: Sequence[int]) -> None:
+    def __init__(self, model, candidate_ids: torch.Tensor, probe_ids: Sequence[int], *,
+                 precision: str = "fp32") -> None:
         self.device = model.device  # inputs are moved there; scores come back from there
         self.model, self.ids = model, torch.as_tensor(candidate_ids).to(self.device)
+        self.precision = precision
         head = model.get_output_embeddings()
         self.weight = self.bias = self.fast = None
         if isinstance(head, torch.nn.Linear) and model.base_model is not model:
@@ -74,6 +76,9 @@ class ScoreHead:
                 self.weight = self.bias = None
             else:
                 self.fast = _checked_fast(model, probe, full, self._project)
+        if precision == "bf16" and self.fast is not None:
+            # checked in float32 above; the products then run in bfloat16 (lm/quantize.py)
+            self.fast = self.fast.in_bf16()
 
     def _to(self, x):
         return x if x is None or x.device == self.device else x.to(self.device)
@@ -107,7 +112,15 @@ class ScoreHead:
         return int(mask.sum())
 
     def _project(self, hidden: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.linear(hidden, self.weight, self.bias)
+        return torch.nn.functional.linear(hidden.to(self.weight.dtype), self.weight, self.bias)
+
+    def _transformers(self, model, **args):
+        """transformers' forward of ``model`` (the base model or the whole one), under
+        bfloat16 autocast for ``precision="bf16"``."""
+        from dptext.lm.quantize import autocast
+
+        with autocast(self.device, self.precision):
+            return model(**args)
 
     def forward(self, ids, mask, positions, state) -> tuple[object, object]:
         """One pass of ``ids`` (rows x w) after ``state`` (None: the first pass). ``mask``: the
@@ -129,11 +142,11 @@ class ScoreHead:
                     cache=None if state is None else state.cache, use_cache=True)
         with torch.inference_mode():
             if self.weight is not None:
-                res = self.model.base_model(**args)
+                res = self._transformers(self.model.base_model, **args)
                 last = res.last_hidden_state[:, -1]
                 return _HFState(res.cache, full.cpu()), lambda rows: self._project(last[rows])
-            res = self.model(**args, logits_to_keep=1)
-        logits = res.logits[:, -1]
+            res = self._transformers(self.model, **args, logits_to_keep=1)
+        logits = res.logits[:, -1].float()
         return _HFState(res.cache, full.cpu()), lambda rows: logits[rows][:, self.ids]
 
     def score_positions(self, ids, mask, positions, rows: list[int], cols: list[int]):
@@ -147,10 +160,10 @@ class ScoreHead:
             args = dict(input_ids=ids, attention_mask=mask, position_ids=positions,
                         use_cache=False)
             if self.weight is not None:
-                hidden = self.model.base_model(**args).last_hidden_state
+                hidden = self._transformers(self.model.base_model, **args).last_hidden_state
                 return self._project(hidden[rows, cols])
-            logits = self.model(**args).logits
-        return logits[rows, cols][:, self.ids]
+            logits = self._transformers(self.model, **args).logits
+        return logits[rows, cols][:, self.ids].float()
 
 
 class _HFState:

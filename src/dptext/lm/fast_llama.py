@@ -19,6 +19,10 @@ work per pass cut where transformers spends it on bookkeeping:
 * where only the last position's scores are wanted (every decoding pass), the last layer
   computes its attention output and MLP for that position alone.
 
+:meth:`FastLlama.in_bf16` (``precision="bf16"``, :mod:`dptext.lm.quantize`) gives a copy whose
+four matrix products per layer take bfloat16 copies of the fused weights and bfloat16 inputs,
+their outputs cast back to float32; everything else is as above, in float32.
+
 :func:`fast_forward` returns ``None`` for a model it does not cover (another architecture,
 biases, quantized linear layers, sliding windows ...); :class:`dptext.lm.decoding.ScoreHead`
 then uses transformers' forward, and it checks this one against the model's own logits on a
@@ -27,6 +31,8 @@ prefix-sharing passes.
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 import torch.nn.functional as F
@@ -117,6 +123,19 @@ class FastLlama:
         attn = base.layers[0].self_attn
         self.scaling = float(attn.scaling)
 
+    def in_bf16(self) -> FastLlama:
+        """This forward pass with its matrix products in bfloat16 (module docstring): made
+        once, shared by every head of the model; ``self`` stays float32."""
+        cached = getattr(self, "_bf16", None)
+        if cached is None:
+            cached = copy.copy(self)
+            bf = torch.bfloat16
+            cached.layers = [(ln1, eps1, wqkv.to(bf), wo.to(bf), ln2, eps2, wgu.to(bf),
+                              wdown.to(bf))
+                             for ln1, eps1, wqkv, wo, ln2, eps2, wgu, wdown in self.layers]
+            self._bf16 = cached
+        return cached
+
     # ------------------------------------------------------------------ cache
     def new_cache(self, rows: int, capacity: int) -> KVCache:
         return KVCache(len(self.layers), rows, self.kv_heads, self.head_dim, capacity,
@@ -170,7 +189,7 @@ class FastLlama:
         for i, (ln1, eps1, wqkv, wo, ln2, eps2, wgu, wdown) in enumerate(self.layers):
             last = last_only and i == count - 1
             h = F.rms_norm(x, (self.hidden,), ln1, eps1)
-            qkv = F.linear(h, wqkv)
+            qkv = _linear(h, wqkv)
             if packed:  # back to rows x w for attention (padding: zeros, masked)
                 full = qkv.new_zeros((b * w, qkv.shape[-1]))
                 full[where] = qkv
@@ -195,10 +214,10 @@ class FastLlama:
                 out = out[where]
             else:
                 out = out.view(b, w, hd)
-            x = x + F.linear(out, wo)
+            x = x + _linear(out, wo)
             h = F.rms_norm(x, (self.hidden,), ln2, eps2)
-            gate, up = F.linear(h, wgu).chunk(2, dim=-1)
-            x = x + F.linear(F.silu(gate) * up, wdown)
+            gate, up = _linear(h, wgu).chunk(2, dim=-1)
+            x = x + _linear(F.silu(gate) * up, wdown)
         if cache is not None:
             cache.length = n + w
         x = F.rms_norm(x, (self.hidden,), self.norm[0], self.norm[1])
@@ -300,6 +319,14 @@ def _attend_with_prefix(q, k, v, mask, pk, pv, scale):
     total = own.sum(-1, keepdim=True) + pre.sum(-1, keepdim=True).view(h, b, t, 1).transpose(0, 1)
     out = torch.matmul(own, v) + torch.matmul(pre, pv[0]).view(h, b, t, d).transpose(0, 1)
     return out / total
+
+
+def _linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``x @ weight.T`` in the weight's dtype (bfloat16 in :meth:`FastLlama.in_bf16`), the
+    result in ``x``'s."""
+    if x.dtype == weight.dtype:
+        return F.linear(x, weight)
+    return F.linear(x.to(weight.dtype), weight).to(x.dtype)
 
 
 def fast_forward(model) -> FastLlama | None:

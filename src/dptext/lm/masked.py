@@ -64,7 +64,7 @@ class MaskedBackend:
     """Scores of every candidate at the masked slot, for many slots at once."""
 
     def __init__(self, model, tokenizer, candidate_ids, *, context: str, max_length: int | None,
-                 batch_size: int) -> None:
+                 batch_size: int, precision: str = "fp32") -> None:
         import torch
 
         if tokenizer.mask_token_id is None:
@@ -78,6 +78,7 @@ class MaskedBackend:
         if self.budget < 1:
             raise DPTextError(f"model window {self.window} is too small to hold a masked word")
         self.batch_size = batch_size
+        self.precision = precision  # "bf16": the forward under bfloat16 autocast (lm/quantize)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     def input_ids(self, ids: list[int], start: int, end: int) -> list[int]:
@@ -92,6 +93,8 @@ class MaskedBackend:
     def scores(self, inputs: list[list[int]]):
         """Candidate logits at the mask of each input (rows in input order), batched by length."""
         import torch
+
+        from dptext.lm.quantize import autocast
 
         out = torch.empty((len(inputs), len(self.candidate_ids)), dtype=torch.float32)
         order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
@@ -117,7 +120,7 @@ class MaskedBackend:
 
             hook = head.register_forward_pre_hook(only_masks)
             try:
-                with torch.inference_mode():
+                with torch.inference_mode(), autocast(device, self.precision):
                     logits = self.model(input_ids=batch.to(device),
                                         attention_mask=attention.to(device)).logits
             finally:

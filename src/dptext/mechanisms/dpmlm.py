@@ -52,7 +52,7 @@ from dptext.text import (
 BACKENDS = ("causal", "mlm")
 CONTEXTS = ("concat", "none")
 DRAWS = ("sequential", "independent")
-PRECISIONS = ("fp32", "int8")
+PRECISIONS = ("fp32", "bf16", "int8")
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
 DOCUMENT_SCOPE = ("between texts with the same number of words and the same kept tokens "
                   "(stopwords, punctuation)")
@@ -271,13 +271,15 @@ class DPMLM(LMMechanism):
             self._backend = CausalBackend(model, tokenizer, self._candidates.ids,
                                           context=self.context, separator=sep,
                                           max_length=self.max_length,
-                                          segment_words=self.segment_words)
+                                          segment_words=self.segment_words,
+                                          precision=self.precision)
         else:
             from dptext.lm.masked import MaskedBackend
 
             self._backend = MaskedBackend(model, tokenizer, self._candidates.ids,
                                           context=self.context, max_length=self.max_length,
-                                          batch_size=self.batch_size)
+                                          batch_size=self.batch_size,
+                                          precision=self.precision)
         return self
 
     @property

@@ -90,7 +90,8 @@ class DPPrompt(LMMechanism):
 
             self._allowed = torch.as_tensor(np.setdiff1d(
                 np.arange(model.config.vocab_size), sorted(control_token_ids(tokenizer))))
-            self._head = ScoreHead(model, self._allowed, self._prompt_ids("probe"))
+            self._head = ScoreHead(model, self._allowed, self._prompt_ids("probe"),
+                                   precision=self.precision)
         return self
 
     def _prompt_ids(self, text: str) -> list[int]:
