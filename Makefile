@@ -30,6 +30,9 @@ bench: setup
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --backends causal,dpprompt --baseline-words 100
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --long 500 --busy --modes independent,independent-int8,sequential
 	$(BIN)/python benchmarks/bench_lm.py --hostile
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lm_targets.py
+	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lm_targets.py --only a,b --precision bf16
+	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --quantization 300
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ledger.py --records 100000 --sanitize --rounds 2
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_corpus.py quick
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_corpus_1m.py
