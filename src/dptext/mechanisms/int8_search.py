@@ -249,25 +249,29 @@ class Int8Search:
         # a margin far above the float64 rounding of the bounds and of ps (and far below any
         # score gap that matters)
         slack = 1e-9 * (p_norm * inv * self.exact.radius + tau * self.max_half + 1.0)
-        below = torch.tensor(-np.inf, dtype=torch.float32)
-        lower = torch.full((b,), -np.inf, dtype=torch.float64)  # a lower bound of the best score
+        below = np.float32(-np.inf)
+        lower = np.full(b, -np.inf)  # a lower bound of each point's best score
         first = None
         found: list[tuple] = []
 
-        def bound(tile_bounds) -> torch.Tensor:  # the largest error of each point in a tile
-            return torch.from_numpy(_score_error(p_err, q_norm, shift, tau, *tile_bounds)
-                                    + slack)
+        def bound(tile_bounds) -> np.ndarray:  # the largest error of each point in a tile
+            return _score_error(p_err, q_norm, shift, tau, *tile_bounds) + slack
 
         def scan(out, tops, limit64, t) -> None:  # every word of the tile with O >= limit
-            limit = torch.nextafter(limit64.float(), below)  # rounded down: a superset
+            # numpy on the kernel's output (no copy): its nonzero is 4x torch's on these sizes
+            limit = np.nextafter(limit64.astype(np.float32), below)  # rounded down: a superset
+            o = out.numpy()
+            width = o.shape[1]
             if tops is None:
-                r, c = torch.nonzero(out >= limit[:, None], as_tuple=True)
-                found.append((r, c + t, out[r, c]))
+                r, c = np.divmod(np.flatnonzero(o >= limit[:, None]), width)
+                found.append((r, c + t, o[r, c]))
                 return
-            hit_r, hit_g = torch.nonzero(tops >= limit[:, None], as_tuple=True)
-            vals = out.view(b, -1, _GROUPS)[hit_r, :, hit_g]  # group g: columns g + k G
-            rr, kk = torch.nonzero(vals >= limit[hit_r, None], as_tuple=True)
-            found.append((hit_r[rr], kk * _GROUPS + hit_g[rr] + t, vals[rr, kk]))
+            # the groups whose maximum reaches the limit; group g holds columns g + k G
+            hit_r, hit_g = np.divmod(np.flatnonzero(tops.numpy() >= limit[:, None]), _GROUPS)
+            index = (hit_r * width + hit_g)[:, None] + np.arange(0, width, _GROUPS)
+            vals = o.reshape(-1)[index]
+            hit, k = np.divmod(np.flatnonzero(vals >= limit[hit_r, None]), index.shape[1])
+            found.append((hit_r[hit], k * _GROUPS + hit_g[hit] + t, vals[hit, k]))
 
         minus_tau = torch.tensor(-tau, dtype=torch.float32)
         for t, packed, scales, zeros, half32, tile_bounds in self.tiles:
@@ -275,17 +279,17 @@ class Int8Search:
                                   1.0, 0, torch.float32, "none", [], "")
             tops = None if out.shape[1] % _GROUPS else out.view(b, -1, _GROUPS).amax(1)
             err = bound(tile_bounds)
-            tile_top = (out if tops is None else tops).amax(1).double()
+            tile_top = (out if tops is None else tops).amax(1).numpy().astype(np.float64)
             if first is None:  # the first tile is scanned last, with the final bound
                 first = (out, tops, err, t)
             else:
                 # the running bound is at most the final one: a superset of the words kept
                 scan(out, tops, lower - err, t)
-            torch.maximum(lower, tile_top - err, out=lower)
+            np.maximum(lower, tile_top - err, out=lower)
         scan(first[0], first[1], lower - first[2], first[3])
-        rows = torch.cat([f[0] for f in found]).numpy()
-        cols = self.order[torch.cat([f[1] for f in found]).numpy()]
-        vals = torch.cat([f[2] for f in found]).double().numpy()
+        rows = np.concatenate([f[0] for f in found])
+        cols = self.order[np.concatenate([f[1] for f in found])]
+        vals = np.concatenate([f[2] for f in found]).astype(np.float64)
         # each pair's own bound; keep the words whose upper bound reaches the best lower bound
         err = _score_error(p_err[rows], q_norm[rows], shift[rows], tau, self.norm[cols],
                            self.w_err[cols], self.q_norm[cols], self.half[cols],
