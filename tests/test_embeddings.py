@@ -114,6 +114,24 @@ def test_geometry_k_capped_and_cached() -> None:
     assert space.geometry(5) is geo  # a cached larger table serves smaller requests
 
 
+def test_pairwise_is_exact_where_the_expansion_cancels() -> None:
+    """|a|^2 + |b|^2 - 2 a.b loses the digits of a small distance between long vectors (and
+    leaves ~1e-8 between a word and itself on some BLAS kernels): pairwise recomputes those
+    pairs from the differences. A twin 1e-6 away from a word of norm ~100 and the word
+    itself: the expansion alone would be off by ~1e-6 absolute (100% relative)."""
+    rng = np.random.default_rng(3)
+    vectors = (rng.standard_normal((6, 64)) * 12).astype(np.float32)
+    vectors[1] = vectors[0]
+    vectors[1, 5] = np.nextafter(vectors[0, 5], np.float32(np.inf))  # one float32 step away
+    space = EmbeddingSpace(_words(6), vectors, metric="euclidean")
+    x = vectors.astype(np.float64)
+    want = np.sqrt(((x[:, None, :] - x[None, :, :]) ** 2).sum(-1))
+    got = space.pairwise(np.arange(6))
+    assert np.all(np.diag(got) == 0.0)
+    assert got[0, 1] == pytest.approx(want[0, 1], rel=1e-9) and want[0, 1] > 0
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=0)
+
+
 def test_pairwise_and_neighbors_exact() -> None:
     space = _random_space(7)
     d = _brute(space.vectors, "euclidean")
