@@ -219,10 +219,15 @@ def main() -> None:
     _record_workers()
     only = set(args.only.split(","))
     workers = getattr(threads, "WORKERS", None)
+    try:
+        from dptext.lm.quantize import native_bf16
+        bf16 = "yes" if native_bf16() else "no: bf16 is emulated here"
+    except ImportError:  # older checkouts
+        bf16 = "-"
     print(f"device cpu, torch thread ceiling {torch.get_num_threads()} (per pass: "
           f"dptext.lm.threads), usable cores {usable_cores()}, groups at once: "
           f"{'by the free cores' if workers is None else workers}; precision "
-          f"{args.precision}; load {load()}", flush=True)
+          f"{args.precision} (oneDNN bf16 kernels: {bf16}); load {load()}", flush=True)
     texts = sample_texts(args.words)
     size = {} if args.batch_size is None else {"batch_size": args.batch_size}
     if args.precision != "fp32":  # left out for fp32: older checkouts have no such option
