@@ -262,13 +262,13 @@ class TruncatedGumbel(WordMechanism):
             w = torch.from_numpy(space.vectors.astype(np.float64)).to(dev)  # euclidean
             self._device_words = (device, w, (w * w).sum(1))
         _, w, w_sq = self._device_words
-        from dptext.embeddings import _CANCELLATION
+        from dptext.embeddings import CANCELLATION
 
         for r, kk in zip(rows.tolist(), ks.tolist(), strict=True):
             a = w[r : r + 1]
             norms = (a * a).sum(1) + w_sq
             d2 = norms - 2.0 * (a @ w.T)[0]
-            close = torch.nonzero(d2 <= _CANCELLATION * norms).squeeze(1)  # as pairwise does
+            close = torch.nonzero(d2 <= CANCELLATION * norms).squeeze(1)  # as pairwise does
             d2[close] = ((w[close] - a) ** 2).sum(1)
             d = torch.sqrt(torch.clamp(d2, min=0.0))
             d[r] = -1.0
