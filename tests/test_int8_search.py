@@ -166,3 +166,71 @@ def test_a_saturating_kernel_is_caught_by_the_probe(monkeypatch):
                         lambda: (prepack, lambda *a: pointwise(*a) + 1.0))
     with pytest.raises(DPTextError, match="not exact on this CPU"):
         Int8Search(words)
+
+
+def _laplace_points(words: np.ndarray, n: int, eps: float, seed: int) -> np.ndarray:
+    space = EmbeddingSpace([f"w{i}" for i in range(len(words))], words, name="int8-window")
+    m = mechanism("laplace", epsilon=eps, space=space).fit(cache=False)
+    rng = np.random.default_rng(seed)
+    return words[rng.integers(0, len(words), n)].astype(np.float64) + m.noise(n, rng)
+
+
+@pytest.mark.parametrize("rise, path", [(0.0, 0), (1.5, 0), (4.0, 0), (1000.0, 1)])
+def test_any_8bit_window_gives_the_exact_words(monkeypatch, rise, path):
+    """The tiles after the first read 8-bit levels in a window set per block: a window whose
+    top is each point's first lower bound (rise 0: most points' best words read 255, kept
+    unexamined) or one 2.5x wider than the default (coarse levels) changes how many words
+    reach the float32 test, never which word wins; a window too coarse for the errors is not
+    used (the float32 output instead)."""
+    monkeypatch.setattr(int8_search, "_RISE", rise)
+    words = _words(3000, 48, 12)
+    search = Int8Search(words, block=256, tile=256)
+    for eps, seed in ((3.0, 1), (30.0, 2), (400.0, 3)):
+        points = _laplace_points(words, 700, eps, seed)
+        np.testing.assert_array_equal(search(points), _brute_force(points, words))
+    print(search.window_blocks)
+    assert search.window_blocks[path] == 6  # every block (2 an epsilon): 8-bit (0) or float32 (1)
+    assert search.window_blocks[1 - path] == 0
+
+
+def test_an_8bit_output_off_by_a_level_is_not_trusted(monkeypatch):
+    """A kernel whose 8-bit output is one level high (a rounding the window's bounds do not
+    allow) fails the probe: the search keeps the float32 output for every tile and stays
+    exact."""
+    prepack, pointwise = int8_search._kernel()
+
+    def high(*a):
+        out = pointwise(*a)
+        return (out.int() + 1).clamp(0, 255).to(out.dtype) if a[9] is None else out
+
+    monkeypatch.setattr(int8_search, "_kernel", lambda: (prepack, high))
+    words = _words(2000, 32, 13)
+    search = Int8Search(words, block=256, tile=256)
+    assert search.u8 is False and search.levels == 127
+    points = _laplace_points(words, 600, 20.0, 4)
+    np.testing.assert_array_equal(search(points), _brute_force(points, words))
+    assert search.window_blocks == [0, 2]  # 600 points: two blocks
+
+
+def test_the_sampled_float32_scores_are_probed_and_match_the_loop(monkeypatch):
+    """Candidate pairs' float32 scores come from torch's sampled dense product (one call);
+    it must give what the per-point loop gives (the exact words either way), and a product
+    that is not float32-accurate (bfloat16 inputs) is caught by the probe."""
+    words = _words(2500, 40, 14)
+    search = Int8Search(words, block=512, tile=512)
+    assert search.sampled  # torch 2.13 (constraints.txt) has it on the CPU
+    points = _laplace_points(words, 900, 15.0, 5)
+    fast = search(points)
+    search.sampled = False
+    np.testing.assert_array_equal(search(points), fast)
+    np.testing.assert_array_equal(fast, _brute_force(points, words))
+
+    import torch
+
+    real = int8_search._sampled_dot
+
+    def bf16(points, words_t, counts, cols):
+        return real(torch.from_numpy(points).bfloat16().float().numpy(), words_t, counts, cols)
+
+    monkeypatch.setattr(int8_search, "_sampled_dot", bf16)
+    assert Int8Search(words, block=512, tile=512).sampled is False

@@ -69,6 +69,12 @@ _U32 = 2.0**-24
 _PROBE_ROWS = (1, 3, 17, 128, 1024)
 _GROUPS = 64  # groups of a tile's columns (g, g + 64, ...) whose maxima the scan reads first
 _GROUPS8 = 128  # the same for 8-bit tiles (torch's uint8 maximum is 10x faster at 128 than 64)
+# the 8-bit window reaches this many times (first tile's best - its mean) above a point's lower
+# bound: on the default space a point's best rarely lies higher (it would read 255 and be kept)
+_RISE = 1.5
+# the coarsest level allowed, in units of the points' median largest error: coarser levels keep
+# more words for the float32 test (a pair's interval widens by about two levels)
+_COARSEST = 2.0
 _U8_DELTA = 1e-3  # levels: bounds the float32 rounding of the kernel's requantization (~1e-5)
 
 
@@ -162,6 +168,7 @@ class Int8Search:
         self.block, self.tile, self.workers = int(block), int(tile), workers
         self.rechecked = 0  # points re-ranked in float64 (more than one word left)
         self.candidates = 0  # words re-ranked in float64, all points
+        self.window_blocks = [0, 0]  # blocks whose tiles after the first read 8-bit / float32
         words = self.exact.words
         w64 = words.astype(np.float64)  # set-up only: not kept (153 MB for the default space)
         self.norm = np.sqrt(np.einsum("ij,ij->i", w64, w64))
@@ -267,10 +274,13 @@ class Int8Search:
             exact = ((x - 128) @ w.T) * (x_scale * word_scale.astype(np.float64)) + bias
             lo, hi = np.percentile(exact, [10, 99])
             step = float((hi - lo) / 255)
-            got = self._pointwise(torch.from_numpy(x.astype(np.uint8)), x_scale, 128, packed,
-                                  torch.from_numpy(word_scale), zeros,
-                                  torch.from_numpy(bias - np.float32(lo)), step, 0, None,
-                                  "none", [], "").numpy()
+            try:
+                got = self._pointwise(torch.from_numpy(x.astype(np.uint8)), x_scale, 128,
+                                      packed, torch.from_numpy(word_scale), zeros,
+                                      torch.from_numpy(bias - np.float32(lo)), step, 0, None,
+                                      "none", [], "").numpy()
+            except (RuntimeError, TypeError, ValueError):
+                return False
             want = (exact - lo) / step
             if got.dtype != np.uint8 or got.shape != want.shape:
                 return False
@@ -389,6 +399,7 @@ class Int8Search:
             self._float_tiles(codes, scale, minus_tau, lower, errs, found)
         else:
             self._u8_tiles(codes, scale, minus_tau, lower, errs, window, found)
+        self.window_blocks[window is None] += 1  # (lists: += of ints is not atomic either)
         # the first tile last, with the final bound (the running one is at most it)
         found.append(_scan_float(first.numpy(), lower - errs[0], t0))
         rows = np.concatenate([f[0] for f in found])
@@ -432,14 +443,14 @@ class Int8Search:
         the levels would be too coarse against the errors (points of very different scales
         in one block): the float32 output is used there."""
         e_max = np.max(errs, axis=0)
-        rise = 1.5 * (top0 - first.mean(1).numpy().astype(np.float64)) + 2.0 * e_max
+        rise = _RISE * (top0 - first.mean(1).numpy().astype(np.float64)) + 2.0 * e_max
         base, top = float(np.min(lower - e_max)), float(np.max(lower + rise))
         if not (np.isfinite(base) and np.isfinite(top)):
             return None
         zeta = 8 * _U32 * (max(abs(base), abs(top)) + float(ps_norm.max()) * self.exact.radius
                            + 2 * tau * self.max_half) + 1e-12
         step = (top - base + zeta) / 252.0
-        if not step > 0 or step > 0.5 * float(np.median(e_max)):
+        if not step > 0 or step > _COARSEST * float(np.median(e_max)):
             return None
         return float(base - zeta - 2 * step), step, zeta
 
