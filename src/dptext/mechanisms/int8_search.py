@@ -372,11 +372,14 @@ class Int8Search:
         shift = np.abs(tau - inv)  # what the common bias misses, times |y|^2/2 - its middle
         ps = p * inv[:, None]
         scale = float(np.float32(1.0 / 127))
-        q = np.clip(np.rint(ps / scale), -127, 127)  # uint8 codes q + 128
-        codes = torch.from_numpy((q + 128).astype(np.uint8))
-        approx = q * scale  # exact in float64
-        p_err = np.sqrt(((ps - approx) ** 2).sum(1))
-        q_norm = np.sqrt((approx * approx).sum(1))
+        # the codes q (uint8 q + 128) and the errors they make, computed exactly from them
+        approx = np.rint(ps * (1.0 / scale))
+        np.clip(approx, -127, 127, out=approx)
+        codes = torch.from_numpy((approx + 128).astype(np.uint8))
+        approx *= scale  # q * scale: exact in float64
+        q_norm = np.sqrt(np.einsum("ij,ij->i", approx, approx))
+        ps -= approx
+        p_err = np.sqrt(np.einsum("ij,ij->i", ps, ps))
         p_norm = np.sqrt(np.einsum("ij,ij->i", p, p))
         # a margin far above the float64 rounding of the bounds and of ps (and far below any
         # score gap that matters)
