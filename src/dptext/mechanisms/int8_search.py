@@ -157,6 +157,7 @@ def _scan_levels(out: np.ndarray, need: np.ndarray, tops: np.ndarray | None
     hit, k = np.divmod(np.flatnonzero(levels >= need[hit_r, None]), index.shape[1])
     return hit_r[hit], k * _GROUPS8 + hit_g[hit], levels[hit, k]
 
+
 def _sampled_dot(points: np.ndarray, words_t, counts: np.ndarray, cols: np.ndarray
                  ) -> np.ndarray:
     """points[i] . words[j] in float32 for the pairs of a CSR pattern: ``counts[i]`` pairs of
@@ -358,10 +359,10 @@ class Int8Search:
         spans = _blocks(n, self.block, workers, unit)
         workers = min(workers, len(spans))
 
-        def run(span: tuple[int, int]) -> tuple[int, int]:
+        def run(span: tuple[int, int]) -> tuple[int, int, bool]:
             s, e = span
-            out[s:e], rechecked, candidates = self._search_block(points_of(s, e))
-            return rechecked, candidates
+            out[s:e], rechecked, candidates, fell_back = self._search_block(points_of(s, e))
+            return rechecked, candidates, fell_back
 
         if workers == 1:
             threads = torch.get_num_threads()
@@ -376,9 +377,12 @@ class Int8Search:
                 counts = list(pool.map(run, spans))
         self.rechecked += sum(c[0] for c in counts)
         self.candidates += sum(c[1] for c in counts)
+        fell_back = sum(c[2] for c in counts)
+        self.window_blocks[0] += len(counts) - fell_back
+        self.window_blocks[1] += fell_back
         return out
 
-    def _search_block(self, p: np.ndarray) -> np.ndarray:
+    def _search_block(self, p: np.ndarray) -> tuple[np.ndarray, int, int, bool]:
         import torch
 
         b = len(p)
@@ -425,7 +429,6 @@ class Int8Search:
             self._float_tiles(codes, scale, minus_tau, lower, errs, found)
         else:
             self._u8_tiles(codes, scale, minus_tau, lower, errs, window, found)
-        self.window_blocks[window is None] += 1  # (lists: += of ints is not atomic either)
         # the first tile last, with the final bound (the running one is at most it)
         found.append(_scan_float(first.numpy(), lower - errs[0], t0))
         rows = np.concatenate([f[0] for f in found])
@@ -440,7 +443,7 @@ class Int8Search:
         np.maximum.at(best, rows, lo - err)
         keep = hi + err >= best[rows] - slack[rows]
         rows, cols = self._float32_filter(p, p_norm, rows[keep], cols[keep])
-        return self._rerank(p, rows, cols)
+        return (*self._rerank(p, rows, cols), window is None)
 
     def _float_tiles(self, codes, scale, minus_tau, lower, errs, found) -> None:
         """Tiles 1.. with float32 output: each scanned at once with the running lower bound
