@@ -121,41 +121,33 @@ def _score_error(p_err, q_norm, shift, tau, norm, w_err, w_q_norm, half, spread)
             + 8 * _U32 * (q_norm * w_q_norm + tau * half) + 3 * _U32 * tau * half)
 
 
-def _scan_float(o: np.ndarray, limit64: np.ndarray, t: int, tops: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every pair of a float32 tile ``o`` (points x words, starting at tile position ``t``)
-    with a reading >= its point's ``limit64`` (rounded down to float32: a superset), through
-    the maxima ``tops`` of its column groups where given (group g holds columns g + k G);
-    (rows, tile positions, reading, reading)."""
-    limit = np.nextafter(limit64.astype(np.float32), np.float32(-np.inf))
-    width = o.shape[1]
-    if tops is None:
-        r, c = np.divmod(np.flatnonzero(o >= limit[:, None]), width)
-        vals = o[r, c].astype(np.float64)
-        return r, c + t, vals, vals
-    # numpy on the kernel's output (no copy): its nonzero is 4x torch's on these sizes
-    hit_r, hit_g = np.divmod(np.flatnonzero(tops >= limit[:, None]), _GROUPS)
-    index = (hit_r * width + hit_g)[:, None] + np.arange(0, width, _GROUPS)
-    vals = o.reshape(-1)[index]
-    hit, k = np.divmod(np.flatnonzero(vals >= limit[hit_r, None]), index.shape[1])
-    vals = vals[hit, k].astype(np.float64)
-    return hit_r[hit], k * _GROUPS + hit_g[hit] + t, vals, vals
-
-
-def _scan_levels(out: np.ndarray, need: np.ndarray, tops: np.ndarray | None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(rows, columns, levels) of the entries of the 8-bit tile ``out`` at or above their
-    row's ``need``: through the maxima ``tops`` of its column groups (group g holds columns
-    g + k G8) where given, else one pass over the whole tile."""
+def _scan(out: np.ndarray, limit: np.ndarray, tops: np.ndarray | None, groups: int
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, columns, readings) of the entries of a tile ``out`` (points x words; float32
+    scores or 8-bit levels) at or above their row's ``limit`` (of ``out``'s dtype): through
+    the maxima ``tops`` of its column groups (group g holds columns g + k ``groups``) where
+    given - only the groups whose maximum reaches the limit are read - else one pass over the
+    whole tile. numpy on the kernel's output (no copy): its nonzero is 4x torch's here."""
     width = out.shape[1]
     if tops is None:
-        r, c = np.divmod(np.flatnonzero(out >= need[:, None]), width)
+        r, c = np.divmod(np.flatnonzero(out >= limit[:, None]), width)
         return r, c, out[r, c]
-    hit_r, hit_g = np.divmod(np.flatnonzero(tops >= need[:, None]), _GROUPS8)
-    index = (hit_r * width + hit_g)[:, None] + np.arange(0, width, _GROUPS8)
-    levels = out.reshape(-1)[index]
-    hit, k = np.divmod(np.flatnonzero(levels >= need[hit_r, None]), index.shape[1])
-    return hit_r[hit], k * _GROUPS8 + hit_g[hit], levels[hit, k]
+    hit_r, hit_g = np.divmod(np.flatnonzero(tops >= limit[:, None]), groups)
+    index = (hit_r * width + hit_g)[:, None] + np.arange(0, width, groups)
+    vals = out.reshape(-1)[index]
+    hit, k = np.divmod(np.flatnonzero(vals >= limit[hit_r, None]), index.shape[1])
+    return hit_r[hit], k * groups + hit_g[hit], vals[hit, k]
+
+
+def _scan_float(o: np.ndarray, limit64: np.ndarray, t: int, tops: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of a float32 tile ``o`` (starting at tile position ``t``) with a reading
+    >= its point's ``limit64`` (rounded down to float32: a superset), groups of ``_GROUPS``;
+    (rows, tile positions, reading, reading) - the reading is its own interval's two ends."""
+    limit = np.nextafter(limit64.astype(np.float32), np.float32(-np.inf))
+    r, c, vals = _scan(o, limit, tops, _GROUPS)
+    vals = vals.astype(np.float64)
+    return r, c + t, vals, vals
 
 
 def _sampled_dot(points: np.ndarray, words_t, counts: np.ndarray, cols: np.ndarray
@@ -505,8 +497,8 @@ class Int8Search:
             top = (out if tops is None else tops).amax(1).numpy()
             np.maximum(lower, step * top + low[k], out=lower)
             least = np.ceil(lower / step - need[k])
-            r, c, v = _scan_levels(out.numpy(), np.clip(least, 0, 255).astype(np.uint8),
-                                   None if tops is None else tops.numpy())
+            r, c, v = _scan(out.numpy(), np.clip(least, 0, 255).astype(np.uint8),
+                            None if tops is None else tops.numpy(), _GROUPS8)
             rows.append(r)
             cols.append(c + t)
             levels.append(v)
