@@ -147,3 +147,48 @@ def test_grid_runs_the_masked_attack(tmp_path):
     assert by["noiseless"]["success"] > by["random"]["success"]
     with pytest.raises(DPTextError, match="lm_kind"):
         GridConfig(mechanisms=["noiseless"], epsilons={}, lm_kind="bidirectional")
+
+
+def test_model_input_is_exactly_the_documented_pair(dpmlm):
+    """Masked DP-MLM feeds ``[CLS] x [SEP] x-masked [SEP]`` - no pads, no truncation in the
+    template - with segment ids 0 then 1, even though the packaged tokenizer is saved with
+    padding to 128 (which once put [SEP] + 124 attended [PAD] into every input)."""
+    from transformers import AutoTokenizer
+
+    from dptext.lm.alignment import align
+    from dptext.lm.masked import MaskedBackend
+
+    model, loaded = dpmlm._lm
+    tok = AutoTokenizer.from_pretrained(loaded.name_or_path)
+    assert tok.backend_tokenizer.padding is not None  # the saved setting the template must drop
+    backend = MaskedBackend(model, tok, dpmlm._candidates.ids, context="concat",
+                            max_length=None, batch_size=8)
+    assert tok.backend_tokenizer.padding is not None  # read on a copy: the tokenizer untouched
+    text = "anna went to paris."
+    parts = split_words(text)
+    aligned = align(tok, text, parts)
+    got = backend.input_ids(aligned.ids, int(aligned.starts[0]), int(aligned.ends[0]))
+    pair = tok(text, "[MASK] went to paris.")  # a call switches the saved padding off
+    assert tok.convert_ids_to_tokens(pair["input_ids"]) == [
+        "[CLS]", "anna", "went", "to", "paris", ".", "[SEP]",
+        "[MASK]", "went", "to", "paris", ".", "[SEP]"]
+    assert list(got) == pair["input_ids"] and got.types == pair["token_type_ids"]
+    assert got.types == [0] * 7 + [1] * 6
+    assert backend.window == 512 and backend.budget == (512 - 3) // 2
+
+    seen = {}
+
+    def capture(_module, _args, kwargs):
+        seen.update({k: v.clone() for k, v in kwargs.items() if torch.is_tensor(v)})
+
+    hook = model.register_forward_pre_hook(capture, with_kwargs=True)
+    try:
+        scores = backend.scores([got])
+    finally:
+        hook.remove()
+    assert seen["input_ids"].tolist() == [pair["input_ids"]]
+    assert seen["attention_mask"].tolist() == [[1] * 13]
+    assert seen["token_type_ids"].tolist() == [pair["token_type_ids"]]
+    with torch.inference_mode():
+        direct = model(**tok(text, "[MASK] went to paris.", return_tensors="pt")).logits[0, 7]
+    assert torch.allclose(scores[0], direct[dpmlm._candidates.ids], atol=1e-4)
