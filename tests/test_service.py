@@ -4,6 +4,7 @@ FastAPI's TestClient, and against a real uvicorn on a loopback port)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 import time
 
 import pytest
@@ -244,3 +245,44 @@ def test_real_server_on_loopback(tmp_path):
         assert httpx.get(f"{server.url}/openapi.json").json()["info"]["title"] == "dptext"
     finally:
         server.stop()
+
+
+def _charged(app, owner="clinic-a"):
+    """Every charge of ``owner``'s releases: (status, count)."""
+    ledger = app.state.ledger
+    mine = {r["release_id"] for r in ledger.releases() if r["owner"] == owner}
+    return Counter(c["status"] for c in ledger.charges() if c["release_id"] in mine)
+
+
+@pytest.mark.parametrize("field", ["texts", "units"])
+def test_a_lone_surrogate_is_refused_before_anything_is_charged(service, field):
+    # issue 32 item 3: "Alice \ud800 Bob" was privatized, reserved and committed, then the
+    # response failed to serialize (500, the ledger said 1 record released)
+    app, client, a, _ = service
+    texts, units = ['"Alice \\ud800 Bob"'], ['"alice"']
+    if field == "units":
+        texts, units = ['"Alice and Bob"'], ['"al\\udc00ice"']
+    raw = (f'{{"texts": [{texts[0]}], "units": [{units[0]}], "mechanism": "custext", '
+           f'"params": {{"epsilon": 4}}}}').encode()
+    r = client.post("/v1/privatize", headers={**a, "Content-Type": "application/json"},
+                    content=raw)
+    assert r.status_code == 400, r.text
+    assert f"{field}[0]" in r.json()["error"] and "surrogate" in r.json()["error"]
+    assert _charged(app) == Counter()
+
+
+def test_a_late_failure_commits_no_charge(service, monkeypatch):
+    # anything failing while the response is built happens before the ledger is touched
+    import dptext.service.app as service_app
+
+    app, client, a, _ = service
+
+    def broken(*args, **kw):
+        raise RuntimeError("spans failed")
+
+    monkeypatch.setattr(service_app, "spans", broken)
+    client = TestClient(app, raise_server_exceptions=False)
+    r = _privatize(client, a, [TEXT], units=["alice"])
+    assert r.status_code == 500 and r.json() == {"error": "internal error"}
+    assert _charged(app) == Counter()
+    assert app.state.ledger.spent("alice", owner="clinic-a").records == 0

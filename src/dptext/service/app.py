@@ -220,7 +220,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return out
 
     @app.post("/v1/privatize")
-    def privatize(body: PrivatizeRequest, owner: Owner) -> dict:
+    def privatize(body: PrivatizeRequest, owner: Owner) -> Response:
+        # Everything that can fail runs before the ledger is charged: the request is checked
+        # (sizes, units, text that JSON cannot carry back), the texts privatized and their
+        # spans and response built and encoded; only then are the records reserved, the
+        # response's bytes completed with the decisions, and the charges committed.
         if len(body.texts) > limits.max_texts:
             raise LimitExceeded(413, "max_texts", limits.max_texts,
                                 f"at most {limits.max_texts} texts per request")
@@ -230,28 +234,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                 f"text {long} is over {limits.max_chars} characters")
         if body.units is not None and len(body.units) != len(body.texts):
             raise DPTextError("units must give one unit per text")
+        _check_unicode("texts", body.texts)
+        _check_unicode("units", body.units or [])
         params = _params(body.params)
         results = pool.privatize(body.mechanism, params, body.texts)
         request_id = secrets.token_hex(8)
+        units = body.units or [f"request:{request_id}:{i}" for i in range(len(body.texts))]
+        m = pool.get(body.mechanism, params)
+        released = [{"withheld": False, "unit": unit if body.units else None,
+                     "text": r.text, "report": r.report.to_dict(),
+                     "spans": spans(m, text, r.text)}
+                    for text, unit, r in zip(body.texts, units, results, strict=True)]
+        _encode({"results": released})  # a response that cannot be sent fails here, uncharged
         release = ledger.open_release(owner=owner, dataset=body.dataset,
                                       mechanism=body.mechanism, params=params)
-        units = body.units or [f"request:{request_id}:{i}" for i in range(len(body.texts))]
         decisions = ledger.reserve(release, [
             (f"{request_id}:{i}", unit, r.report.privacy_events())
             for i, (unit, r) in enumerate(zip(units, results, strict=True))])
-        m = pool.get(body.mechanism, params)
-        out = []
-        for text, unit, r, d in zip(body.texts, units, results, decisions, strict=True):
-            if not d.allowed:
-                out.append({"withheld": True, "reason": d.reason, "unit": unit,
-                            "text": None, "report": None, "spans": []})
-                continue
-            out.append({"withheld": False, "unit": unit if body.units else None,
-                        "text": r.text, "report": r.report.to_dict(),
-                        "spans": spans(m, text, r.text)})
+        out = [r if d.allowed else {"withheld": True, "reason": d.reason, "unit": unit,
+                                    "text": None, "report": None, "spans": []}
+               for r, unit, d in zip(released, units, decisions, strict=True)]
+        payload = _encode({"release_id": release, "results": out})
         ledger.commit(release, [d.charge_id for d in decisions
                                 if d.allowed and d.charge_id is not None])
-        return {"release_id": release, "results": out}
+        return Response(payload, media_type="application/json")
 
     @app.post("/v1/budgets")
     def set_budget(body: BudgetRequest, owner: Owner) -> dict:
@@ -347,6 +353,23 @@ def app_from_environment() -> FastAPI:
     return create_app(Settings(ledger=os.environ.get("DPTEXT_SERVICE_LEDGER") or None,
                                data_dir=os.environ.get("DPTEXT_SERVICE_DATA") or None,
                                limits=limits))
+
+
+def _check_unicode(what: str, values) -> None:
+    """Refuse text that UTF-8 (and so the JSON response) cannot carry: a lone surrogate such
+    as ``"\\ud800"`` is valid in a JSON string but not in Unicode text."""
+    for i, value in enumerate(values):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise DPTextError(f"{what}[{i}] has a character that is not valid Unicode text "
+                              f"({err.reason} at {err.start}): a lone surrogate "
+                              f"{value[err.start]!r}") from None
+
+
+def _encode(body: dict) -> bytes:
+    return json.dumps(body, ensure_ascii=False, allow_nan=False,
+                      separators=(",", ":")).encode("utf-8")
 
 
 def _plain(value):
