@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,278 @@ def test_every_metric_has_a_registered_runner():
     from dptext.evaluation.metrics import registered_metrics
 
     assert set(registered_metrics()) == set(METRICS)
+
+
+# ------------------------------------------------------------------ the layer table, enforced
+# The layer table of docs/architecture.md as data (test_layer_table_matches_the_doc keeps the two
+# equal): each top-level module or package of dptext and its floor. A file may import from its own
+# floor and the floors below, never above - function-local (lazy) imports included.
+LAYERS = {
+    0: ("errors", "validation", "rng", "io", "text", "devices", "exact_sampling"),
+    1: ("embeddings", "embedding_formats", "cache", "resources", "datasets", "detect"),
+    2: ("accounting",),
+    3: ("lm",),
+    4: ("mechanisms",),
+    5: ("sanitize", "corpus", "ledger", "audit", "service", "targeted", "integrations",
+        "training", "evaluation", "robustness"),
+    6: ("cli",),
+}
+FACADE_LAYER = 5  # dptext/__init__.py hands on names from layers 1-5 (sanitize at 5)
+DOC = SRC.parent.parent / "docs" / "architecture.md"
+
+# The violations of today's tree, while issue 29 removes them: each entry may only disappear.
+ALLOWED_UPWARD: set[tuple[str, str]] = {
+    ("dptext.resources", "dptext.lm.loading"),
+}
+ALLOWED_CIRCLES: set[frozenset[str]] = {
+    frozenset({"dptext", "dptext.corpus.budget", "dptext.corpus.engine",
+               "dptext.corpus.executors", "dptext.corpus.ray_executor",
+               "dptext.corpus.work", "dptext.ledger.core", "dptext.ledger.verify",
+               "dptext.sanitize"}),
+    frozenset({"dptext.cache", "dptext.datasets", "dptext.lm.loading",
+               "dptext.lm.mlm_build", "dptext.resources"}),
+    frozenset({"dptext.evaluation.grid", "dptext.evaluation.parallel"}),
+    frozenset({"dptext.mechanisms", "dptext.mechanisms.base", "dptext.mechanisms.custext",
+               "dptext.mechanisms.dpmlm", "dptext.mechanisms.dpprompt",
+               "dptext.mechanisms.laplace", "dptext.mechanisms.registry",
+               "dptext.mechanisms.santext", "dptext.mechanisms.truncated_gumbel",
+               "dptext.mechanisms.word"}),
+    frozenset({"dptext.mechanisms.int8_search", "dptext.mechanisms.nearest"}),
+}
+ALLOWED_PRIVATE: set[tuple[str, str]] = {
+    ("dptext.cli.ledger", "_secret_arg"),
+    ("dptext.cli.ledger", "_spent_hashed"),
+    ("dptext.corpus.shared", "_geometry"),
+    ("dptext.corpus.shared", "_geometry_k"),
+    ("dptext.corpus.shared", "_lookup_cache"),
+    ("dptext.corpus.shared", "_tables"),
+    ("dptext.corpus.shared", "_use_tables"),
+    ("dptext.mechanisms.custext", "_prepared"),
+    ("dptext.resources", "_geometry"),
+    ("dptext.resources", "_prepared"),
+    ("dptext.resources", "_reason"),
+}
+
+
+def _modname(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+FILES = {_modname(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def _package(mod: str) -> str:
+    """`dptext.corpus.engine` -> `corpus`; `dptext.text` -> `text`; `dptext` -> ``."""
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(mod: str) -> int:
+    pkg = _package(mod)
+    if not pkg:
+        return FACADE_LAYER
+    for layer, names in LAYERS.items():
+        if pkg in names:
+            return layer
+    raise AssertionError(f"{mod} is in no layer of docs/architecture.md")
+
+
+def _tree(mod: str) -> ast.Module:
+    return ast.parse(FILES[mod].read_text(encoding="utf-8"))
+
+
+def _edges(mod: str) -> list[tuple[str, str | None, int]]:
+    """Every dptext import of one file, wherever it stands (module level, a function, a
+    TYPE_CHECKING block): (the module imported, the name taken from it or None, line)."""
+    is_pkg = FILES[mod].name == "__init__.py"
+    out = []
+    for node in ast.walk(_tree(mod)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target != "dptext" and not target.startswith("dptext."):
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.append((sub, None, node.lineno) if sub in FILES
+                           else (target, alias.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            out.extend((a.name, None, node.lineno) for a in node.names
+                       if a.name == "dptext" or a.name.startswith("dptext."))
+    return out
+
+
+def _through_faces(raw: dict[str, list]) -> dict[str, list]:
+    """A package's `__init__.py` hands names on: a name taken from it is an import of the
+    module that defines the name (the face itself only for what it defines itself)."""
+    handed = {mod: {name: target for target, name, _ in edges if name}
+              for mod, edges in raw.items() if FILES[mod].name == "__init__.py"}
+    return {mod: [(handed[t][n], None, line) if t in handed and n in handed[t] else (t, n, line)
+                  for t, n, line in edges] for mod, edges in raw.items()}
+
+
+GRAPH = _through_faces({mod: _edges(mod) for mod in FILES})
+
+
+def _doc_layers() -> dict[int, tuple[str, ...]]:
+    rows = {}
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\|\s*(\d+)\.\s[^|]*\|([^|]*)\|", line)
+        if m:
+            names = []
+            for ref in re.findall(r"`([^`]+)`", m.group(2)):
+                name = ref.strip("/").split("/")[0]
+                if name not in names:
+                    names.append(name)
+            rows[int(m.group(1))] = tuple(names)
+    return rows
+
+
+def test_layer_table_matches_the_doc():
+    assert _doc_layers() == LAYERS
+    top = {_package(m) for m in FILES} - {""}
+    placed = {n for names in LAYERS.values() for n in names}
+    assert top == placed, (top - placed, placed - top)
+
+
+def upward_imports() -> set[tuple[str, str]]:
+    return {(mod, target) for mod, edges in GRAPH.items() for target, _, _ in edges
+            if _layer(target) > _layer(mod)}
+
+
+def import_circles() -> set[frozenset[str]]:
+    """The strongly connected components of more than one file (Tarjan), over every import."""
+    index, low, stack, on, out = {}, {}, [], set(), set()
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w, _, _ in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.add(frozenset(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _private_definitions() -> dict[str, set[str]]:
+    """`_name` -> the packages that define it: a function or class, a module- or class-level
+    assignment, or an attribute assigned on `self`/`cls` (an attribute a file assigns on
+    someone else's object is a reach, not a definition)."""
+    defined: dict[str, set[str]] = {}
+
+    def add(name, mod):
+        if name.startswith("_") and not name.startswith("__"):
+            defined.setdefault(name, set()).add(_package(mod))
+
+    for mod in FILES:
+        tree = _tree(mod)
+        scopes = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        for body in scopes:
+            for node in body:
+                if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        for sub in ast.walk(t):
+                            if isinstance(sub, ast.Name):
+                                add(sub.id, mod)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                add(node.name, mod)
+            elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+                  and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                add(node.attr, mod)
+    return defined
+
+
+def private_reaches() -> set[tuple[str, str]]:
+    """(file, name) for every `_name` a file takes from another package: imported from it, read
+    off one of its modules, or read off an object when only other packages define that name."""
+    defined = _private_definitions()
+    out = set()
+    for mod, edges in GRAPH.items():
+        pkg = _package(mod)
+        for target, name, _ in edges:
+            if _package(target) == pkg:
+                continue
+            private_module = next((p for p in target.split(".")[1:] if p.startswith("_")
+                                   and not p.startswith("__")), None)
+            if private_module:
+                out.add((mod, private_module))
+            if name and name.startswith("_") and not name.startswith("__"):
+                out.add((mod, name))
+        for node in ast.walk(_tree(mod)):
+            if not isinstance(node, ast.Attribute):
+                continue
+            attr = node.attr
+            if not attr.startswith("_") or attr.startswith("__"):
+                continue
+            base = node.value
+            if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+                continue
+            if isinstance(base, ast.Call) and getattr(base.func, "id", None) == "super":
+                continue
+            owners = defined.get(attr, set())
+            if owners and pkg not in owners:
+                out.add((mod, attr))
+    return out
+
+
+def test_no_import_runs_up_the_layer_table():
+    found = upward_imports()
+    assert found <= ALLOWED_UPWARD, sorted(found - ALLOWED_UPWARD)
+    assert not ALLOWED_UPWARD - found, ("fixed: drop from the allow-list",
+                                        ALLOWED_UPWARD - found)
+
+
+def test_no_import_circle_between_files():
+    found = import_circles()
+    assert found <= ALLOWED_CIRCLES, [sorted(c) for c in found - ALLOWED_CIRCLES]
+    assert not ALLOWED_CIRCLES - found, ("fixed: drop from the allow-list",
+                                        ALLOWED_CIRCLES - found)
+
+
+def test_no_private_name_is_used_across_packages():
+    found = private_reaches()
+    assert found <= ALLOWED_PRIVATE, sorted(found - ALLOWED_PRIVATE)
+    assert not ALLOWED_PRIVATE - found, ("fixed: drop from the allow-list",
+                                        ALLOWED_PRIVATE - found)
+
+
+def test_the_checks_can_fail(tmp_path, monkeypatch):
+    """Each check finds a planted violation: an upward lazy import, a circle closed by a
+    function-local import, and a private name read across packages."""
+    planted = {
+        "dptext.text": [("dptext.cli.common", None, 1)],
+        "dptext.rng": [("dptext.io", None, 1)],
+        "dptext.io": [("dptext.rng", None, 1)],
+    }
+    graph = {m: list(e) + planted.get(m, []) for m, e in GRAPH.items()}
+    monkeypatch.setitem(globals(), "GRAPH", graph)
+    assert ("dptext.text", "dptext.cli.common") in upward_imports()
+    assert frozenset({"dptext.rng", "dptext.io"}) in import_circles()
+    graph["dptext.cli.common"] = graph["dptext.cli.common"] + [("dptext.io", "_tmp_sibling", 1)]
+    assert ("dptext.cli.common", "_tmp_sibling") in private_reaches()
