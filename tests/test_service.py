@@ -286,3 +286,65 @@ def test_a_late_failure_commits_no_charge(service, monkeypatch):
     assert r.status_code == 500 and r.json() == {"error": "internal error"}
     assert _charged(app) == Counter()
     assert app.state.ledger.spent("alice", owner="clinic-a").records == 0
+
+
+def _count_scrypt(monkeypatch):
+    import dptext.service.keys as keys_module
+
+    calls = []
+    real = keys_module._hash
+
+    def counted(secret, salt):
+        calls.append(1)
+        return real(secret, salt)
+
+    monkeypatch.setattr(keys_module, "_hash", counted)
+    return calls
+
+
+def test_failed_keys_are_rate_limited_per_key_id_and_address_before_the_hash(tmp_path,
+                                                                             monkeypatch):
+    # issue 32 item 5: a wrong secret for a known id cost one scrypt per request, never a 429
+    app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d",
+                              limits=Limits(auth_failure_burst=3, auth_failure_rate=0.001)))
+    good = app.state.keys.create("x")
+    kid = good.split("_")[1]
+    wrong = f"dpt_{kid}_" + "y" * 43
+    here, there = (TestClient(app, client=(ip, 50000)) for ip in ("10.0.0.1", "10.0.0.2"))
+    assert here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
+                    ).status_code == 200
+    calls = _count_scrypt(monkeypatch)
+    codes = [there.get("/v1/mechanisms", headers={"Authorization": f"Bearer {wrong}"}
+                       ).status_code for _ in range(5)]
+    assert codes == [401, 401, 401, 429, 429] and len(calls) == 3  # no hash after the limit
+    r = here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {wrong}"})
+    assert r.status_code == 429 and r.json()["limit"] == "auth_failures_per_key_id"
+    # the key's owner, verified before, still gets in (no hash needed), from anywhere
+    for client in (here, there):
+        assert client.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
+                          ).status_code == 200
+    assert len(calls) == 3
+    # per address: other (unknown) ids from the address that failed are refused too
+    other = "dpt_" + "0" * 16 + "_" + "y" * 43
+    r = there.get("/v1/mechanisms", headers={"Authorization": f"Bearer {other}"})
+    assert r.status_code == 429 and r.json()["limit"] == "auth_failures_per_address"
+    assert len(calls) == 3
+    # a revoked key, verified before, is refused even without a hash
+    app.state.keys.revoke(good)
+    assert here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
+                    ).status_code in (401, 429)
+
+
+def test_unknown_id_and_wrong_secret_cost_the_same_hash(tmp_path, monkeypatch):
+    # the time of a refusal must not say whether a key id exists
+    app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d"))
+    keys = app.state.keys
+    good, revoked = keys.create("x"), keys.create("y")
+    keys.revoke(revoked)
+    calls = _count_scrypt(monkeypatch)
+    for key in ("dpt_" + "0" * 16 + "_" + "y" * 43,        # unknown id
+                f"dpt_{good.split('_')[1]}_" + "y" * 43,    # known id, wrong secret
+                revoked):                                   # revoked
+        before = len(calls)
+        assert keys.authenticate(key) is None
+        assert len(calls) == before + 1, key

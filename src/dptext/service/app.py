@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dptext.errors import DPTextError
-from dptext.service.keys import KeyStore
-from dptext.service.limits import LimitExceeded, Limits, RateLimiter
+from dptext.service.keys import KeyStore, key_id
+from dptext.service.limits import AuthFailures, LimitExceeded, Limits, RateLimiter
 from dptext.service.pool import LM_MECHANISMS, MechanismPool
 from dptext.service.spans import spans
 
@@ -108,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     data_dir = Path(settings.data_dir or (Path(ledger.where).parent / "service"))
     pool = MechanismPool(batch_window=settings.batch_window)
     rate = RateLimiter(limits.rate_per_second, limits.rate_burst)
+    failures = AuthFailures(limits.auth_failure_rate, limits.auth_failure_burst)
 
     from dptext.service.jobs import JobStore
 
@@ -121,7 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                               "`Authorization: Bearer KEY` (`dptext keys create OWNER`).")
     app.state.ledger, app.state.keys, app.state.pool, app.state.jobs = ledger, keys, pool, jobs
     app.state.ready = True
-    app.state.rate = rate
+    app.state.rate, app.state.auth_failures = rate, failures
 
     # ---------------------------------------------------------------- errors
     @app.exception_handler(DPTextError)
@@ -150,7 +151,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def _body_limit(request: Request, call_next):
         if request.url.path.startswith("/v1"):  # the key first: nothing is read without one
             token = _token(request.headers.get("authorization"))
-            owner = keys.authenticate(token)
+            kid = key_id(token)
+            address = request.client.host if request.client else None
+            owner = None
+            if kid is not None:  # a well-formed key costs a hash: failures are limited first
+                try:
+                    failures.check(kid, address)
+                except LimitExceeded as err:
+                    owner = keys.authenticate(token, verify=False)  # no hash
+                    if owner is None:
+                        return _error(err.status, str(err), limit=err.limit, value=err.value)
+                if owner is None:
+                    owner = keys.authenticate(token)
+                    if owner is None:
+                        failures.fail(kid, address)
             if owner is None:
                 return _error(401, _NO_KEY)
             try:

@@ -2,7 +2,9 @@
 (RFC 7914; n=2^14, r=8, p=1) in a table of the ledger database, beside the ledger's own.
 
 A request's key is looked up by its public ``id`` and the secret verified in constant time;
-a revoked key stays in the table (who had it is history) and is refused.
+a revoked key stays in the table (who had it is history) and is refused. An unknown or revoked
+id costs the same scrypt as a wrong secret, so the time of a refusal does not say whether the
+id exists (the ids are the visible prefix of every key).
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ def _hash(secret: str, salt: bytes) -> bytes:
     return hashlib.scrypt(secret.encode(), salt=salt, maxmem=64 * 2**20, **SCRYPT)
 
 
+def key_id(key: str | None) -> str | None:
+    """The public id of a well-formed key, else None."""
+    match = _KEY.match(key or "")
+    return match.group(1) if match else None
+
+
 class KeyStore:
     """The service's API keys, in the database at ``url`` (the ledger's)."""
 
@@ -55,7 +63,10 @@ class KeyStore:
                 "NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL, created TEXT NOT NULL, "
                 "revoked TEXT)")
         # verified keys, so a request costs one scrypt per key and process, not per request
-        self._verified: dict[str, tuple[str, bytes]] = {}
+        self._verified: dict[str, tuple[str, bytes, bytes]] = {}
+        # an unknown or revoked id is checked against this (never matching) hash, so it costs
+        # what a wrong secret costs
+        self._dummy_salt = secrets.token_bytes(16)
 
     def _write(self):
         store = self
@@ -88,8 +99,10 @@ class KeyStore:
                 "VALUES (?, ?, ?, ?, ?)", (key_id, owner, salt, _hash(secret, salt), now))
         return f"dpt_{key_id}_{secret}"
 
-    def authenticate(self, key: str | None) -> str | None:
-        """The owner of a valid, unrevoked key, else None."""
+    def authenticate(self, key: str | None, *, verify: bool = True) -> str | None:
+        """The owner of a valid, unrevoked key, else None. ``verify=False``: only a key this
+        process has verified before is accepted (its row is read, so a revocation counts; one
+        sha256, no scrypt) - for a client whose failures are being rate-limited."""
         match = _KEY.match(key or "")
         if match is None:
             return None
@@ -104,15 +117,19 @@ class KeyStore:
                 self._backend.commit()
         if row is None or row[3] is not None:
             self._verified.pop(key_id, None)
+            if verify:
+                _hash(secret, self._dummy_salt)  # the time of a wrong secret
             return None
         owner, salt, stored = row[0], bytes(row[1]), bytes(row[2])
         cached = self._verified.get(key_id)
         token = hashlib.sha256(secret.encode() + salt).digest()
-        if cached is not None and hmac.compare_digest(cached[1], token):
+        if cached is not None and hmac.compare_digest(cached[2], token):
             return owner
+        if not verify:
+            return None
         if not hmac.compare_digest(_hash(secret, salt), stored):
             return None
-        self._verified[key_id] = (owner, token)
+        self._verified[key_id] = (owner, salt, token)
         return owner
 
     def revoke(self, key_or_id: str) -> bool:
