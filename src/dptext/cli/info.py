@@ -14,6 +14,9 @@ def cmd_mechanisms(args) -> int:
     for name, cls in registered().items():
         print(f"{name:10s} {cls.summary}")
         print(f"{'':10s} guarantee: {cls.guarantee_summary}")
+        if cls.typical_epsilon is not None:
+            t = cls.typical_epsilon
+            print(f"{'':10s} typical epsilon: {t.text} ({t.evidence})")
         params = ", ".join(f"{k} (required)" if v == REQUIRED else f"{k}={v!r}"
                            for k, v in parameters(cls).items())
         print(f"{'':10s} parameters: {params}")

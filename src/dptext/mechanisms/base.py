@@ -41,6 +41,38 @@ CAPABILITIES = frozenset({"distribution", "likelihood_matrix", "sample_rows", "f
 
 
 @dataclass(frozen=True)
+class TypicalEpsilon:
+    """The per-token epsilons that give useful text, as measured (the one source for the README
+    table, docs/privacy.md, ``dptext mechanisms``, ``GET /v1/mechanisms`` and the web page;
+    ``tests/test_typical_epsilon.py`` fails when one of them disagrees).
+
+    ``low``-``high`` is the measured useful range (``high`` None: open upwards, e.g. above
+    truncated Gumbel's bound); ``evidence`` says what was measured
+    (``benchmarks/bench_privacy.py unchanged`` on the default space, docs/privacy.md);
+    ``meaning`` is what one unit of epsilon protects, in one line.
+    """
+
+    low: float
+    high: float | None
+    meaning: str
+    evidence: str = ""
+
+    @property
+    def text(self) -> str:
+        """``"1-8"``, or ``"> 194"`` for an open range."""
+        return f"> {self.low:g}" if self.high is None else f"{self.low:g}-{self.high:g}"
+
+    def contains(self, epsilon: float) -> bool:
+        if self.high is None:
+            return epsilon > self.low
+        return self.low <= epsilon <= self.high
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "low": self.low, "high": self.high, "meaning": self.meaning,
+                "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
 class Result:
     text: str
     report: PrivacyReport
@@ -53,6 +85,8 @@ class Mechanism(ABC):
     summary: ClassVar[str]  # one line: what it does, for `dptext mechanisms`
     guarantee_summary: ClassVar[str]  # one line: the per-token guarantee
     capabilities: ClassVar[frozenset[str]] = frozenset()
+    #: the measured useful per-token epsilon range (None: not measured)
+    typical_epsilon: ClassVar[TypicalEpsilon | None] = None
 
     @classmethod
     def supports(cls, capability: str) -> bool:

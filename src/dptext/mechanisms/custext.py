@@ -30,6 +30,7 @@ from dptext import exact_sampling
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
+from dptext.mechanisms.base import TypicalEpsilon
 from dptext.mechanisms.frequency import frequency_order
 from dptext.mechanisms.registry import register
 from dptext.mechanisms.word import WordMechanism
@@ -42,6 +43,9 @@ class CusText(WordMechanism):
     capabilities = frozenset({"sample_rows", "distribution"})
     summary = "exponential mechanism over customized output sets of K similar words"
     guarantee_summary = "epsilon-DP among words sharing an output set (per word)"
+    typical_epsilon = TypicalEpsilon(
+        1, 8, "eps-DP among the K similar words of a word's output set, per word",
+        "unchanged words: 8% at 1, 61% at 8, 97% at 16")
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from dptext.mechanisms.base import (
     Mechanism,
     Result,
     RngLike,
+    TypicalEpsilon,
     as_generator,
     check_choice,
     check_epsilon,
@@ -225,6 +226,10 @@ class DPMLM(LMMechanism):
     name = "dpmlm"
     summary = "DP-MLM: rewrite word by word with a masked or causal LM (exponential mechanism)"
     guarantee_summary = "epsilon-DP per privatized word, any two contexts; n*epsilon per text"
+    typical_epsilon = TypicalEpsilon(
+        25, 250, "eps-DP per rewritten word (clipped exponential mechanism)",
+        "the range the DP-MLM and DP-Prompt papers evaluate; not measured by "
+        "benchmarks/bench_privacy.py")
 
     def __init__(self, *, epsilon: float, backend: str = "causal", model: str | None = None,
                  context: str = "concat", keep_stopwords: bool = True,

@@ -27,7 +27,14 @@ import numpy as np
 
 from dptext.accounting.events import TokenEvent
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import Result, RngLike, as_generator, check_int, register
+from dptext.mechanisms.base import (
+    Result,
+    RngLike,
+    TypicalEpsilon,
+    as_generator,
+    check_int,
+    register,
+)
 from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
 
 
@@ -65,6 +72,10 @@ class DPPrompt(LMMechanism):
     name = "dpprompt"
     summary = "DP-Prompt: paraphrase with a causal LM, each token from clipped logits"
     guarantee_summary = "epsilon-DP per generated token, any two texts; tokens*epsilon per text"
+    typical_epsilon = TypicalEpsilon(
+        25, 250, "eps-DP per generated token (clipped exponential mechanism)",
+        "the range the DP-Prompt paper evaluates; not measured by "
+        "benchmarks/bench_privacy.py")
     causal_only = True
 
     def __init__(self, *, epsilon: float, model: str | None = None,

@@ -29,7 +29,7 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import WordMechanism, check_choice, register
+from dptext.mechanisms.base import TypicalEpsilon, WordMechanism, check_choice, register
 from dptext.rng import chacha_generator, is_secure
 
 
@@ -38,11 +38,15 @@ class MultivariateLaplace(WordMechanism):
     name = "laplace"
     summary = "nearest word to the vector plus multivariate Laplace noise (metric DP)"
     guarantee_summary = "epsilon*d metric DP, d = Euclidean distance between word vectors"
+    typical_epsilon = TypicalEpsilon(
+        50, 150, "eps*d metric DP with 384-d Laplace noise, per word; from 200 on the input word "
+                 "comes back almost always",
+        "2% unchanged at 50, 16% at 75, 94% at 150, 99% at 200")
 
     # post-processing of the noisy vector, and where that search runs
     runtime_parameters = frozenset({"search", "device"})
 
-    def __init__(self, *, epsilon: float = 10.0, search: str = "exact", device: str = "cpu",
+    def __init__(self, *, epsilon: float = 75.0, search: str = "exact", device: str = "cpu",
                  **common) -> None:
         from dptext.devices import check_device
         from dptext.mechanisms.nearest import SEARCHES

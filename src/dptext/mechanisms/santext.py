@@ -48,7 +48,7 @@ from dptext import exact_sampling
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import WordMechanism, check_probability, register
+from dptext.mechanisms.base import TypicalEpsilon, WordMechanism, check_probability, register
 from dptext.mechanisms.frequency import frequency_order
 from dptext.validation import check_bool
 
@@ -64,12 +64,16 @@ class SanText(WordMechanism):
     capabilities = frozenset({"sample_rows", "distribution", "likelihood_matrix", "fit_many"})
     summary = "exponential weights exp(-eps*d/2) over all (sensitive) words (metric DP)"
     guarantee_summary = "epsilon*d metric DP over sensitive words, d = Euclidean distance"
+    typical_epsilon = TypicalEpsilon(
+        12, 20, "eps*d metric DP over the whole vocabulary (d <= 1.57 in the default space), "
+                "per word",
+        "below 10 nearly every word becomes a random far word; 11% unchanged at 14, 82% at 20")
 
     # where the fit's distance pass runs (the tables are the same up to float32 rounding)
     runtime_parameters = frozenset({"device"})
 
     def __init__(
-        self, *, epsilon: float = 2.0, sensitive_fraction: float = 1.0, p: float = 0.0,
+        self, *, epsilon: float = 14.0, sensitive_fraction: float = 1.0, p: float = 0.0,
         device: str = "cpu", **common
     ) -> None:
         """``device`` ("cpu", "cuda", "auto"): where the fit's pass over distances beyond the

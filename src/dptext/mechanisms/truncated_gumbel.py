@@ -25,7 +25,7 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import WordMechanism, check_epsilon, register
+from dptext.mechanisms.base import TypicalEpsilon, WordMechanism, check_epsilon, register
 
 
 def bound(b: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:
@@ -110,6 +110,10 @@ class TruncatedGumbel(WordMechanism):
     guarantee_summary = (
         "epsilon*d metric DP (Theorem 1), d = Euclidean; epsilon must exceed a vocabulary bound"
     )
+    typical_epsilon = TypicalEpsilon(
+        194, None, "eps*d metric DP (truncated Gumbel), per word; epsilon must exceed the "
+                   "space's bound (194 on the default space)",
+        "the bound of the default space; 34-51% unchanged over 200-5000")
 
     # where the candidate search of a large k (beyond the kNN table) runs
     runtime_parameters = frozenset({"device"})

@@ -32,20 +32,6 @@ from dptext.service.limits import AuthFailures, LimitExceeded, Limits, RateLimit
 from dptext.service.pool import LM_MECHANISMS, MechanismPool
 from dptext.service.spans import spans
 
-# What epsilon means per mechanism, and the range that gives useful text on the default space
-# (docs/privacy.md, measured rates of unchanged words).
-TYPICAL = {
-    "custext": ("1-3", "eps-DP among the K similar words of a word's output set, per word"),
-    "custext+": ("1-3", "as custext; stopwords are kept verbatim"),
-    "santext": ("1-15", "eps*d metric DP over the whole vocabulary (d <= 1.57), per word"),
-    "santext+": ("1-15", "as santext for rare words; frequent words kept w.p. 1-p"),
-    "laplace": ("10-150", "eps*d metric DP with 384-d Laplace noise; above ~200 the input "
-                          "word comes back almost always"),
-    "gumbel": ("200-400", "eps*d metric DP (truncated Gumbel); needs eps above its bound"),
-    "dpmlm": ("25-250", "eps-DP per rewritten word (clipped exponential mechanism)"),
-    "dpprompt": ("25-250", "eps-DP per generated token"),
-}
-
 
 @dataclass
 class Settings:
@@ -224,10 +210,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         out = []
         for name, cls in registered().items():
-            typical, meaning = TYPICAL.get(name, ("", cls.guarantee_summary))
+            # what epsilon means and its measured useful range: the mechanism's declaration
+            typical = cls.typical_epsilon
             out.append({"name": name, "summary": cls.summary,
-                        "guarantee": cls.guarantee_summary, "epsilon_meaning": meaning,
-                        "typical_epsilon": typical, "language_model": name in LM_MECHANISMS,
+                        "guarantee": cls.guarantee_summary,
+                        "epsilon_meaning": typical.meaning if typical else cls.guarantee_summary,
+                        "typical_epsilon": typical.text if typical else "",
+                        "typical_epsilon_range": typical.to_dict() if typical else None,
+                        "language_model": name in LM_MECHANISMS,
                         "parameters": {k: (None if v == REQUIRED else _plain(v))
                                        for k, v in parameters(cls).items()
                                        if k not in ("space", "frequencies")}})

@@ -26,8 +26,12 @@ function showMechanism() {
   if (!m) return;
   $("mech-help").textContent = m.summary + ". Epsilon: " + m.epsilon_meaning +
     (m.typical_epsilon ? ". Typical range: " + m.typical_epsilon : "") + ".";
-  if (m.parameters.epsilon !== undefined && m.parameters.epsilon !== null)
+  if (m.parameters.epsilon !== undefined && m.parameters.epsilon !== null) {
     $("epsilon").value = m.parameters.epsilon;
+  } else {  // no default: the mechanism needs an epsilon (its typical range is the hint)
+    $("epsilon").value = "";
+    $("epsilon").placeholder = "required" + (m.typical_epsilon ? ": " + m.typical_epsilon : "");
+  }
 }
 async function loadMechanisms() {
   try {
