@@ -100,9 +100,31 @@ def available_memory() -> int | None:
     import os
 
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
+        free = None
+    room = _address_space_left()
+    if room is None:
+        return free
+    return room if free is None else min(free, room)
+
+
+def _address_space_left() -> int | None:
+    """Bytes this process may still map under its address-space limit (``ulimit -v``,
+    ``RLIMIT_AS``); ``None`` when there is no limit or the system does not say."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return max(0, limit - int(line.split()[1]) * 1024)
+    except (ImportError, OSError, ValueError, IndexError):
         return None
+    return None
 
 
 def check_memory(needed: float, what: str, *, share: float = 0.8) -> None:

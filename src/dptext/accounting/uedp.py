@@ -34,6 +34,10 @@ ACCOUNTANTS = ("rdp", "pld")
 # Integer orders only: dp_accounting's series for fractional orders fails to converge at large
 # sampling rates (it then drops the order with a warning); integer orders are computed exactly.
 RDP_ORDERS = tuple(list(range(2, 64)) + [80, 96, 128, 192, 256, 512, 1024])
+# The PLD's loss grid (dp_accounting's value_discretization_interval), and the bytes one point of
+# the composed grid costs while dp_accounting self-composes it by FFT (measured about 110).
+PLD_DISCRETIZATION = 1e-3
+_PLD_BYTES_PER_POINT = 160.0
 
 
 def _check_rate(name: str, q: float) -> None:
@@ -121,9 +125,44 @@ class TrainingPrivacy:
             raise DPTextError(f"delta must lie in (0, 1), got {delta}")
         if rounds == 0 or self.sampling_rate == 0.0:
             return 0.0
+        if accountant == "pld":
+            self.check_pld_memory(rounds)
         acc = _accountant(accountant)
         acc.compose(self.event(rounds))
         return float(acc.get_epsilon(delta))
+
+    def pld_memory(self, rounds: int) -> float:
+        """Bytes the PLD composition of ``rounds`` rounds is estimated to need.
+
+        dp_accounting composes by one FFT over the composed privacy loss's support, cut where
+        less than 1e-15 of the mass lies beyond. Above, a Chernoff bound with the RDP of the same
+        rounds bounds that cut (the RDP epsilon at delta 1e-15); below, the removal direction's
+        loss is never under ``rounds * log(1 - q_eff)`` and the addition direction's tail is
+        bounded like the upper one. Points = that range over the discretization; each costs about
+        110 bytes of complex FFT buffers and copies (measured: docs/uedp.md), taken as 160.
+        """
+        if rounds == 0 or self.sampling_rate == 0.0:
+            return 0.0
+        acc = rdp.RdpAccountant(list(RDP_ORDERS))
+        acc.compose(self.event(rounds))
+        upper = float(acc.get_epsilon(1e-15))
+        lower = upper if self.sampling_rate >= 1.0 else min(
+            upper, -rounds * math.log1p(-self.sampling_rate))
+        points = (upper + lower + 2.0) / PLD_DISCRETIZATION
+        return _PLD_BYTES_PER_POINT * points
+
+    def check_pld_memory(self, rounds: int) -> None:
+        """Refuse, before composing, a PLD too fine for the memory available (one line)."""
+        from dptext.validation import available_memory
+
+        needed = self.pld_memory(rounds)
+        free = available_memory()
+        if free is not None and needed > 0.8 * free:
+            raise DPTextError(
+                f"PLD accounting at z = {self.z:.4g} over {rounds} rounds would need about "
+                f"{needed / 2**30:.1f} GiB of memory ({free / 2**30:.1f} GiB is available): its "
+                f"loss grid of {PLD_DISCRETIZATION:g} is too fine for so little noise; use "
+                f"--accountant rdp, or a larger z")
 
     def with_z(self, z: float) -> TrainingPrivacy:
         return TrainingPrivacy(self.algo, self.q_u, z, self.q_e, self.q_s, self.entity_users)
@@ -139,7 +178,7 @@ def _accountant(name: str):
     if name == "rdp":
         return rdp.RdpAccountant(list(RDP_ORDERS))
     if name == "pld":
-        return pld.PLDAccountant(value_discretization_interval=1e-3)
+        return pld.PLDAccountant(value_discretization_interval=PLD_DISCRETIZATION)
     raise DPTextError(f"unknown accountant {name!r}; choose from {ACCOUNTANTS}")
 
 
@@ -153,6 +192,8 @@ def calibrate_z(privacy: TrainingPrivacy, rounds: int, epsilon: float, delta: fl
         raise DPTextError(f"target epsilon must be finite and > 0, got {epsilon}")
     if rounds <= 0:
         raise DPTextError(f"rounds must be >= 1 to calibrate, got {rounds}")
+    if accountant == "pld":
+        return _calibrate_pld(privacy, rounds, epsilon, delta, tolerance)
     low, high = 1e-2, 1e5
     if privacy.with_z(high).epsilon(rounds, delta, accountant=accountant) > epsilon:
         raise DPTextError(f"epsilon {epsilon} is out of reach: z > 1e5 would be needed")
@@ -163,6 +204,45 @@ def calibrate_z(privacy: TrainingPrivacy, rounds: int, epsilon: float, delta: fl
         epsilon, delta, bracket_interval=ExplicitBracketInterval(low, high),
         tol=tolerance * low)
     # calibrate_dp_mechanism returns a z whose epsilon is within the target
+    return float(z)
+
+
+def _calibrate_pld(privacy: TrainingPrivacy, rounds: int, epsilon: float, delta: float,
+                   tolerance: float) -> float:
+    """PLD calibration bracketed by the RDP answer, never composing at a z far below it.
+
+    The PLD's memory grows with the loss range, about ``rounds / z**2`` grid points: a bracket
+    reaching down to z = 0.01 (as the RDP search uses) needs tens of GiB. RDP is the looser
+    accountant, so its z (found in seconds) is at or just above the PLD's: the bracket starts
+    there and steps down by 20% until the PLD epsilon exceeds the target. Every step checks its
+    memory estimate first and refuses in one line rather than being killed.
+    """
+    from dp_accounting.mechanism_calibration import ExplicitBracketInterval
+
+    low = 1e-2
+    step = 1.25
+
+    def eps(z: float) -> float:
+        return privacy.with_z(z).epsilon(rounds, delta, accountant="pld")
+
+    high = calibrate_z(privacy, rounds, epsilon, delta, accountant="rdp", tolerance=tolerance)
+    for _ in range(40):
+        if eps(high) <= epsilon:
+            break
+        high *= step
+    else:
+        raise DPTextError(f"epsilon {epsilon} is out of reach of the PLD accountant")
+    while True:
+        if high <= low:
+            return low
+        lower = max(low, high / step)
+        if eps(lower) > epsilon:
+            break
+        high = lower
+    z = dp_accounting.calibrate_dp_mechanism(
+        lambda: _accountant("pld"), lambda z: privacy.with_z(z).event(rounds),
+        epsilon, delta, bracket_interval=ExplicitBracketInterval(lower, high),
+        tol=tolerance * low)
     return float(z)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter
 
@@ -90,6 +91,8 @@ def cmd_account(args) -> int:
     if args.target_epsilon is not None:
         z = calibrate_z(privacy, args.rounds, args.target_epsilon, args.delta,
                         accountant=args.accountant)
+        # the printed z is the one the epsilon below holds for: rounded up, never down
+        z = math.ceil(z * 1e4) / 1e4
         privacy = privacy.with_z(z)
         print(f"z = {z:.4f}")
     elif args.z is None:

@@ -1,0 +1,69 @@
+"""The defects a careful user trips on (issue 37), each reproduced: these tests failed on the
+code before the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+from dptext.accounting.uedp import TrainingPrivacy
+from dptext.cli import parser
+
+_ACCOUNT_UNDER_LIMIT = r"""
+import contextlib, io, json, sys
+from dptext.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    o, e = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        code = main(argv)
+    out.append([code, o.getvalue(), e.getvalue()])
+print(json.dumps(out))
+"""
+
+_PLD_COMMANDS = [
+    ("userdp", ["--q-u", "0.05", "--q-e", "0.5", "--q-s", "1.0", "--rounds", "500"], 3.0),
+    ("uedp-naive", ["--q-u", "0.02", "--rounds", "300"], 8.0),
+]
+
+
+def _limit_memory():
+    two_gb = 2 * 2**30
+    resource.setrlimit(resource.RLIMIT_AS, (two_gb, two_gb))
+
+
+def test_pld_calibration_answers_under_2gb_and_its_z_is_the_least_noise():
+    """Item 1: both commands of the issue (24 GB, then the OOM killer, before) answer under a
+    2 GB address-space limit; the printed z reaches the target under PLD, 0.2% less noise does
+    not, and it is below the RDP calibration (PLD is the tighter accountant). A z far too small
+    for the PLD's grid is refused in one line, not killed."""
+    commands = [["account", "--algo", algo, *rest, "--delta", "1e-5", "--accountant", "pld",
+                 "--target-epsilon", str(target)] for algo, rest, target in _PLD_COMMANDS]
+    commands.append(["account", "--algo", "userdp", "--q-u", "0.05", "--rounds", "500",
+                     "--delta", "1e-5", "--accountant", "pld", "--z", "0.01"])
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _ACCOUNT_UNDER_LIMIT, json.dumps(commands)],
+                          capture_output=True, text=True, timeout=120, env=env,
+                          preexec_fn=_limit_memory)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads(proc.stdout)
+    for argv, (code, out, err) in zip(commands[:2], results):
+        assert code == 0, err
+        z = float(out.split("z = ")[1].split()[0])
+        args = parser().parse_args(argv)  # the command's own defaults (q_e, q_s, K)
+        privacy = TrainingPrivacy(args.algo, args.q_u, z, args.q_e, args.q_s, args.entity_users)
+        rounds, target = args.rounds, args.target_epsilon
+        assert privacy.epsilon(rounds, 1e-5, accountant="pld") <= target
+        assert privacy.with_z(z * 0.998).epsilon(rounds, 1e-5, accountant="pld") > target
+        # RDP, the looser accountant, needs at least this much noise: z <= the RDP calibration
+        assert privacy.epsilon(rounds, 1e-5, accountant="rdp") >= target
+    code, out, err = results[2]
+    assert code == 2 and out == ""
+    line, = err.strip().splitlines()
+    assert line.startswith("dptext: error: PLD accounting at z = 0.01 over 500 rounds")
+    assert "--accountant rdp" in line
