@@ -9,8 +9,6 @@ import resource
 import subprocess
 import sys
 
-import pytest
-
 from dptext.accounting.uedp import TrainingPrivacy
 from dptext.cli import parser
 
@@ -52,7 +50,7 @@ def test_pld_calibration_answers_under_2gb_and_its_z_is_the_least_noise():
                           preexec_fn=_limit_memory)
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(proc.stdout)
-    for argv, (code, out, err) in zip(commands[:2], results):
+    for argv, (code, out, err) in zip(commands[:2], results[:2], strict=True):
         assert code == 0, err
         z = float(out.split("z = ")[1].split()[0])
         args = parser().parse_args(argv)  # the command's own defaults (q_e, q_s, K)
