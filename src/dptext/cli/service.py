@@ -8,6 +8,18 @@ import sys
 from dptext.errors import DPTextError
 
 
+def _positive(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive integer, got {value}")
+    return value
+
+
 def _port(text: str) -> int:
     import argparse
 
@@ -36,7 +48,9 @@ def cmd_serve(args) -> int:
     from dptext.service.limits import Limits
 
     limits = Limits(rate_per_second=args.rate_per_second, rate_burst=args.rate_burst,
-                    max_jobs_per_owner=args.max_jobs)
+                    max_jobs_per_owner=args.max_jobs, max_mechanisms=args.max_mechanisms,
+                    max_mechanism_bytes=args.max_mechanism_mb * 2**20,
+                    max_new_mechanisms_per_owner_hour=args.max_new_mechanisms_per_hour)
     if args.workers == 1:
         app = create_app(Settings(ledger=args.ledger, data_dir=args.data_dir, limits=limits,
                                   batch_window=args.batch_window))
@@ -48,7 +62,9 @@ def cmd_serve(args) -> int:
         os.environ["DPTEXT_SERVICE_DATA"] = args.data_dir or ""
         os.environ["DPTEXT_SERVICE_LIMITS"] = json.dumps(
             {"rate_per_second": args.rate_per_second, "rate_burst": args.rate_burst,
-             "max_jobs_per_owner": args.max_jobs})
+             "max_jobs_per_owner": args.max_jobs, "max_mechanisms": args.max_mechanisms,
+             "max_mechanism_bytes": args.max_mechanism_mb * 2**20,
+             "max_new_mechanisms_per_owner_hour": args.max_new_mechanisms_per_hour})
         uvicorn.run("dptext.service.app:app_from_environment", factory=True, host=args.host,
                     port=args.port, workers=args.workers, log_level=args.log_level)
     return 0
@@ -99,6 +115,12 @@ def register(subparsers) -> None:
                    help="requests per second per API key, sustained")
     s.add_argument("--rate-burst", type=int, default=100, help="requests per key at once")
     s.add_argument("--max-jobs", type=int, default=2, help="file jobs per owner at once")
+    s.add_argument("--max-mechanisms", type=_positive, default=32,
+                   help="fitted mechanisms kept in memory (least recently used dropped)")
+    s.add_argument("--max-mechanism-mb", type=_positive, default=2048,
+                   help="MiB of fitted mechanisms' tables kept in memory")
+    s.add_argument("--max-new-mechanisms-per-hour", type=_positive, default=20,
+                   help="distinct parameter sets one owner may have fitted per hour")
     s.add_argument("--batch-window", type=float, default=0.01,
                    help="seconds an LM request waits for others to share its batch (0: "
                         "each request runs alone)")

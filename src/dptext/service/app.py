@@ -92,7 +92,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ledger = Ledger(settings.ledger)
     keys = KeyStore(ledger.url if settings.ledger is None else settings.ledger)
     data_dir = Path(settings.data_dir or (Path(ledger.where).parent / "service"))
-    pool = MechanismPool(batch_window=settings.batch_window)
+    pool = MechanismPool(batch_window=settings.batch_window,
+                         max_mechanisms=limits.max_mechanisms,
+                         max_bytes=limits.max_mechanism_bytes,
+                         max_new_per_owner_hour=limits.max_new_mechanisms_per_owner_hour)
     rate = RateLimiter(limits.rate_per_second, limits.rate_burst)
     failures = AuthFailures(limits.auth_failure_rate, limits.auth_failure_burst)
 
@@ -241,10 +244,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         _check_unicode("texts", body.texts)
         _check_unicode("units", body.units or [])
         params = _params(body.params)
-        results = pool.privatize(body.mechanism, params, body.texts)
+        m = pool.get(body.mechanism, params, owner=owner)
+        results = pool.privatize(body.mechanism, params, body.texts, owner=owner)
         request_id = secrets.token_hex(8)
         units = body.units or [f"request:{request_id}:{i}" for i in range(len(body.texts))]
-        m = pool.get(body.mechanism, params)
         released = [{"withheld": False, "unit": unit if body.units else None,
                      "text": r.text, "report": r.report.to_dict(),
                      "spans": spans(m, text, r.text)}
@@ -297,7 +300,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise DPTextError("fields must name distinct fields, e.g. text or note,summary")
         fmt = Path(file.filename or "").suffix.lower().lstrip(".")
         fmt = {"ndjson": "jsonl"}.get(fmt, fmt)
-        pool.get(mechanism, _params(parsed))  # a bad mechanism fails before the upload is kept
+        # a bad mechanism fails before the upload is kept
+        pool.get(mechanism, _params(parsed), owner=owner)
         data = file.file.read(limits.max_upload_bytes + 1)
         if len(data) > limits.max_upload_bytes:
             raise LimitExceeded(413, "max_upload_bytes", limits.max_upload_bytes,

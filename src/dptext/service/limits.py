@@ -17,6 +17,9 @@ class Limits:
     max_jobs_per_owner: int = 2              # jobs running or queued at once
     rate_per_second: float = 50.0            # requests per key, sustained
     rate_burst: int = 100                    # requests per key, at once
+    max_mechanisms: int = 32                 # fitted mechanisms kept (least recently used out)
+    max_mechanism_bytes: int = 2 * 2**30     # ... and the bytes of their arrays
+    max_new_mechanisms_per_owner_hour: int = 20  # distinct parameter sets fitted per owner
     auth_failure_burst: int = 20             # failed keys per key id and per client address
     auth_failure_rate: float = 0.1           # ... forgiven per second after the burst
 
