@@ -4,8 +4,8 @@ FastAPI's TestClient, and against a real uvicorn on a loopback port)."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 import time
+from collections import Counter
 
 import pytest
 

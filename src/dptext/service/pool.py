@@ -5,7 +5,8 @@ after the fit, so concurrent requests may sample from it at the same time: every
 passes its own generator). The pool is bounded: at most ``max_mechanisms`` fitted instances
 and ``max_bytes`` of their arrays (the shared word space not counted), the least recently
 used dropped first; and an owner may have at most ``max_new_per_owner_hour`` distinct
-parameter sets fitted for it in any hour (a 429 naming the limit, before any fit). Word mechanisms are fast enough to run in the request's thread.
+parameter sets fitted for it in any hour (a 429 naming the limit, before any fit). Word
+mechanisms are fast enough to run in the request's thread.
 Language-model mechanisms (DP-MLM, DP-Prompt) cost one forward pass per step of a batch,
 whatever the batch size up to the model's width: a :class:`Batcher` holds each request for at
 most ``window`` seconds and runs the texts of all requests that arrived meanwhile in one
