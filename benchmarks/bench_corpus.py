@@ -227,8 +227,8 @@ def bench_ray_batches(d: Path, n: int = 200_000) -> dict:
     CPU seconds are not depressed by the load of other jobs; wall seconds are."""
     sys.path.insert(0, SRC)
     os.environ["PYTHONPATH"] = SRC
+    from dptext.corpus.executors.ray import RayExecutor
     from dptext.corpus.ranges import scan
-    from dptext.corpus.ray_executor import RayExecutor
     from dptext.corpus.shared import export
     from dptext.corpus.sources import expand
     from dptext.corpus.work import BatchTask, JobLayout, Worker

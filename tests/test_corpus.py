@@ -338,9 +338,9 @@ def test_unseeded_resume_never_redraws_committed_records(mech, tmp_path):
 
 def _interrupt_after_shards(fn, n: int):
     """Run ``fn`` and raise KeyboardInterrupt right after the n-th shard is committed."""
-    from dptext.corpus import engine
+    from dptext.corpus import driver
 
-    original = engine._Runner._commit_shard
+    original = driver.Driver._commit_shard
     count = {"n": 0}
 
     def commit(self, wd, shard):
@@ -349,11 +349,11 @@ def _interrupt_after_shards(fn, n: int):
         if count["n"] == n:
             raise KeyboardInterrupt
 
-    engine._Runner._commit_shard = commit
+    driver.Driver._commit_shard = commit
     try:
         return fn()
     finally:
-        engine._Runner._commit_shard = original
+        driver.Driver._commit_shard = original
 
 
 def test_a_changed_input_or_setting_refuses_to_resume(mech, tmp_path):
@@ -380,9 +380,9 @@ def test_a_changed_input_or_setting_refuses_to_resume(mech, tmp_path):
 def test_disk_full_during_a_shard_then_resume(mech, big, tmp_path, monkeypatch):
     src, ref, _ = big
     out = tmp_path / "full.jsonl"
-    from dptext.corpus import engine
+    from dptext.corpus import shards
 
-    original = engine._Shard.write
+    original = shards.Shard.write
     calls = {"n": 0}
 
     def write(self, data):
@@ -391,14 +391,14 @@ def test_disk_full_during_a_shard_then_resume(mech, big, tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
         original(self, data)
 
-    monkeypatch.setattr(engine._Shard, "write", write)
+    monkeypatch.setattr(shards.Shard, "write", write)
     with pytest.raises(ResumableError, match=r"No space left on device.*7 shards .*rerun"):
         run(job(mech, src, out, batch_size=100, shard_records=600))
     assert not out.exists() and not (tmp_path / "full.jsonl.report.json").exists()
     partial = tmp_path / "full.jsonl.partial"
     assert sorted(p.name for p in partial.glob("part-*")) == [f"part-{i:05d}.jsonl"
                                                                for i in range(7)]
-    monkeypatch.setattr(engine._Shard, "write", original)
+    monkeypatch.setattr(shards.Shard, "write", original)
     result = run(job(mech, src, out, batch_size=100, shard_records=600))
     assert out.read_bytes() == ref.read_bytes() and result.resumed_records == 4200
     _no_debris(tmp_path)

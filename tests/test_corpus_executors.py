@@ -14,7 +14,7 @@ import time
 import pytest
 from test_corpus import job, mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
-from dptext.corpus import engine, run
+from dptext.corpus import driver, run
 from dptext.corpus.executors import ProcessExecutor, fork_safe
 from dptext.corpus.sources import expand
 from dptext.corpus.workdir import WorkDir
@@ -31,7 +31,7 @@ def test_forked_and_spawned_workers_with_multi_batch_tasks_give_the_inline_bytes
     src = write_jsonl(tmp_path / "in.jsonl", 3000, seed=3)
     ref = tmp_path / "ref.jsonl"
     run(job(mech, src, ref, batch_size=40, shard_records=700))
-    monkeypatch.setattr(engine, "fork_safe", lambda: start == "fork")
+    monkeypatch.setattr(driver, "fork_safe", lambda: start == "fork")
     # 16 batches a task (the most) from the second round trip on; a chunk then spans shards
     monkeypatch.setattr(ProcessExecutor, "TASK_SECONDS", 100.0)
     seen = []
@@ -108,16 +108,16 @@ def test_workers_die_with_a_killed_driver_and_the_job_resumes(tmp_path, start):
     script.write_text(textwrap.dedent(f"""
         import sys, time
         import numpy as np
-        from dptext.corpus import CorpusJob, engine, run
-        from dptext.corpus.engine import _Runner
+        from dptext.corpus import CorpusJob, driver, run
+        from dptext.corpus.driver import Driver
         from dptext.embeddings import EmbeddingSpace
         from dptext.mechanisms.registry import mechanism
-        engine.fork_safe = lambda: {start == "fork"!r}
-        commit = _Runner._commit_shard
+        driver.fork_safe = lambda: {start == "fork"!r}
+        commit = Driver._commit_shard
         def slow(self, wd, shard):  # a job long enough to be killed in the middle
             commit(self, wd, shard)
             time.sleep(0.2 * (self.job.workers > 1))
-        _Runner._commit_shard = slow
+        Driver._commit_shard = slow
         if __name__ == "__main__":  # (spawned workers import this file)
             words = [f"w{{i}}" for i in range(200)]
             space = EmbeddingSpace(words, np.random.default_rng(7).standard_normal((200, 8)),

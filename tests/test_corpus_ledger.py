@@ -162,17 +162,17 @@ def test_resume_never_charges_twice(mech, tmp_path):
     assert {f"in.jsonl#{i}" for i in range(41, 81)} <= pending
     assert sum(c["state"] == "released" for c in ledger.charges.values()) == 40
 
-    from dptext.corpus import engine  # second interruption: mid-shard, after reserve
+    from dptext.corpus import driver  # second interruption: mid-shard, after reserve
 
-    original = engine._Runner._commit_shard
-    engine._Runner._commit_shard = lambda self, wd, shard: (_ for _ in ()).throw(
+    original = driver.Driver._commit_shard
+    driver.Driver._commit_shard = lambda self, wd, shard: (_ for _ in ()).throw(
         KeyboardInterrupt())
     ledger.fail_commit_at = None
     try:
         with pytest.raises(KeyboardInterrupt):
             run(job(mech, src, out, ledger, batch_size=10, shard_records=40))
     finally:
-        engine._Runner._commit_shard = original
+        driver.Driver._commit_shard = original
     assert sum(c["state"] == "released" for c in ledger.charges.values()) == 80
     result = run(job(mech, src, out, ledger, batch_size=10, shard_records=40))
     assert out.read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
@@ -213,9 +213,9 @@ def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, 
     out = tmp_path / "o.jsonl"
     make = lambda: run(job(mech, src, out, ledger, budget=12.0, batch_size=8,  # noqa: E731
                            shard_records=16))
-    from dptext.corpus import engine
+    from dptext.corpus import driver
 
-    original, calls = engine._Runner._commit_shard, {"n": 0}
+    original, calls = driver.Driver._commit_shard, {"n": 0}
 
     def commit(self, wd, shard):
         original(self, wd, shard)
@@ -223,12 +223,12 @@ def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, 
         if calls["n"] == 2:
             raise KeyboardInterrupt
 
-    engine._Runner._commit_shard = commit
+    driver.Driver._commit_shard = commit
     try:
         with pytest.raises(KeyboardInterrupt):
             make()
     finally:
-        engine._Runner._commit_shard = original
+        driver.Driver._commit_shard = original
     result = make()
     expected, spent = 0, {}
     for i in range(100):

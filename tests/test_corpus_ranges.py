@@ -11,7 +11,7 @@ import random
 import pytest
 
 from dptext.corpus import CorpusJob, ranges
-from dptext.corpus.engine import prepare
+from dptext.corpus.driver import prepare
 from dptext.corpus.records import RecordReader
 from dptext.corpus.sources import Source
 from dptext.errors import DPTextError

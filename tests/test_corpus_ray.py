@@ -1,4 +1,4 @@
-"""``--engine ray`` (dptext.corpus.ray_executor) on one local Ray instance with 2 CPUs: the
+"""``--engine ray`` (dptext.corpus.executors.ray) on one local Ray instance with 2 CPUs: the
 inline bytes with multi-batch calls and more actors than CPUs, actors whose environment is not
 the driver's replaced by ones with a runtime_env, shared tables that are not the driver's
 refused, a bad record failing the job as inline, and a killed actor (or process worker)
@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from test_corpus import job, mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
-from dptext.corpus import ResumableError, engine, run
-from dptext.corpus import ray_executor as rx
+from dptext.corpus import ResumableError, driver, run
+from dptext.corpus.executors import ProcessExecutor
+from dptext.corpus.executors import ray as rx
 from dptext.corpus.ranges import scan
 from dptext.corpus.shared import export
 from dptext.corpus.sources import expand
@@ -143,11 +144,11 @@ def test_a_killed_worker_keeps_the_committed_shards_and_the_job_resumes(
     src = write_jsonl(tmp_path / "in.jsonl", 3000, seed=4)
     # small calls: the killed worker still has batches to run when it is killed
     monkeypatch.setattr(rx.RayExecutor, "MAX_CHUNK", 2)
-    monkeypatch.setattr(engine.ProcessExecutor, "MAX_CHUNK", 1)
+    monkeypatch.setattr(ProcessExecutor, "MAX_CHUNK", 1)
     ref = tmp_path / "ref.jsonl"
     run(job(mech, src, ref, batch_size=50, shard_records=500))
     executors = []
-    for cls in (rx.RayExecutor, engine.ProcessExecutor):
+    for cls in (rx.RayExecutor, ProcessExecutor):
         real_map = cls.map
 
         def spy(self, tasks, _real=real_map):
@@ -155,7 +156,7 @@ def test_a_killed_worker_keeps_the_committed_shards_and_the_job_resumes(
             return _real(self, tasks)
 
         monkeypatch.setattr(cls, "map", spy)
-    real_commit = engine._Runner._commit_shard
+    real_commit = driver.Driver._commit_shard
     commits = []
 
     def commit_then_kill(self, wd, shard):
@@ -169,12 +170,12 @@ def test_a_killed_worker_keeps_the_committed_shards_and_the_job_resumes(
                 pid = next(iter(ex.pool._processes))
             os.kill(pid, signal.SIGKILL)
 
-    monkeypatch.setattr(engine._Runner, "_commit_shard", commit_then_kill)
+    monkeypatch.setattr(driver.Driver, "_commit_shard", commit_then_kill)
     out = tmp_path / "out.jsonl"
     with pytest.raises(ResumableError, match="committed shards are kept"):
         run(job(mech, src, out, batch_size=50, shard_records=500, **kw))
     assert (tmp_path / "out.jsonl.partial" / "manifest.json").is_file()
-    monkeypatch.setattr(engine._Runner, "_commit_shard", real_commit)
+    monkeypatch.setattr(driver.Driver, "_commit_shard", real_commit)
     result = run(job(mech, src, out, batch_size=50, shard_records=500, **kw))
     assert result.resumed_records >= 1000
     assert out.read_bytes() == ref.read_bytes()

@@ -11,6 +11,7 @@ from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.mechanisms import Mechanism, Result, mechanism, registered
 from dptext.sanitize import sanitize
+from dptext.version import __version__
 
 __all__ = [
     "DPTextError",
@@ -21,5 +22,5 @@ __all__ = [
     "mechanism",
     "registered",
     "sanitize",
+    "__version__",
 ]
-__version__ = "0.1.0"

@@ -3,10 +3,11 @@
     >>> from dptext.corpus import CorpusJob, run
     >>> result = run(CorpusJob(mechanism, "notes.jsonl", "out.jsonl", fields=["note", "title"]))
 
-See :mod:`dptext.corpus.engine` and docs/scale.md.
+See :mod:`dptext.corpus.driver` and docs/scale.md.
 """
 
-from dptext.corpus.engine import CorpusJob, JobResult, ResumableError, prepare, run
+from dptext.corpus.driver import prepare, run
+from dptext.corpus.job import CorpusJob, JobResult, ResumableError
 from dptext.corpus.records import MAX_RECORD_BYTES
 from dptext.corpus.sources import FORMATS
 

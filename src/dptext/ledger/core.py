@@ -87,9 +87,9 @@ def default_ledger_url() -> str:
 
 
 def _tool_version() -> str:
-    import dptext
+    from dptext.version import __version__
 
-    return f"dptext {dptext.__version__}"
+    return f"dptext {__version__}"
 
 
 def _now() -> str:

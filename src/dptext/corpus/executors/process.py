@@ -1,20 +1,8 @@
-"""Executors: where :class:`~dptext.corpus.work.Worker` runs the batches.
-
-Every executor maps an iterator of :class:`BatchTask` to :class:`BatchResult` in input order,
-with a bounded number of batches in flight (constant memory). A task is a byte range of the
-input (or, for CSV, Parquet and stdin, the records the driver read), a result is encoded bytes
-plus the batch's report: the driver never decodes, privatizes or encodes a record.
-
-* :class:`InlineExecutor` (``--workers 1``): in this process.
-* :class:`ProcessExecutor` (``--workers N``): N processes. On Linux, for a mechanism that does
-  not use torch, from a driver with one thread, they are forked once the mechanism is loaded:
-  they share its arrays copy-on-write and import nothing (:func:`fork_safe`). Otherwise they
-  are spawned and each attaches the mechanism from memory-mapped arrays
-  (:mod:`dptext.corpus.shared`) once, with one torch thread.
-* :class:`~dptext.corpus.ray_executor.RayExecutor` (``--engine ray``): ``--workers`` Ray
-  actors, each attaching the mechanism once and reading its ranges from the input itself
-  (:mod:`dptext.corpus.ray_executor`).
-"""
+"""``--workers N``: the batches on N processes (:class:`ProcessExecutor`). On Linux, for a
+mechanism that does not use torch, from a driver with one thread, they are forked once the
+mechanism is loaded: they share its arrays copy-on-write and import nothing (:func:`fork_safe`).
+Otherwise they are spawned and each attaches the mechanism from memory-mapped arrays
+(:mod:`dptext.corpus.shared`) once, with one torch thread."""
 
 from __future__ import annotations
 
@@ -29,49 +17,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from dptext.corpus.ray_executor import RayExecutor, ray_init  # imports Ray only when used
+from dptext.corpus.executors.inline import set_threads
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
-
-
-class InlineExecutor:
-    """In this process. ``torch_threads`` is applied once torch is loaded - never by importing
-    it, which costs a word mechanism that does not use torch a second or two (a mechanism that
-    imports it on its first batch runs that batch with torch's default; results do not depend
-    on the thread count)."""
-
-    name = "inline"
-
-    def __init__(self, mechanism, layout: JobLayout, torch_threads: int | None = None) -> None:
-        self.worker = Worker(mechanism, layout)
-        self.workers = 1
-        self.threads = torch_threads
-
-    def map(self, tasks: Iterable[BatchTask]) -> Iterator[BatchResult]:
-        for task in tasks:
-            if self.threads is not None and "torch" in sys.modules:
-                _set_threads(self.threads)
-                self.threads = None
-            yield self.worker.run(task)
-
-    def close(self) -> None:
-        self.worker.close()
-
 
 # ------------------------------------------------------------------ processes
 _WORKER: dict = {}
-
-
-def _set_threads(torch_threads: int, *, imported_only: bool = False) -> None:
-    """Torch's intra-op threads. ``imported_only``: only if torch is loaded already (a word
-    mechanism never needs torch: importing it costs a worker about a second of CPU)."""
-    if imported_only and "torch" not in sys.modules:
-        return
-    try:
-        import torch
-
-        torch.set_num_threads(torch_threads)
-    except ImportError:  # pragma: no cover - torch is a core dependency
-        pass
 
 
 def _die_with_driver(driver: int) -> None:
@@ -137,7 +87,7 @@ def _warm(torch: bool) -> None:
     import dptext.mechanisms.registry  # noqa: F401
 
     if torch:
-        _set_threads(_WORKER.get("threads", 1))
+        set_threads(_WORKER.get("threads", 1))
 
 
 def _work(config: bytes, task: BatchTask) -> BatchResult:
@@ -152,7 +102,7 @@ def _work(config: bytes, task: BatchTask) -> BatchResult:
         shared, layout = pickle.loads(config)
         _WORKER["w"] = Worker(attach(shared), layout)
         _WORKER["config"] = config
-        _set_threads(_WORKER.get("threads", 1), imported_only=True)
+        set_threads(_WORKER.get("threads", 1), imported_only=True)
     return _WORKER["w"].run(task)
 
 
@@ -243,7 +193,7 @@ class ProcessExecutor:
             while pending:
                 yield from pending.popleft().result()[0]
         except BrokenProcessPool:
-            from dptext.corpus.engine import ResumableError  # (engine imports this module)
+            from dptext.corpus.job import ResumableError
 
             # resumable: a plain DPTextError would make the engine remove the work directory
             raise ResumableError("a worker process died (out of memory, or killed); the "
@@ -261,4 +211,4 @@ class ProcessExecutor:
         _FORKED.pop(self._token, None)
 
 
-__all__ = ["InlineExecutor", "ProcessExecutor", "RayExecutor", "fork_safe", "ray_init"]
+__all__ = ["ProcessExecutor", "fork_safe"]

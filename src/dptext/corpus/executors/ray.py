@@ -63,13 +63,13 @@ class _Privatizer:
             return None
         # read by torch when (if) a language-model mechanism imports it
         os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = str(torch_threads)
-        from dptext.corpus.executors import _set_threads
+        from dptext.corpus.executors.inline import set_threads
         from dptext.corpus.shared import attach
 
         start = time.process_time()
         check_export(shared, digest)
         self.worker = Worker(private_tables(attach(shared)), layout)
-        _set_threads(torch_threads, imported_only=True)
+        set_threads(torch_threads, imported_only=True)
         self.cpu["configure"] = seconds = time.process_time() - start
         return seconds
 
@@ -311,7 +311,7 @@ class RayExecutor:
         cause = getattr(err, "cause", None)
         if isinstance(err, self.ray.exceptions.RayTaskError) and isinstance(cause, Exception):
             return cause
-        from dptext.corpus.engine import ResumableError
+        from dptext.corpus.job import ResumableError
 
         return ResumableError(f"a Ray actor died ({type(err).__name__}); the committed shards "
                               f"are kept: rerun to continue")

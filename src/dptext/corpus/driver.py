@@ -1,233 +1,88 @@
-"""The corpus engine: read records, privatize their fields in batches, commit shards, resume.
+"""The corpus engine's driver: read records, privatize their fields in batches, commit
+shards, resume.
 
-:class:`CorpusJob` describes a job; :func:`run` runs it. The CLI (``dptext sanitize``), the
-Python API (:func:`dptext.sanitize`) and other jobs all come here.
+:class:`~dptext.corpus.job.CorpusJob` describes a job; :func:`run` runs it. The CLI
+(``dptext sanitize``), the Python API (:func:`dptext.sanitize`) and other jobs all come here.
 
 The order of one batch (docs/scale.md): records are cut into batches by the reader
 (``batch_size`` consecutive records of one source; for plain text and JSONL as byte ranges the
 driver never decodes); an executor's worker reads the batch, privatizes its texts with the
 batch's own generator, encodes each record's output line (a record that cannot be written
 strictly is rejected) and returns the bytes with the batch's report; in the driver, the ledger
-reserves the records' charges (withheld records are dropped and rejected with its reason) and the
-allowed bytes go into the open shard. A shard is committed (fsync, rename, manifest) every
-``shard_records`` records or ``shard_seconds`` seconds; then the ledger commits its charges. The
-final output is assembled from the shards and renamed into place together with the report, the
-provenance manifest and the rejects.
+reserves the records' charges and the fold (:mod:`dptext.corpus.fold`) keeps what is released
+for the open shard (withheld records are rejected with the ledger's reason). A shard is
+committed (fsync, rename, manifest: :mod:`dptext.corpus.shards`) every ``shard_records``
+records or ``shard_seconds`` seconds; then the ledger commits its charges. The final output is
+assembled from the shards and renamed into place together with the report, the provenance
+manifest and the rejects.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
 import os
 import shutil
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus import charging
-from dptext.corpus.aggregate import JobAggregate, UnitTotals, combine
-from dptext.corpus.executors import InlineExecutor, ProcessExecutor, RayExecutor, fork_safe
+from dptext.corpus import shards as shards_mod
+from dptext.corpus.aggregate import JobAggregate, UnitTotals
+from dptext.corpus.executors import EXECUTORS, ProcessExecutor, fork_safe
+from dptext.corpus.fold import Fold
+from dptext.corpus.job import (
+    ENGINES,
+    LM_SHARD,
+    ON_ERROR,
+    WORD_SHARD,
+    CorpusJob,
+    JobResult,
+    ResumableError,
+    default_batch_size,
+    dptext_version,
+    mechanism_parameters,
+    now,
+    tables_fingerprint,
+)
 from dptext.corpus.paths import (
     OutputPlan,
     file_mode,
-    fsync_dir,
     remove_stale_temps,
     temp_beside,
     write_durably,
 )
 from dptext.corpus.randomness import check_seed, seed_description
 from dptext.corpus.ranges import RANGE_FORMATS, scan
-from dptext.corpus.records import MAX_RECORD_BYTES, TEXT_FIELD, Record, RecordReader
+from dptext.corpus.records import TEXT_FIELD, Record, RecordReader
+from dptext.corpus.shards import Shard
 from dptext.corpus.sources import Source, expand
-from dptext.corpus.work import BatchResult, BatchTask, JobLayout, max_record_epsilon, reject_line
+from dptext.corpus.work import BatchResult, BatchTask, JobLayout
 from dptext.corpus.workdir import WorkDir, changed_input, changed_settings
 from dptext.corpus.writers import RecordWriter, output_format
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import Mechanism
 from dptext.mechanisms.word import WordMechanism
 
-ON_ERROR = ("fail", "skip")
-ENGINES = ("local", "ray")
-#: default --batch-size: word mechanisms that tabulate their output distribution (CusText,
-#: SanText, ...: ~50 us a short record), those that search the space for every token (the
-#: Laplace family: ~10 ms a record, so that 2 workers have batches to share on 800 records),
-#: language-model mechanisms
-WORD_BATCH, SEARCH_BATCH, LM_BATCH = 512, 64, 16
-WORD_SHARD, LM_SHARD = 10_000, 64
-PART_SUFFIX = {"jsonl": ".jsonl", "csv": ".csv", "txt": ".txt", "parquet": ".parquet"}
 
-
-class ResumableError(DPTextError):
-    """A failure that leaves the committed shards in place (disk full, a worker killed)."""
-
-
-@dataclass
-class CorpusJob:
-    """One sanitization job. ``output`` is a file path, a directory (``output_dir``) or ``-``
-    (stdout); ``resume``: None continues a matching interrupted run if there is one, True
-    requires one, False discards it. ``parameters``: the mechanism's parameters as given (for
-    the job's identity and the provenance); ``spec``: (name, parameters) to rebuild a
-    non-word mechanism in worker processes."""
-
-    mechanism: Mechanism
-    input: str
-    output: str
-    fields: Sequence[str] = (TEXT_FIELD,)
-    input_format: str | None = None
-    output_format: str | None = None
-    output_dir: bool = False
-    report: str | None = None
-    rejects: str | None = None
-    seed: int | None = None
-    batch_size: int | None = None
-    shard_records: int | None = None
-    shard_seconds: float = 60.0
-    workers: int = 1
-    engine: str = "local"
-    torch_threads: int | None = None  # None: this process's setting; workers get 1
-    on_error: str = "fail"
-    max_record_bytes: int = MAX_RECORD_BYTES
-    resume: bool | None = None
-    user_field: str | None = None
-    ledger: Any = None
-    owner: str | None = None
-    dataset: str | None = None
-    budget: float | None = None
-    budget_delta: float = 0.0
-    parameters: dict | None = None
-    spec: tuple[str, dict] | None = None
-    progress: bool = False
-    log: Any = None  # a callable taking one line (progress without a terminal), or None
-    on_commit: Any = None  # a callable given the job's counts after each committed shard
-
-
-@dataclass
-class JobResult:
-    report: PrivacyReport
-    summary: dict  # what the report file holds
-    output: Path | None
-    report_path: Path | None
-    resumed_records: int = 0  # records committed by earlier runs of this job
-    counts: dict = field(default_factory=dict)
-
-
-def prepare(job: CorpusJob) -> _Runner:
+def prepare(job: CorpusJob) -> Driver:
     """Check everything about ``job`` that can be checked before any work (options, every
     input readable and of one format, every output path); ``.run()`` then runs it."""
-    return _Runner(job)
+    return Driver(job)
 
 
 def run(job: CorpusJob) -> JobResult:
     """Run (or continue) ``job``; see the module docstring."""
-    return _Runner(job).run()
-
-
-# ====================================================================== helpers
-def default_batch_size(m: Mechanism) -> int:
-    """The batch size of a job that does not give one (part of a seeded job's identity)."""
-    if not isinstance(m, WordMechanism):
-        return LM_BATCH
-    return WORD_BATCH if "distribution" in m.capabilities else SEARCH_BATCH
-
-
-def _canonical(value: Any) -> Any:
-    from dptext.embeddings import EmbeddingSpace
-
-    if isinstance(value, EmbeddingSpace):
-        return f"space:{value.name}:{value.fingerprint()}"
-    if isinstance(value, dict):
-        return {str(k): _canonical(v) for k, v in sorted(value.items())}
-    if isinstance(value, set | frozenset):
-        return sorted(_canonical(v) for v in value)
-    if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return repr(value)
-
-
-def mechanism_parameters(m: Mechanism, given: dict | None) -> dict:
-    """The parameters to record: those given, else every declared parameter's value."""
-    if given is not None:
-        return _canonical(given)
-    from dptext.mechanisms.registry import parameters
-
-    out = {}
-    for name in parameters(type(m)):
-        if hasattr(m, name) and name != "space":
-            out[name] = _canonical(getattr(m, name))
-    return out
-
-
-def tables_fingerprint(m: Mechanism) -> str | None:
-    """A hash of what the fitted mechanism samples from (space and tables), or None."""
-    if not isinstance(m, WordMechanism) or not m.is_fitted:
-        return None
-    import numpy as np
-
-    from dptext.corpus.shared import fitted_tables
-
-    h = hashlib.sha256(m.space.fingerprint().encode())
-    for name, array in sorted(fitted_tables(m).items()):
-        h.update(name.encode())
-        h.update(np.ascontiguousarray(array))
-    return "sha256:" + h.hexdigest()[:32]
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dptext")
-    except PackageNotFoundError:
-        from dptext import __version__
-
-        return __version__
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-class _Shard:
-    """The shard being written: its part file (open), rejects, charges and unit totals."""
-
-    def __init__(self, index: int, first_batch: int, directory: Path | None, fmt: str,
-                 schema=None) -> None:
-        self.index, self.first_batch, self.fmt = index, first_batch, fmt
-        self.records = self.rejected = self.withheld = self.batches = 0
-        self.rejects: list[bytes] = []
-        self.charges: list[int] = []
-        self.units: dict[str, list[float]] = {}
-        self.rows: list[dict] = []  # Parquet only
-        self.schema = schema
-        self.started = time.monotonic()
-        self.hash = hashlib.sha256()
-        self.path = None if directory is None else directory / f"part-{index:05d}.tmp"
-        self.f = None if self.path is None or fmt == "parquet" else open(self.path, "wb")
-
-    def write(self, data: bytes) -> None:
-        self.f.write(data)
-        self.hash.update(data)
-
-    def discard(self) -> None:
-        if self.f is not None:
-            self.f.close()
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
+    return Driver(job).run()
 
 
 # ====================================================================== runner
-class _Runner:
+class Driver:
     def __init__(self, job: CorpusJob) -> None:
         self.job = job
         j = job
@@ -289,7 +144,8 @@ class _Runner:
             raise DPTextError("--ledger needs --owner and --dataset")
         self.units_tracked = j.user_field is not None or j.ledger is not None
         self.agg = JobAggregate(self.fields)
-        self.started = _now()
+        self.fold = Fold(self.fields, self.sources, self.out_fmt == "parquet", self.units_tracked)
+        self.started = now()
         self.schema = None
         self._pending_in = 0
         self._pool: ProcessExecutor | None = None
@@ -361,11 +217,11 @@ class _Runner:
         j = self.job
         layout = self._layout()
         if j.engine == "local" and j.workers == 1:
-            return InlineExecutor(self.m, layout, j.torch_threads)
+            return EXECUTORS["inline"](self.m, layout, j.torch_threads)
         threads = j.torch_threads or 1
         if self._pool is None and self._forks():
             self._share_search()
-            self._pool = ProcessExecutor.forked(j.workers, self.m, layout, threads,
+            self._pool = EXECUTORS["process"].forked(j.workers, self.m, layout, threads,
                                                 close_fds=close_fds)
             return self._pool
         from dptext.corpus.shared import export
@@ -375,7 +231,7 @@ class _Runner:
         if j.engine == "ray":  # a cluster's workers run in another directory: absolute paths
             shared = export(self.m, shared_dir.resolve(), j.spec)
             layout = dataclasses.replace(layout, sources=[s.absolute() for s in layout.sources])
-            return RayExecutor(shared, layout, workers=j.workers, torch_threads=threads)
+            return EXECUTORS["ray"](shared, layout, workers=j.workers, torch_threads=threads)
         shared = export(self.m, shared_dir, j.spec)
         self._start_pool()
         return self._pool.configure(shared, layout)
@@ -404,7 +260,7 @@ class _Runner:
             # language-model mechanisms import torch; word mechanisms never do on the CPU (the
             # Laplace family's nearest-word search is numpy: importing torch cost each worker
             # 1.5-3.5 s of CPU for nothing)
-            self._pool = ProcessExecutor(j.workers, j.torch_threads or 1,
+            self._pool = EXECUTORS["process"](j.workers, j.torch_threads or 1,
                                          uses_torch=not self.word)
 
     # ------------------------------------------------------------------ one batch
@@ -413,73 +269,10 @@ class _Runner:
         thread: :mod:`dptext.corpus.charging`) before the batch is handed on to be written."""
         return charging.charged(results, self.ledger)
 
-    def _process(self, out: BatchResult, shard: _Shard, decisions: Sequence | None = None
+    def _process(self, out: BatchResult, shard: Shard, decisions: Sequence | None = None
                  ) -> bytes | list[dict]:
-        """Fold the batch's ledger ``decisions`` (reserved before its shard can become durable;
-        reserved here when not given) and what is released into the report; the bytes (or
-        Parquet rows) to write."""
-        if out.rejects:
-            shard.rejects.append(out.rejects)
-        parquet = self.out_fmt == "parquet"
-        payload: bytes | list[dict] = (out.rows or []) if parquet else out.data
-        parts, max_eps, units = out.field_reports, out.max_record_epsilon, out.units
-        released = out.written
-        if self.ledger is not None and out.items:
-            if decisions is None:
-                decisions = self.ledger.reserve(out.items)
-            ids = [d.charge_id for d in decisions if d.allowed]
-            if len(ids) == len(decisions):  # the usual case: nothing withheld
-                keep = range(len(decisions))
-                shard.charges.extend([c for c in ids if c is not None])
-            else:
-                keep = []
-                for i, d in enumerate(decisions):
-                    if d.allowed:
-                        keep.append(i)
-                        if d.charge_id is not None:
-                            shard.charges.append(d.charge_id)
-                    else:
-                        shard.withheld += 1
-                        ordinal, line = out.where[i]
-                        shard.rejects.append(reject_line(
-                            self.sources[out.source], ordinal, line,
-                            f"withheld by the ledger: {d.reason}"))
-            if len(keep) < out.written:
-                released = len(keep)
-                if parquet:
-                    payload = [out.rows[i] for i in keep]
-                else:
-                    starts = [0, *out.ends[:-1]]
-                    payload = b"".join(out.data[starts[i]:out.ends[i]] for i in keep)
-                parts = [combine([col[i] for i in keep]) if keep else None
-                         for col in out.reports]
-                rec_eps = None if out.record_epsilon is None else \
-                    [out.record_epsilon[i] for i in keep]
-                max_eps = max_record_epsilon(parts, rec_eps) if keep else None
-            if self.units_tracked:
-                units = {}
-                for i in keep:
-                    _, unit, events = out.items[i]
-                    if unit is None:
-                        continue
-                    eps, delta = budget_mod.event_totals(events)
-                    t = units.setdefault(unit, [0.0, 0.0, 0])
-                    t[0] += eps
-                    t[1] += delta
-                    t[2] += 1
-        for f, r in zip(self.fields, parts, strict=True):  # the report counts what is released
-            if r is not None:
-                self.agg.add(f, r)
-        if max_eps is not None:
-            self.agg.note_record_epsilon(max_eps)
-        for unit, (eps, delta, n) in (units or {}).items():
-            t = shard.units.setdefault(unit, [0.0, 0.0, 0])
-            t[0] += eps
-            t[1] += delta
-            t[2] += n
-        shard.rejected += out.records_in - out.written
-        shard.records += released
-        return payload
+        """The bytes (or Parquet rows) of the batch to write: :class:`~dptext.corpus.fold.Fold`."""
+        return self.fold(self.agg, out, shard, self.ledger, decisions)
 
     # ------------------------------------------------------------------ the run
     def run(self) -> JobResult:
@@ -533,7 +326,7 @@ class _Runner:
         try:
             manifest = wd.read()
             if manifest is not None and manifest.get("state") == "committing":
-                self._apply_commit(manifest["commit"])
+                shards_mod.apply_commit(manifest["commit"])
                 wd.remove()
                 return self._result_from(manifest)
             for _, target in plan.targets():
@@ -665,37 +458,14 @@ class _Runner:
     def _batch_done(self, n: int) -> None:
         self._pending_in += n
 
-    def _new_shard(self, wd: WorkDir) -> _Shard:
+    def _new_shard(self, wd: WorkDir) -> Shard:
         index = len(self.manifest["shards"])
-        return _Shard(index, self.manifest["next_batch"], wd.path, self.out_fmt, self.schema)
+        return Shard(index, self.manifest["next_batch"], wd.path, self.out_fmt, self.schema)
 
-    def _commit_shard(self, wd: WorkDir, shard: _Shard) -> None:
+    def _commit_shard(self, wd: WorkDir, shard: Shard) -> None:
         m = self.manifest
-        name = f"part-{shard.index:05d}{PART_SUFFIX[self.out_fmt]}"
-        if self.out_fmt == "parquet":
-            data = self._parquet_bytes(shard.rows, shard.schema)
-            with open(shard.path, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            shard.hash.update(data)
-        else:
-            shard.f.flush()
-            os.fsync(shard.f.fileno())
-            shard.f.close()
-        os.replace(shard.path, wd.path / name)
-        entry = {"index": shard.index, "first_batch": shard.first_batch,
-                 "batches": shard.batches, "part": name, "sha256": shard.hash.hexdigest(),
-                 "records_out": shard.records, "rejected": shard.rejected,
-                 "withheld": shard.withheld, "rejects": None, "charges": None,
-                 "release": None if self.ledger is None else self.ledger.release_id}
-        if shard.rejects:
-            entry["rejects"] = f"rejects-{shard.index:05d}.jsonl"
-            write_durably(wd.path / entry["rejects"], b"".join(shard.rejects))
-        if shard.charges:
-            entry["charges"] = f"charges-{shard.index:05d}.json"
-            write_durably(wd.path / entry["charges"], json.dumps(shard.charges).encode())
-        # the manifest's write below fsyncs this directory, persisting the renames above too
+        entry = shards_mod.seal(shard, wd.path, self.out_fmt,
+                                None if self.ledger is None else self.ledger.release_id)
         if shard.units:
             self.units.add(shard.index, shard.units)
         counts = self.agg.counts
@@ -718,15 +488,6 @@ class _Runner:
         if self.job.on_commit is not None:
             self.job.on_commit(dict(counts))
 
-    @staticmethod
-    def _parquet_bytes(rows: list[dict], schema) -> bytes:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        buf = io.BytesIO()
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf)
-        return buf.getvalue()
-
     # ---------------------------------------------------------------- the commit
     def _summary(self) -> tuple[PrivacyReport, dict]:
         report = self.agg.report(self.m.name, self._per_token())
@@ -748,7 +509,7 @@ class _Runner:
         j = self.job
         settings = self.manifest["settings"] if hasattr(self, "manifest") else self.settings()
         return {
-            "dptext_version": _version(), "mechanism": self.m.name,
+            "dptext_version": dptext_version(), "mechanism": self.m.name,
             "parameters": settings["parameters"], "fitted_tables": settings["tables"],
             "seed": settings["seed"], "fields": self.fields,
             "input": self.manifest["inputs"] if hasattr(self, "manifest") else [],
@@ -760,155 +521,23 @@ class _Runner:
                                                  "records_withheld")},
             "tokens": {"total": summary["tokens_total"],
                        "privatized": summary["tokens_privatized"]},
-            "started": self.started, "finished": _now(),
+            "started": self.started, "finished": now(),
         }
 
-    def _assemble(self, wd: WorkDir, target: Path) -> str:
-        """Concatenate the committed parts into ``target`` (checked against their SHA-256)."""
-        m = self.manifest
-        h = hashlib.sha256()
-        if self.out_fmt == "parquet":
-            self._assemble_parquet(wd, target, h)
-            return h.hexdigest()
-        with open(target, "wb") as out:
-            head = self.writer.header_text().encode()
-            out.write(head)
-            h.update(head)
-            for shard in m["shards"]:
-                ph = hashlib.sha256()
-                with open(wd.path / shard["part"], "rb") as f:
-                    while chunk := f.read(1 << 20):
-                        ph.update(chunk)
-                        h.update(chunk)
-                        out.write(chunk)
-                if ph.hexdigest() != shard["sha256"]:
-                    raise ResumableError(f"{wd.path / shard['part']} does not match its "
-                                         f"checksum in the manifest; remove {wd.path} and "
-                                         f"start again")
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(target, file_mode())
-        return h.hexdigest()
-
-    def _assemble_parquet(self, wd: WorkDir, target: Path, h) -> None:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        schema = self.schema
-        writer = None
-        pending: list = []
-        size = 0
-        group = 65536  # fixed row groups: the bytes do not depend on the shard boundaries
-        for shard in self.manifest["shards"]:
-            t = pq.read_table(wd.path / shard["part"])
-            if writer is None:
-                writer = pq.ParquetWriter(str(target), schema or t.schema)
-            pending.append(t)
-            size += t.num_rows
-            while size >= group:
-                table = pa.concat_tables(pending)
-                writer.write_table(table.slice(0, group), row_group_size=group)
-                rest = table.slice(group)
-                pending, size = [rest], rest.num_rows
-        if writer is None:
-            writer = pq.ParquetWriter(str(target), schema)
-        if size:
-            writer.write_table(pa.concat_tables(pending), row_group_size=group)
-        writer.close()
-        with open(target, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-            os.fsync(f.fileno())
-        os.chmod(target, file_mode())
-
     def _finish(self, wd: WorkDir) -> None:
-        plan = self.plan
-        steps: list[list[str]] = []
-        made: list[Path] = []
-        try:
-            if plan.output_dir:
-                tmp_dir = temp_beside(plan.output)
-                shutil.rmtree(tmp_dir, ignore_errors=True)
-                tmp_dir.mkdir()
-                made.append(tmp_dir)
-                head = self.writer.header_text().encode()
-                for shard in self.manifest["shards"]:
-                    if head:  # every CSV part stands alone, with the header
-                        write_tmp(tmp_dir / shard["part"],
-                                  head + (wd.path / shard["part"]).read_bytes())
-                    else:
-                        os.link(wd.path / shard["part"], tmp_dir / shard["part"])
-                output_sha = None
-            else:
-                tmp_out = temp_beside(plan.output)
-                made.append(tmp_out)
-                output_sha = self._assemble(wd, tmp_out)
-            rejects = [wd.path / s["rejects"] for s in self.manifest["shards"] if s["rejects"]]
-            if rejects:
-                tmp_rej = temp_beside(plan.rejects)
-                made.append(tmp_rej)
-                with open(tmp_rej, "wb") as out:
-                    for p in rejects:
-                        out.write(p.read_bytes())
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.chmod(tmp_rej, file_mode())
-                steps.append(["rename", str(tmp_rej), str(plan.rejects)])
-            elif plan.rejects.is_file():
-                steps.append(["delete", str(plan.rejects)])  # of an earlier run: now stale
-            report, summary = self._summary()
-            self.report, self.summary_dict = report, summary
-            tmp_rep = temp_beside(plan.report)
-            made.append(tmp_rep)
-            write_tmp(tmp_rep, (json.dumps(summary, indent=2) + "\n").encode())
-            steps.append(["rename", str(tmp_rep), str(plan.report)])
-            prov = (json.dumps(self._provenance(summary, output_sha), indent=2) + "\n").encode()
-            if plan.output_dir:
-                write_tmp(tmp_dir / "_provenance.json", prov)
-                steps.append(["swapdir", str(tmp_dir), str(plan.output)])
-            else:
-                tmp_prov = temp_beside(plan.provenance)
-                made.append(tmp_prov)
-                write_tmp(tmp_prov, prov)
-                steps.append(["rename", str(tmp_prov), str(plan.provenance)])
-                steps.append(["rename", str(tmp_out), str(plan.output)])
-            for d in {str(Path(s[-1]).parent) for s in steps}:
-                fsync_dir(Path(d))
-        except BaseException:
-            for p in made:
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
-            raise
+        def summarize() -> dict:
+            self.report, self.summary_dict = self._summary()
+            return self.summary_dict
+
+        steps, summary = shards_mod.stage(
+            self.plan, wd.path, self.manifest["shards"], self.writer.header_text().encode(),
+            self.out_fmt, self.schema, summarize, self._provenance)
         self.manifest["state"] = "committing"
         self.manifest["commit"] = steps
         self.manifest["summary"] = summary
         wd.write(self.manifest)
-        self._apply_commit(steps)
+        shards_mod.apply_commit(steps)
         wd.remove()
-
-    @staticmethod
-    def _apply_commit(steps: list[list[str]]) -> None:
-        """Rename every file into place (idempotent: a rerun after a crash finishes it)."""
-        for step in steps:
-            kind, *paths = step
-            if kind == "rename":
-                src, dst = map(Path, paths)
-                if src.exists():
-                    os.replace(src, dst)
-            elif kind == "delete":
-                Path(paths[0]).unlink(missing_ok=True)
-            elif kind == "swapdir":
-                src, dst = map(Path, paths)
-                if src.exists():
-                    old = dst.parent / f".{dst.name}.dptext-{os.getpid()}.old"
-                    if dst.exists():
-                        os.replace(dst, old)
-                    os.replace(src, dst)
-                    shutil.rmtree(old, ignore_errors=True)
-        for d in {str(Path(s[-1]).parent) for s in steps}:
-            fsync_dir(Path(d))
 
     def _result_from(self, manifest: dict, resumed: int = 0) -> JobResult:
         summary = manifest.get("summary") or getattr(self, "summary_dict", None)
@@ -932,7 +561,7 @@ class _Runner:
         settings = self.settings()
         self.manifest = {"settings": settings, "inputs": [], "shards": []}
         self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
-            [settings, _now()], sort_keys=True).encode()).hexdigest())
+            [settings, now()], sort_keys=True).encode()).hexdigest())
         out = sys.stdout.buffer
         rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
         rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
@@ -941,7 +570,7 @@ class _Runner:
         header_written = False
         try:
             for batch_out, decisions in self._charged(executor.map(self._batches(0))):
-                shard = _Shard(0, 0, None, self.out_fmt)
+                shard = Shard(0, 0, None, self.out_fmt)
                 payload = self._process(batch_out, shard, decisions)
                 if not header_written:
                     out.write(self.writer.header_text().encode())
@@ -989,14 +618,6 @@ class _Runner:
                                                   "records_withheld")})
 
 
-def write_tmp(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(path, file_mode())
-
-
 def _stream_shared_dir() -> Path:
     import atexit
     import tempfile
@@ -1006,4 +627,4 @@ def _stream_shared_dir() -> Path:
     return d
 
 
-__all__ = ["CorpusJob", "JobResult", "ResumableError", "prepare", "run"]
+__all__ = ["Driver", "prepare", "run"]

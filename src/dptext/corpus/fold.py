@@ -1,0 +1,91 @@
+"""The fold: the one place that turns a batch's per-record results and the ledger's decisions
+into what is released - the bytes (or Parquet rows) to write, the job's report and the
+per-person totals. A worker's batch result assumes every record is released; when the ledger
+withholds some, the fold keeps the others' bytes, report and totals (and rejects the withheld
+with the ledger's reason)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dptext.corpus import budget as budget_mod
+from dptext.corpus.aggregate import JobAggregate, combine
+from dptext.corpus.shards import Shard
+from dptext.corpus.sources import Source
+from dptext.corpus.work import BatchResult, max_record_epsilon, reject_line
+
+
+class Fold:
+    def __init__(self, fields: list[str], sources: list[Source], parquet: bool,
+                 units_tracked: bool) -> None:
+        self.fields, self.sources = fields, sources
+        self.parquet, self.units_tracked = parquet, units_tracked
+
+    def __call__(self, agg: JobAggregate, out: BatchResult, shard: Shard, ledger: Any,
+                 decisions: Sequence | None = None) -> bytes | list[dict]:
+        """Fold the batch's ledger ``decisions`` (reserved before its shard can become durable;
+        reserved here when not given) and what is released into ``agg`` and ``shard``; the
+        bytes (or Parquet rows) to write."""
+        if out.rejects:
+            shard.rejects.append(out.rejects)
+        parquet = self.parquet
+        payload: bytes | list[dict] = (out.rows or []) if parquet else out.data
+        parts, max_eps, units = out.field_reports, out.max_record_epsilon, out.units
+        released = out.written
+        if ledger is not None and out.items:
+            if decisions is None:
+                decisions = ledger.reserve(out.items)
+            ids = [d.charge_id for d in decisions if d.allowed]
+            if len(ids) == len(decisions):  # the usual case: nothing withheld
+                keep = range(len(decisions))
+                shard.charges.extend([c for c in ids if c is not None])
+            else:
+                keep = []
+                for i, d in enumerate(decisions):
+                    if d.allowed:
+                        keep.append(i)
+                        if d.charge_id is not None:
+                            shard.charges.append(d.charge_id)
+                    else:
+                        shard.withheld += 1
+                        ordinal, line = out.where[i]
+                        shard.rejects.append(reject_line(
+                            self.sources[out.source], ordinal, line,
+                            f"withheld by the ledger: {d.reason}"))
+            if len(keep) < out.written:
+                released = len(keep)
+                if parquet:
+                    payload = [out.rows[i] for i in keep]
+                else:
+                    starts = [0, *out.ends[:-1]]
+                    payload = b"".join(out.data[starts[i]:out.ends[i]] for i in keep)
+                parts = [combine([col[i] for i in keep]) if keep else None
+                         for col in out.reports]
+                rec_eps = None if out.record_epsilon is None else \
+                    [out.record_epsilon[i] for i in keep]
+                max_eps = max_record_epsilon(parts, rec_eps) if keep else None
+            if self.units_tracked:
+                units = {}
+                for i in keep:
+                    _, unit, events = out.items[i]
+                    if unit is None:
+                        continue
+                    eps, delta = budget_mod.event_totals(events)
+                    t = units.setdefault(unit, [0.0, 0.0, 0])
+                    t[0] += eps
+                    t[1] += delta
+                    t[2] += 1
+        for f, r in zip(self.fields, parts, strict=True):  # the report counts what is released
+            if r is not None:
+                agg.add(f, r)
+        if max_eps is not None:
+            agg.note_record_epsilon(max_eps)
+        for unit, (eps, delta, n) in (units or {}).items():
+            t = shard.units.setdefault(unit, [0.0, 0.0, 0])
+            t[0] += eps
+            t[1] += delta
+            t[2] += n
+        shard.rejected += out.records_in - out.written
+        shard.records += released
+        return payload
