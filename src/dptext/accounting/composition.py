@@ -155,3 +155,44 @@ def pld_epsilon(events: Iterable[PrivacyEvent], delta: float) -> float:
         ).self_compose(count)
         pld = one if pld is None else pld.compose(one)
     return min(pld.get_epsilon_for_delta(delta), fallback)
+
+
+# ------------------------------------------------------------------ a document budget
+#: The token counts a document budget divides by: every n up to 8, then 10, 12, 15, 20, 25, 30,
+#: 40, 50, 60, 80 times each power of ten (consecutive steps at most 4/3 apart). A record of n
+#: privatized tokens gets the per-token epsilon for the smallest step >= n, so it costs between
+#: 3/4 of the document epsilon and all of it, and a corpus needs about ten distinct per-token
+#: epsilons (fitted tables) per factor of ten in record length instead of one per length.
+_STEPS = (10, 12, 15, 20, 25, 30, 40, 50, 60, 80)
+
+
+def token_step(tokens: int) -> int:
+    """The smallest step of the ladder (see ``_STEPS``) that is >= ``tokens`` (>= 1)."""
+    if tokens <= 8:
+        return max(1, int(tokens))
+    scale = 1
+    while True:
+        for s in _STEPS:
+            if s * scale >= tokens:
+                return s * scale
+        scale *= 10
+
+
+def per_token_epsilon(document_epsilon: float, tokens: int, *, cost_per_epsilon: float = 1.0
+                      ) -> float:
+    """The per-token epsilon that keeps a record of ``tokens`` privatized tokens within
+    ``document_epsilon`` under basic composition (what the ledger charges):
+    ``tokens * eps * cost_per_epsilon <= document_epsilon``, with ``tokens`` rounded up to the
+    ladder's step (:func:`token_step`). ``cost_per_epsilon`` is what one unit of per-token
+    epsilon costs a token: 1 for a pure guarantee, the diameter Delta_max for a metric one
+    (charged at its worst case ``eps * Delta_max``). A record with no token to privatize gets
+    ``document_epsilon / cost_per_epsilon`` (it costs nothing)."""
+    if not (document_epsilon > 0 and math.isfinite(document_epsilon)):
+        raise ValueError(f"document epsilon must be finite and > 0, got {document_epsilon}")
+    if not (cost_per_epsilon > 0 and math.isfinite(cost_per_epsilon)):
+        raise ValueError(f"cost per epsilon must be finite and > 0, got {cost_per_epsilon}")
+    step = token_step(tokens)
+    eps = document_epsilon / (step * cost_per_epsilon)
+    while step * eps * cost_per_epsilon > document_epsilon:  # float rounding: stay inside
+        eps = math.nextafter(eps, 0.0)
+    return eps

@@ -71,6 +71,28 @@ class PrivacyReport:
     warnings: dict[str, int] = field(default_factory=dict)
     #: between which texts the document guarantee holds (the released skeleton)
     document_scope: str = ""
+    #: ``document_epsilon=E`` runs: E, and the per-token epsilons it gave, as
+    #: ``[[epsilon, records], ...]`` (ascending; few distinct values: see
+    #: :func:`dptext.accounting.composition.token_step`)
+    document_budget: float | None = None
+    per_token_epsilons: list = field(default_factory=list)
+
+    def per_token_epsilon_summary(self) -> dict | None:
+        """min / median / max of the derived per-token epsilon over the records (nearest
+        rank: each is one record's value), or None when no document budget was given."""
+        if self.document_budget is None or not self.per_token_epsilons:
+            return None
+        pairs = sorted((float(e), int(n)) for e, n in self.per_token_epsilons)
+        total = sum(n for _, n in pairs)
+        rank, seen, median = math.ceil(0.5 * total), 0, pairs[-1][0]
+        for e, n in pairs:
+            seen += n
+            if seen >= rank:
+                median = e
+                break
+        return {"document_epsilon": self.document_budget, "records": total,
+                "per_token_epsilon_min": pairs[0][0], "per_token_epsilon_median": median,
+                "per_token_epsilon_max": pairs[-1][0]}
 
     # ------------------------------------------------------------- counts
     @property
@@ -193,11 +215,14 @@ class PrivacyReport:
         grouped: Counter[tuple[TokenGuarantee, str]] = Counter()
         attributes: Counter[str] = Counter()
         warnings: Counter[str] = Counter()
+        derived: Counter[float] = Counter()
         for r in reports:
             for e in r.events:
                 grouped[(e.guarantee, e.reason)] += e.count
             attributes.update(r.unprotected_attributes)
             warnings.update(r.warnings)
+            for eps, n in r.per_token_epsilons:
+                derived[float(eps)] += int(n)
         return cls(
             mechanism=reports[0].mechanism,
             per_token=reports[0].per_token,
@@ -211,6 +236,8 @@ class PrivacyReport:
             unprotected_attributes=dict(attributes),
             warnings=dict(warnings),
             document_scope=reports[0].document_scope,
+            document_budget=reports[0].document_budget,
+            per_token_epsilons=[[e, n] for e, n in sorted(derived.items())],
         )
 
     # ------------------------------------------------------------- output
@@ -232,6 +259,8 @@ class PrivacyReport:
             "document_epsilon": eps if math.isfinite(eps) else None,
             "max_record_epsilon": max(self.max_record_epsilon, eps if self.records == 1 else 0),
             "document_guarantee": self.document_guarantee(),
+            **({"document_budget": budget} if (budget := self.per_token_epsilon_summary())
+               else {}),
         }
 
     def __str__(self) -> str:
@@ -246,6 +275,13 @@ class PrivacyReport:
             f"  per token          {d['per_token_guarantee']}",
             f"  document           {d['document_guarantee']}",
         ]
+        budget = d.get("document_budget")
+        if budget:
+            lines.insert(5, (
+                f"  document budget    {budget['document_epsilon']:g} per record: per-token "
+                f"epsilon min {budget['per_token_epsilon_min']:.4g}, median "
+                f"{budget['per_token_epsilon_median']:.4g}, max "
+                f"{budget['per_token_epsilon_max']:.4g} over {budget['records']} records"))
         resampled = d["resampled_unprotected_by_reason"]
         if resampled:
             lines.insert(4, f"  redrawn, no guarantee {sum(resampled.values())}  {resampled}")

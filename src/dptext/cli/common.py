@@ -171,6 +171,11 @@ def add_mechanism_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", "-e", type=epsilon_type,
                    help="privacy parameter (default: the mechanism's own default, printed by "
                         "`dptext mechanisms`; stderr says so after the run)")
+    p.add_argument("--document-epsilon", type=epsilon_type, metavar="E",
+                   help="instead of --epsilon: every record costs at most E; the per-token "
+                        "epsilon is E divided by the tokens that record privatizes (its "
+                        "shape), and the report gives its min/median/max "
+                        "(docs/choosing-epsilon.md)")
     p.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="other mechanism parameter, e.g. -p k=20 (repeatable)")
     p.add_argument("--space", help="embedding space: a saved .npz or a vectors file")
@@ -211,6 +216,11 @@ def mechanism_params(args) -> dict:
         put(key.strip().replace("-", "_"), parse_value(val.strip()), "--param")
     if args.epsilon is not None:
         put("epsilon", args.epsilon, "--epsilon")
+    if getattr(args, "document_epsilon", None) is not None:
+        if "epsilon" in params:
+            raise DPTextError("give --epsilon (per token) or --document-epsilon (per record), "
+                              "not both")
+        put("document_epsilon", args.document_epsilon, "--document-epsilon")
     if getattr(args, "space", None):
         put("space", load_space(args.space), "--space")
     return params
@@ -222,7 +232,7 @@ def unfitted_mechanism(args, params: dict):
     from dptext.mechanisms.registry import mechanism, parameters, registered
 
     m = mechanism(args.mechanism, **params)
-    if "epsilon" not in params:
+    if "epsilon" not in params and "document_epsilon" not in params:
         default = parameters(registered()[args.mechanism]).get("epsilon")
         if isinstance(default, int | float):
             args.epsilon_note = (f"dptext: no --epsilon given: {args.mechanism} ran at its "
@@ -234,6 +244,7 @@ def build_mechanism(args, *, fit: bool = True):
     """The mechanism the options describe, fitted (with a progress bar or a stage line)."""
     m = unfitted_mechanism(args, mechanism_params(args))
     if fit:
+        m.check_admissible()  # a refused epsilon is refused before any fit is announced
         bar = progress_wanted(args)
         note = m.preparation_note()
         with Stage(note or "", quiet=note is None or bar or getattr(args, "no_progress", False)):

@@ -185,6 +185,9 @@ def cmd_sanitize(args) -> int:
     old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         args._params = mechanism_params(args)
+        if "document_epsilon" in args._params and len(args.field) > 1:
+            raise DPTextError("--document-epsilon bounds one text per record: give one --field "
+                              "(with several, a record would cost up to their number times E)")
         if auto and args.workers > 1:
             print(f"dptext: --workers auto: {args.workers} workers with 1 torch thread each "
                   "(a language-model mechanism, 2 free cores)", file=sys.stderr)
@@ -227,6 +230,9 @@ def cmd_sanitize(args) -> int:
 def _targeted(args, m):
     """``--entities``: the mechanism applied to the detected spans only
     (:func:`dptext.targeted.build_targeted`)."""
+    if args.entities is not None and getattr(args, "document_epsilon", None) is not None:
+        raise DPTextError("--document-epsilon does not combine with --entities yet: give "
+                          "--epsilon (per token) with --entities")
     if args.entities is None:
         for flag in ("pattern_policy", "consistent"):
             if getattr(args, flag) != {"pattern_policy": "placeholder",
@@ -246,6 +252,8 @@ def build_fit(args, m) -> None:
     """Fit with a progress bar, or one stage line on stderr when no terminal shows one."""
     from dptext.cli.common import Stage
 
+    if hasattr(m, "check_admissible"):
+        m.check_admissible()  # a refused epsilon is refused before any fit is announced
     bar = progress_wanted(args)
     note = m.preparation_note() if hasattr(m, "preparation_note") else None
     with Stage(note or "", quiet=note is None or bar or getattr(args, "no_progress", False)):

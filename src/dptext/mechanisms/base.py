@@ -23,6 +23,7 @@ from typing import ClassVar
 
 from dptext.accounting.events import TokenGuarantee
 from dptext.accounting.report import PrivacyReport
+from dptext.errors import DPTextError
 from dptext.mechanisms.registry import mechanism, parameters, register, registered  # noqa: F401
 from dptext.rng import RngLike, as_generator  # noqa: F401
 from dptext.validation import (  # noqa: F401
@@ -108,6 +109,26 @@ class Mechanism(ABC):
     @property
     @abstractmethod
     def guarantee(self) -> TokenGuarantee: ...
+
+    def least_epsilon(self) -> float | None:
+        """The per-token epsilon this mechanism needs to exceed (truncated Gumbel's bound for
+        its space), or None where any epsilon > 0 is admissible. Cheap: no fit."""
+        return None
+
+    def check_admissible(self) -> None:
+        """Raise :class:`~dptext.errors.DPTextError` with a one-line reason when this
+        mechanism's epsilon cannot be honoured - before any table is fitted or model loaded."""
+        least = self.least_epsilon()
+        epsilon = getattr(self, "epsilon", None)
+        if least is not None and epsilon is not None and not epsilon > least:
+            raise DPTextError(f"{self.name}: epsilon={epsilon:g} is not above the least "
+                              f"admissible epsilon {least:.6g}")
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens each text would be charged for (its shape, released with it):
+        what a document budget divides by. Mechanisms that support ``document_epsilon``
+        override it."""
+        raise NotImplementedError(f"{self.name} does not count its tokens in advance")
 
     def preparation_note(self) -> str | None:
         """What :meth:`fit` is about to do when it is slow (``None`` when it is quick), for a

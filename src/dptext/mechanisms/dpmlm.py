@@ -287,6 +287,20 @@ class DPMLM(LMMechanism):
                                           precision=self.precision)
         return self
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Per text, the word slots it is charged for: the words not kept as stopwords, plus
+        every word when ``p_add`` > 0 (an insertion may follow each: the worst case the
+        report charges). No model needed."""
+        out = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+            words = split_words(text)[1::2]
+            eligible = sum(1 for w in words if not (self.keep_stopwords
+                                                     and normalize_word(w) in self.stopwords))
+            out.append(eligible + (len(words) if self.p_add else 0))
+        return out
+
     @property
     def candidates(self) -> list[str]:
         """The words a privatized word may become (fixed by the tokenizer alone)."""

@@ -105,6 +105,18 @@ class DPPrompt(LMMechanism):
                                    precision=self.precision)
         return self
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Per text, the most tokens it is charged for: the paraphrase is at most as many
+        tokens as the text (the generation budget). Loads the tokenizer (``fit``)."""
+        self.fit()
+        tokenizer = self._lm[1]
+        out = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise DPTextError(f"texts must be strings, got {type(text).__name__}")
+            out.append(len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+        return out
+
     def _prompt_ids(self, text: str) -> list[int]:
         tokenizer = self._lm[1]
         content = self.prompt.replace("{text}", text)

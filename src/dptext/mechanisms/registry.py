@@ -67,10 +67,20 @@ def parameters(cls: type[Mechanism]) -> dict[str, Any]:
 
 
 def mechanism(name: str, **params: Any) -> Mechanism:
-    """Build a registered mechanism by name, e.g. ``mechanism("custext", epsilon=2, k=20)``."""
+    """Build a registered mechanism by name, e.g. ``mechanism("custext", epsilon=2, k=20)``.
+
+    ``document_epsilon=E`` instead of ``epsilon``: every record costs at most E, at the
+    per-token epsilon its length allows (:class:`dptext.mechanisms.document.DocumentBudget`).
+    """
     table = registered()
     if name not in table:
         raise DPTextError(f"unknown mechanism {name!r}; available: {', '.join(table)}")
+    if "document_epsilon" in params:
+        from dptext.mechanisms.document import DocumentBudget
+
+        params = dict(params)
+        budget = params.pop("document_epsilon")
+        return DocumentBudget(table[name], params, budget, build=mechanism)
     cls = table[name]
     accepted = parameters(cls)
     unknown = sorted(set(params) - set(accepted))

@@ -140,7 +140,22 @@ class TruncatedGumbel(WordMechanism):
     def _geometry(self, space: EmbeddingSpace) -> dict:
         return dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
 
-    def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+    def least_epsilon(self) -> float:
+        """The infimum of the admissible epsilons on this space (Appendix A's bound): for
+        ``b="paper"``/``"tight"`` :func:`minimum_epsilon`, for a given b its bound."""
+        geo = self._geometry(self.resolved_space())
+        if isinstance(self.b_rule, float):
+            return bound(self.b_rule, **geo)
+        return minimum_epsilon(**geo, rule=self.b_rule)
+
+    def check_admissible(self) -> None:
+        """Refuse an epsilon below the bound from the space's geometry alone, before any
+        table is fitted or cached (``sanitize -m gumbel -e 150`` used to announce and start
+        a fit first)."""
+        self._scale(self.resolved_space())
+
+    def _scale(self, space: EmbeddingSpace) -> float:
+        """The noise scale b for this epsilon, or DPTextError naming the bound."""
         if space.metric != "euclidean":
             raise DPTextError("the truncated Gumbel mechanism needs a euclidean space")
         geo = self._geometry(space)
@@ -158,7 +173,10 @@ class TruncatedGumbel(WordMechanism):
                 f"Delta_max={geo['delta_max']:.4g}): b={self.b_rule!r} needs epsilon > "
                 f"{least:.6g}"
             )
-        return {"b": np.array(b)}
+        return b
+
+    def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
+        return {"b": np.array(self._scale(space))}
 
     def validate_tables(self, tables: dict[str, np.ndarray]) -> None:
         """The scale b must meet Appendix A's sufficient condition for this epsilon (a smaller

@@ -329,6 +329,7 @@ class WordMechanism(Mechanism):
             from dptext.resources import default_space
 
             self.space = default_space(progress=progress)
+        self.check_admissible()  # before any table is fitted or cached
         path = self._cache_path(self.space) if cache else None
         tables = self._cached_tables(path) if path is not None else None
         if tables is None and path is not None:
@@ -556,6 +557,20 @@ class WordMechanism(Mechanism):
                                 n_resampled, n_oov, n_case, n_capital, n_entity)
         return [Result(text, report) for text, report in
                 zip(batch.render(words.tolist()), reports, strict=True)]
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Per text, the words the pipeline would privatize: in-vocabulary words that are not
+        kept as stopwords (the text's shape, released with it). Needs the space, not the
+        tables. For SanText+ an upper bound: its non-sensitive words, which are not charged,
+        are counted too."""
+        self.resolved_space()
+        if isinstance(texts, str):
+            raise DPTextError("texts must be a sequence of strings, not one string")
+        texts = list(texts)
+        if not texts:
+            return []
+        batch = _SplitBatch(texts, self._lookup_cache, self._word_code)
+        return batch.per_text(batch.codes >= 0)
 
     def word_kinds(self, words: Sequence[str]) -> list[str]:
         """What the pipeline does with each word, for displays that mark tokens:
