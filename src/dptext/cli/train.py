@@ -180,18 +180,12 @@ def cmd_train(args) -> int:
         c = summary["ledger"]
         print(f"dptext: charged {c['users_charged']} training users ({c['epsilon']:.4g}, "
               f"{c['delta']:g}) each in the ledger (owner {c['owner']}, dataset "
-              f"{c['dataset']})", file=sys.stderr)
-    wide = summary.get("wide_entities")
-    if wide:
-        print(f"note: {wide['note']} (docs/uedp.md)", file=sys.stderr)
-    last = summary["rounds"][-1]
-    metric = (f"perplexity {last['perplexity']:.2f}" if job.task == "nwp"
-              else f"error rate {last['error_rate']:.3f}")
-    if "pretrained" in summary:
-        metric += f" (pretrained {summary['pretrained']['perplexity']:.2f})"
-    print(f"{job.algo}: {metric} after {job.rounds} rounds"
-          + ("" if last["epsilon"] is None else
-             f", epsilon {last['epsilon']:.3f} at delta {job.delta:g}"))
+              f"{c['dataset']})" + (f", and {c['entities_charged']} detected entities up to "
+                                    f"epsilon {c['entity_epsilon_max']:.4g}"
+                                    if c.get("entities_charged") else ""), file=sys.stderr)
+    print(summary["headline"])
+    if "warning" in summary:
+        print(f"dptext: warning: {summary['warning']}", file=sys.stderr)
     return 0
 
 

@@ -206,19 +206,33 @@ class CausalLMTask:
     @torch.no_grad()
     def evaluate(self, params: Params, batch: int = 32) -> dict:
         """Perplexity exp(total NLL / total tokens) on the test rows (held-out users)."""
+        nll, tokens = self.sentence_losses(params, batch)
+        loss = float(nll.sum()) / max(float(tokens.sum()), 1.0)
+        return {"perplexity": math.exp(loss), "loss": loss}
+
+    @property
+    def uniform_loss(self) -> float:
+        """Per-token NLL (nats) of the uniform distribution over the model's vocabulary."""
+        return math.log(int(self.model.lm_head.weight.shape[0]))
+
+    @torch.no_grad()
+    def sentence_losses(self, params: Params, batch: int = 32):
+        """Per held-out sentence (in the test rows' order): summed NLL and predicted tokens
+        ([n] each, on the CPU); computed longest first, in batches of ``batch``."""
         if self.test is None or len(self.test) == 0:
             raise DPTextError("no held-out sentences to evaluate on")
         test = self.test
         lengths = test[..., self.hidden + 1].sum(dim=-1)
         order = torch.argsort(lengths, descending=True)
-        total, count = 0.0, 0.0
+        nll_out = torch.zeros(len(test), dtype=torch.float64)
+        tok_out = torch.zeros(len(test), dtype=torch.float64)
         for start in range(0, len(order), batch):
-            rows = self.trim(test[order[start:start + batch]]).to(self.device)
+            idx = order[start:start + batch]
+            rows = self.trim(test[idx]).to(self.device)
             nll, tokens = self.loss(params, rows)
-            total += float(nll.sum())
-            count += float(tokens.sum())
-        loss = total / max(count, 1.0)
-        return {"perplexity": math.exp(loss), "loss": loss}
+            nll_out[idx] = nll.double().cpu()
+            tok_out[idx] = tokens.double().cpu()
+        return nll_out, tok_out
 
     @torch.no_grad()
     def check(self, tol: float = 1e-3) -> None:

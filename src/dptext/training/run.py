@@ -49,9 +49,10 @@ DIVERGENCE_NATS = math.log(100.0)
 STATE_FILE = "training_state.pt"
 STATE_FORMAT = 2  # 2: the generators are numpy states (dptext.rng.generator_state)
 # metrics.json fields that are not covered by the training guarantee (docs/uedp.md)
-NOT_PRIVATE = ("per-round 'users' (sampled users with usable data), 'seconds', 'eval_seconds', "
-               "the held-out metrics (evaluated on the held-out users' data, which the "
-               "guarantee does not cover) and 'entities_held_by_more_than_K_users' / "
+NOT_PRIVATE = ("per-round 'users' (sampled users with usable data), 'update_norm' (median "
+               "unclipped update norm), 'seconds', 'eval_seconds', the held-out metrics and "
+               "'untrained' / 'learning' / 'warning' (evaluated on the held-out users' data, "
+               "which the guarantee does not cover) and 'entities_held_by_more_than_K_users' / "
                "'wide_entities' are diagnostics computed from the data without noise: share "
                "checkpoint.pt, not metrics.json")
 
@@ -234,11 +235,8 @@ class TrainJob:
         if saved:
             _check_resumable(saved, fingerprint, self.rounds)
         guard = DivergenceGuard(config)
-        # a pretrained model's held-out metrics before any round (the baseline fine-tuning moves)
-        pretrained = None if self.model == LSTM else task.evaluate(task.init())
         summary = {"config": asdict(config), "task": self.task, "model": self.model,
                    **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks}),
-                   **({} if pretrained is None else {"pretrained": pretrained}),
                    "users": train_corpus.n_users, "test_users": len(test_users),
                    "noise_generator": ("ChaCha20 (secure)" if self.secure_rng else "PCG64"),
                    "not_private": NOT_PRIVATE}
@@ -249,6 +247,13 @@ class TrainJob:
         trainer = FederatedTrainer(train_corpus, select_rows(rows, ~is_test), task, config,
                                    seed=None if self.secure_rng and self.seed is None else seed,
                                    device=self.device)
+        # the untrained model on the held-out text (a pretrained model's: the baseline that
+        # fine-tuning moves), compared with the trained one at the end (training/learning.py)
+        start = task.sentence_losses(trainer.initial)
+        untrained = _loss_metrics(start, self.task)
+        summary["untrained"] = untrained
+        if self.model != LSTM:
+            summary["pretrained"] = untrained
         if saved:
             trainer.load_state_dict(saved["trainer"])
             for row in trainer.metrics:
@@ -284,41 +289,64 @@ class TrainJob:
             if every and trainer.round % every == 0 and trainer.round < config.rounds:
                 write_checkpoint()
         _write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
+        clusters = corpus.sentence_user[is_test]
+        summary.update(_learning(trainer, task, start, clusters, self.task,
+                                 "untrained" if self.model == LSTM else "pretrained"))
+        summary["headline"] = headline(summary, self.algo)
         write_metrics(True)
         (out / STATE_FILE).unlink(missing_ok=True)
         return summary
 
     def _charge(self, config, corpus, fingerprint: dict, *, resumed: bool) -> dict:
-        """Charge every training user the whole run's (epsilon, delta) before any model is
-        written (a checkpoint is a release too). All or nothing: a user over budget stops the
-        run before it trains. A resumed run continues the same release (its key is the run's
+        """Charge every training user the whole run's (epsilon, delta) - and, for UeDP, every
+        detected entity of the training data (unit ``entity:<normalized text>``) the epsilon
+        that holds for it (the run's for an entity held by at most K users, the larger one of
+        :func:`entity_epsilons` for a wider one) - before any model is written (a checkpoint
+        is a release too). All or nothing: a user or entity over budget stops the run before
+        it trains. A resumed run continues the same release (its key is the run's
         fingerprint), so nobody is charged twice."""
         import hashlib
 
-        from dptext.ledger import Ledger, charge_training, training_preflight
+        from dptext.ledger import Ledger
+        from dptext.ledger.training import training_event
 
         privacy = config.privacy()
         epsilon = privacy.epsilon(config.rounds, config.delta)
-        users = list(corpus.users)
+        users = sorted({str(u) for u in corpus.users if str(u)})
+        if not users:
+            raise DPTextError("the training corpus names no users to charge")
+        units = [(f"user:{u}", u, epsilon) for u in users]
+        per_entity = entity_epsilons(corpus, config)
+        units += [(f"entity:{key}", f"entity:{key}", eps) for key, eps in per_entity.items()]
         dataset = self.ledger_dataset or Path(self.data).name.replace("dataset:", "")
         ledger = Ledger(self.ledger)
+        events = {eps: [training_event(eps, config.delta, self.algo)]
+                  for eps in {e for _, _, e in units}}
         if not resumed:
-            over = training_preflight(ledger, users, epsilon, config.delta, owner=self.owner,
-                                      dataset=dataset, mechanism=self.algo)
+            over = [unit for _, unit, eps in units
+                    if ledger.would_exceed(unit, events[eps], owner=self.owner, dataset=dataset)]
             if over:
-                raise DPTextError(f"{len(over)} of {len(users)} training users would exceed "
-                                  f"their budget with this run's ({epsilon:.4g}, "
-                                  f"{config.delta:g}) (first: {over[0]!r}); nothing was trained "
-                                  f"or charged")
+                raise DPTextError(f"{len(over)} of {len(units)} training users and entities "
+                                  f"would exceed their budget with this run's ({epsilon:.4g}, "
+                                  f"{config.delta:g}) (entities held by more than K users: "
+                                  f"up to {max(per_entity.values(), default=epsilon):.4g}) "
+                                  f"(first: {over[0]!r}); nothing was trained or charged")
         key = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode())
-        charge = charge_training(ledger, users, epsilon, config.delta, owner=self.owner,
-                                 dataset=dataset, mechanism=self.algo,
-                                 params={"rounds": config.rounds, "z": config.z,
-                                         "q_u": config.q_u},
-                                 release_key="train:" + key.hexdigest())
-        return {"release_id": charge.release_id, "users_charged": len(users),
-                "epsilon": epsilon, "delta": config.delta, "owner": self.owner,
-                "dataset": dataset}
+        release_id = ledger.open_release(
+            owner=self.owner, dataset=dataset, mechanism=self.algo,
+            params={"epsilon": epsilon, "delta": config.delta, "rounds": config.rounds,
+                    "z": config.z, "q_u": config.q_u},
+            release_key="train:" + key.hexdigest())
+        decisions = ledger.reserve(release_id, [(record, unit, events[eps])
+                                                for record, unit, eps in units],
+                                   all_or_nothing=True)
+        ledger.commit(release_id, [d.charge_id for d in decisions])
+        wide = {k: e for k, e in per_entity.items() if e > epsilon}
+        return {"release_id": release_id, "users_charged": len(users),
+                "entities_charged": len(per_entity), "epsilon": epsilon,
+                "entity_epsilon_max": max(per_entity.values(), default=None),
+                "wide_entities_charged": len(wide), "delta": config.delta,
+                "owner": self.owner, "dataset": dataset}
 
     def _fingerprint(self) -> dict:
         """The settings a resumed run must share (all but the number of rounds, the
@@ -390,9 +418,22 @@ def load_corpus(job, *, split: bool = True, seed: int | None = None):
     if job.limit:
         raw = RawCorpus(raw.texts[: job.limit], raw.users[: job.limit],
                         None if raw.labels is None else raw.labels[: job.limit])
-    return build_corpus(raw, detector(job.categories, job.detector), split=split,
+    # user-level DP and noiseless FedAvg use every sentence of a sampled user: no entity is
+    # sampled, protected or reported, so detection (minutes on a few thousand sentences) is
+    # skipped
+    found = (_NoEntities() if getattr(job, "algo", None) in ("userdp", "noiseless")
+             else detector(job.categories, job.detector))
+    return build_corpus(raw, found, split=split,
                         synthetic=job.synthetic_users,
                         rng=np.random.default_rng(job.seed if seed is None else seed))
+
+
+class _NoEntities:
+    """A detector that finds nothing (runs that do not use entities)."""
+
+    @staticmethod
+    def detect(texts) -> list[list]:
+        return [[] for _ in texts]
 
 
 def corpus_digest(corpus) -> str:
@@ -406,6 +447,71 @@ def corpus_digest(corpus) -> str:
         h.update(json.dumps(part, ensure_ascii=False, default=list).encode())
         h.update(b"\x00")
     return h.hexdigest()
+
+
+def headline(summary: dict, algo: str) -> str:
+    """The run's result in one line: the held-out metric after training against the untrained
+    model's, and the guarantee - for UeDP both the epsilon of users and of entities held by at
+    most K users and the (larger) epsilon of the entities held by more (docs/uedp.md)."""
+    last = summary["rounds"][-1]
+    rounds = last["round"]
+    before = "pretrained" if "pretrained" in summary else "untrained"
+    if summary["task"] == "nwp":
+        result = (f"held-out perplexity {last['perplexity']:.2f} after {rounds} rounds "
+                  f"({before} {summary['untrained']['perplexity']:.2f})")
+    else:
+        result = (f"held-out error rate {last['error_rate']:.3f}, loss {last['loss']:.4g} after "
+                  f"{rounds} rounds (untrained loss {summary['untrained']['loss']:.4g})")
+    line = f"{algo}: {result}"
+    if last.get("epsilon") is None:
+        return line + "; no DP guarantee"
+    config = summary["config"]
+    delta, k = config["delta"], config["entity_users"]
+    if algo == "userdp":
+        return line + f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user"
+    line += (f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user and per entity held "
+             f"by at most K={k} users")
+    wide = summary.get("wide_entities")
+    if wide:
+        line += (f", epsilon {wide['epsilon']:.4g} for the "
+                 f"{summary['entities_held_by_more_than_K_users']} entities held by more "
+                 f"(up to {wide['most_other_holders']} users)")
+    return line
+
+
+def _loss_metrics(losses, task: str) -> dict:
+    """Held-out perplexity (nwp) or mean cross-entropy (cls) from per-sentence losses."""
+    nll, tokens = losses
+    loss = float(nll.sum()) / max(float(tokens.sum()), 1.0)
+    return {"perplexity": math.exp(loss), "loss": loss} if task == "nwp" else {"loss": loss}
+
+
+def _learning(trainer, task, start, clusters, kind: str, before: str = "untrained") -> dict:
+    """The trained model against the untrained one and the uniform distribution on the
+    held-out text; when it learned nothing visible, a one-line ``warning`` with the likely
+    cause (training/learning.py)."""
+    from dptext.training.learning import learning_check, likely_cause
+
+    check = learning_check(start, task.sentence_losses(trainer.params), task.uniform_loss,
+                           clusters)
+    out: dict[str, Any] = {"learning": check}
+    if check["learned"]:
+        return out
+    norms = [r["update_norm"] for r in trainer.metrics if r.get("update_norm") is not None]
+    cause = likely_cause(trainer.config, sum(v.numel() for v in trainer.params.values()),
+                         trainer.population,
+                         rose=check["final_loss"] > check["untrained_loss"],
+                         update_norm=float(np.median(norms)) if norms else None)
+    if kind == "nwp":
+        seen = (f"held-out perplexity {math.exp(check['final_loss']):.4g} against "
+                f"{math.exp(check['untrained_loss']):.4g} {before} and "
+                f"{math.exp(check['uniform_loss']):.4g} uniform")
+    else:
+        seen = (f"held-out loss {check['final_loss']:.4g} against "
+                f"{check['untrained_loss']:.4g} {before} and {check['uniform_loss']:.4g} "
+                f"uniform")
+    out["warning"] = f"nothing visibly learned ({seen}); likely cause: {cause}"
+    return out
 
 
 def _without_rounds(config: dict) -> dict:
@@ -547,6 +653,30 @@ def wide_entities(corpus, config) -> dict:
                      f"{config.delta:g})-DP (noise multiplier z*S_K/S_M = {wider.z:.4g}), "
                      f"not the epsilon printed for K"),
         }
+    return out
+
+
+def entity_epsilons(corpus, config) -> dict[str, float]:
+    """Each detected entity of ``corpus`` (held by at least one user) with the epsilon this run
+    gives it at ``config.delta``: the run's epsilon when at most K users hold it, else the one of
+    :meth:`TrainingPrivacy.for_entity_users` at its number of holders (every holder counted as
+    another holder, as in :func:`wide_entities`). Empty for runs without an entity-level
+    guarantee (user-level DP; non-private runs)."""
+    privacy = config.privacy()
+    if privacy is None or config.algo == "userdp" or corpus.n_entities == 0:
+        return {}
+    spread = corpus.entity_users()
+    by_spread: dict[int, float] = {}
+    base = privacy.epsilon(config.rounds, config.delta)
+    out = {}
+    for e in np.flatnonzero(spread > 0):
+        m = int(spread[e])
+        if m <= config.entity_users:
+            out[corpus.entity_keys[e]] = base
+            continue
+        if m not in by_spread:
+            by_spread[m] = privacy.for_entity_users(m).epsilon(config.rounds, config.delta)
+        out[corpus.entity_keys[e]] = by_spread[m]
     return out
 
 

@@ -38,6 +38,18 @@ class NextWordTask:
         ppl = perplexity(params, self.test)
         return {"perplexity": ppl, "loss": math.log(ppl)}
 
+    @property
+    def uniform_loss(self) -> float:
+        """Per-token NLL (nats) of the uniform distribution over the vocabulary."""
+        return math.log(self.vocab_size)
+
+    @torch.no_grad()
+    def sentence_losses(self, params: Params, batch: int = 256):
+        """Per held-out sentence: summed NLL and predicted tokens ([n] each, on the CPU)."""
+        parts = [sentence_nll(params, self.test[i:i + batch])
+                 for i in range(0, len(self.test), batch)]
+        return (torch.cat([p[0] for p in parts]).cpu(), torch.cat([p[1] for p in parts]).cpu())
+
 
 def classification_rows(features: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Pack embeddings and integer labels into one float row per sentence (label last)."""
@@ -72,6 +84,17 @@ class ClassificationTask:
         loss = float(torch.nn.functional.cross_entropy(logits, y))
         accuracy = float((logits.argmax(-1) == y).float().mean())
         return {"loss": loss, "accuracy": accuracy, "error_rate": 1.0 - accuracy}
+
+    @property
+    def uniform_loss(self) -> float:
+        """Cross-entropy (nats) of the uniform distribution over the classes."""
+        return math.log(self.n_classes)
+
+    @torch.no_grad()
+    def sentence_losses(self, params: Params):
+        """Per held-out example: its NLL and 1 ([n] each, on the CPU)."""
+        nll, count = self.loss(params, self.test)
+        return nll.cpu(), count.cpu()
 
 
 def minilm_embeddings(sentences: list[str], batch_size: int = 64) -> torch.Tensor:

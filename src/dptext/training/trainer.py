@@ -37,6 +37,7 @@ from dptext.training.federated import (
     Params,
     clipped_sum,
     gaussian_release,
+    global_norms,
     local_updates,
     plain_mean,
 )
@@ -214,6 +215,9 @@ class FederatedTrainer:
         if hasattr(task, "to"):
             task.to(self.device)
         self.params: Params = {k: v.to(self.device) for k, v in task.init(init).items()}
+        # the untrained model (the step never changes a tensor in place), which the run's
+        # result is compared with (training/learning.py)
+        self.initial: Params = self.params
         self.sampler = sampler if sampler is not None else config.sampler(corpus)
         self.privacy = config.privacy()
         self.population = config.population or corpus.n_users
@@ -250,6 +254,8 @@ class FederatedTrainer:
         sample = self.sampler.sample(self.rng)
         updates = self.user_updates(sample)
         users = 0 if updates is None else len(next(iter(updates.values())))
+        # diagnostic (not private): the median norm of the round's unclipped updates
+        norm = None if updates is None else float(global_norms(updates).median())
         if updates is not None:
             step = aggregate(updates, config, self.population, self.noise_rng)
         elif self.privacy is not None:  # nobody trained: the noise is still released
@@ -259,7 +265,8 @@ class FederatedTrainer:
             step = {k: torch.zeros_like(v) for k, v in self.params.items()}
         self.params = {k: self.params[k] + config.server_lr * step[k] for k in self.params}
         trained = time.perf_counter()
-        row = {"round": t, "users": users, **self.task.evaluate(self.params),
+        row = {"round": t, "users": users, "update_norm": norm,
+               **self.task.evaluate(self.params),
                "epsilon": None if self.privacy is None else self.privacy.epsilon(t, config.delta),
                "seconds": trained - start, "eval_seconds": time.perf_counter() - trained}
         self.round = t
