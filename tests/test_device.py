@@ -168,3 +168,44 @@ def test_santext_and_gumbel_on_the_gpu_match_the_cpu(data):
     for (c1, _), (c2, _) in zip(m._large_candidates(rows, ks),
                                 m._large_candidates(rows, ks, torch_device="cuda"), strict=True):
         np.testing.assert_array_equal(c1, c2)
+
+
+ZEN2 = """processor\t: 0
+model name\t: AMD EPYC 7B12
+flags\t\t: fpu sse2 avx fma avx2 f16c
+processor\t: 1
+model name\t: AMD EPYC 7B12
+flags\t\t: fpu sse2 avx fma avx2 f16c
+"""
+SPR = ("model name\t: Intel Xeon\n"
+       "flags\t\t: avx2 avx512f avx512_vnni avx512_bf16 amx_tile amx_int8\n")
+
+
+def test_cpu_features_are_read_from_cpuinfo():
+    """The CPU features dptext's speed depends on, parsed from /proc/cpuinfo text (a Zen 2
+    without VNNI and a Sapphire Rapids with AMX), and something sane for this machine."""
+    from dptext.devices import CPU_FEATURES, cpu_features, cpu_info, has_int8_dot
+
+    assert cpu_info(ZEN2) == ("AMD EPYC 7B12", {"fpu", "sse2", "avx", "fma", "avx2", "f16c"})
+    zen2 = cpu_features(ZEN2)
+    assert zen2["AVX2"] and not any(v for k, v in zen2.items() if k != "AVX2")
+    assert not has_int8_dot(ZEN2)
+    spr = cpu_features(SPR)
+    assert spr["AMX"] and spr["AVX-512 VNNI"] and spr["AVX-512 BF16"] and not spr["AVX-VNNI"]
+    assert has_int8_dot(SPR)
+    assert cpu_info("") == ("unknown", set())
+    here = cpu_features()
+    assert set(here) == set(CPU_FEATURES) and all(isinstance(v, bool) for v in here.values())
+
+
+def test_resources_prints_the_cpu_features(capsys):
+    from dptext.cli import main
+    from dptext.devices import cpu_info
+
+    assert main(["resources", "--list"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("cpu "))
+    assert cpu_info()[0] in line
+    for name in ("AVX2", "AVX-512", "AVX-512 VNNI", "AVX-VNNI", "AMX", "AVX-512 BF16"):
+        assert f"{name} yes" in line or f"{name} no" in line
+    assert "torch CPU capability" in out and "--search int8" in out

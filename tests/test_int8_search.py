@@ -25,10 +25,14 @@ except DPTextError as exc:  # not an x86 build of torch: no oneDNN int8 kernel
     pytest.skip(str(exc), allow_module_level=True)
 
 
-def _brute_force(points64: np.ndarray, words: np.ndarray) -> np.ndarray:
-    w = words.astype(np.float64)
-    d2 = ((points64[:, None, :] - w[None, :, :]) ** 2).sum(-1)
-    return d2.argmin(1)
+def _exact_at(levels: int) -> bool:
+    """Whether this CPU's int8 kernel is exact with word codes in [-levels, levels] (the
+    search's own probe decides; 127 needs int8 dot products without int16 saturation)."""
+    try:
+        Int8Search(_words(64, 8, 0), block=64, tile=64, levels=levels)
+    except DPTextError:
+        return False
+    return True
 
 
 def _words(n: int, d: int, seed: int, unit: bool = True) -> np.ndarray:
@@ -39,6 +43,21 @@ def _words(n: int, d: int, seed: int, unit: bool = True) -> np.ndarray:
     else:
         w *= rng.uniform(0.2, 3.0, (n, 1)).astype(np.float32)  # norms that differ
     return w
+
+
+# Both paths of the search: the 7-bit word codes run on every CPU (forced); the 8-bit ones
+# where the kernel is exact at 127 (VNNI or AMX), skipped with the reason elsewhere.
+EXACT_AT_127 = _exact_at(127)
+NATIVE_LEVELS = 127 if EXACT_AT_127 else 63
+LEVEL_PATHS = [63, pytest.param(127, marks=pytest.mark.skipif(
+    not EXACT_AT_127, reason="this CPU's int8 kernel saturates u8 x s8 pairs at 127 levels "
+    "(no AVX-512 VNNI, AVX-VNNI or AMX); the 63-level path is tested instead"))]
+
+
+def _brute_force(points64: np.ndarray, words: np.ndarray) -> np.ndarray:
+    w = words.astype(np.float64)
+    d2 = ((points64[:, None, :] - w[None, :, :]) ** 2).sum(-1)
+    return d2.argmin(1)
 
 
 @pytest.mark.parametrize("unit", [True, False])
@@ -52,12 +71,14 @@ def test_int8_search_equals_brute_force_at_every_noise_level(unit, block, tile):
                                                             (len(points), 1))
     search = Int8Search(words, block=block, tile=tile)
     np.testing.assert_array_equal(search(points), _brute_force(points, words))
-    assert search.levels in (127, 63)  # 63 where the CPU's kernel saturates int16 pairs
+    assert search.levels == NATIVE_LEVELS  # 63 where the CPU's kernel saturates int16 pairs
 
 
-def test_int8_search_equals_the_exact_search_on_laplace_noise():
+@pytest.mark.parametrize("levels", LEVEL_PATHS)
+def test_int8_search_equals_the_exact_search_on_laplace_noise(levels):
     """The mechanism's own noise at small and large epsilon, two worker threads, and more
-    points than one block: the same words as the exact search, point for point."""
+    points than one block: the same words as the exact search, point for point, on the
+    7-bit path (every CPU) and the 8-bit one (VNNI/AMX)."""
     words = _words(3000, 64, 2)
     space = EmbeddingSpace([f"w{i}" for i in range(len(words))], words, name="int8-test")
     rng = np.random.default_rng(3)
@@ -67,7 +88,7 @@ def test_int8_search_equals_the_exact_search_on_laplace_noise():
         points = words[rows].astype(np.float64) + m.noise(len(rows), rng)
         want = ExactSearch(words)(points)
         for workers in (1, 2):
-            got = Int8Search(words, block=1024, workers=workers)(points)
+            got = Int8Search(words, block=1024, workers=workers, levels=levels)(points)
             np.testing.assert_array_equal(got, want)
 
 
@@ -161,11 +182,43 @@ def test_a_saturating_kernel_is_caught_by_the_probe(monkeypatch):
     points += rng.standard_normal(points.shape) * rng.choice([0.01, 0.5, 3.0], (200, 1))
     np.testing.assert_array_equal(search(points), _brute_force(points, words))
 
+    with pytest.raises(DPTextError, match="not exact on this CPU at 127 levels"):
+        Int8Search(words, levels=127)  # 127 forced where the kernel saturates: refused
+    with pytest.raises(DPTextError, match="levels must be one of 127, 63"):
+        Int8Search(words, levels=100)
+
     prepack, pointwise = _int16_pair_kernel()
     monkeypatch.setattr(int8_search, "_kernel",
                         lambda: (prepack, lambda *a: pointwise(*a) + 1.0))
     with pytest.raises(DPTextError, match="not exact on this CPU"):
         Int8Search(words)
+
+
+def test_the_7bit_path_is_said_once_in_one_line(monkeypatch, capsys):
+    """Where the kernel saturates (emulated here, so on every CPU), the first int8 search of a
+    process says so once - what it does instead and what it costs - and the command line
+    prints it as one line; the 8-bit path says nothing."""
+    import warnings
+
+    from dptext.cli import main
+
+    monkeypatch.setattr(int8_search, "_NOTICED", set())
+    monkeypatch.setattr(int8_search, "_kernel", _int16_pair_kernel)
+    words = _words(200, 8, 15)
+    with pytest.warns(int8_search.Int8SpeedWarning, match="7-bit codes .63 levels. are used"):
+        Int8Search(words, block=64, tile=128)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Int8Search(words, block=64, tile=128)  # once a process: no second warning
+
+    monkeypatch.setattr(int8_search, "_NOTICED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        main(["resources", "--list"])  # installs the one-line display of dptext's warnings
+        capsys.readouterr()
+        int8_search._notice_saturating_kernel()
+    err = capsys.readouterr().err
+    assert err.startswith("dptext: warning: search='int8': this CPU") and err.count("\n") == 1
 
 
 def _laplace_points(words: np.ndarray, n: int, eps: float, seed: int) -> np.ndarray:
@@ -184,7 +237,9 @@ def test_any_8bit_window_gives_the_exact_words(monkeypatch, rise, path):
     used (the float32 output instead)."""
     monkeypatch.setattr(int8_search, "_RISE", rise)
     words = _words(3000, 48, 12)
-    search = Int8Search(words, block=256, tile=256)
+    # two workers whatever the BLAS's thread count here: the blocks (and so the counts
+    # below) depend on the number of workers
+    search = Int8Search(words, block=256, tile=256, workers=2)
     for eps, seed in ((3.0, 1), (30.0, 2), (400.0, 3)):
         points = _laplace_points(words, 700, eps, seed)
         np.testing.assert_array_equal(search(points), _brute_force(points, words))
@@ -193,10 +248,11 @@ def test_any_8bit_window_gives_the_exact_words(monkeypatch, rise, path):
     assert search.window_blocks[1 - path] == 0
 
 
-def test_an_8bit_output_off_by_a_level_is_not_trusted(monkeypatch):
+@pytest.mark.parametrize("levels", LEVEL_PATHS)
+def test_an_8bit_output_off_by_a_level_is_not_trusted(monkeypatch, levels):
     """A kernel whose 8-bit output is one level high (a rounding the window's bounds do not
     allow) fails the probe: the search keeps the float32 output for every tile and stays
-    exact."""
+    exact - with either word-code width."""
     prepack, pointwise = int8_search._kernel()
 
     def high(*a):
@@ -205,8 +261,8 @@ def test_an_8bit_output_off_by_a_level_is_not_trusted(monkeypatch):
 
     monkeypatch.setattr(int8_search, "_kernel", lambda: (prepack, high))
     words = _words(2000, 32, 13)
-    search = Int8Search(words, block=256, tile=256)
-    assert search.u8 is False and search.levels == 127
+    search = Int8Search(words, block=256, tile=256, levels=levels, workers=2)
+    assert search.u8 is False and search.levels == levels
     points = _laplace_points(words, 600, 20.0, 4)
     np.testing.assert_array_equal(search(points), _brute_force(points, words))
     assert search.window_blocks == [0, 2]  # 600 points: two blocks

@@ -43,3 +43,48 @@ def usable_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+# The CPU features dptext's speed depends on, as /proc/cpuinfo names them. None changes a
+# released word or distribution: each only decides which (certified or exact) path is fastest.
+CPU_FEATURES = {
+    "AVX2": ("avx2",),
+    "AVX-512": ("avx512f",),
+    "AVX-512 VNNI": ("avx512_vnni",),
+    "AVX-VNNI": ("avx_vnni",),
+    "AMX": ("amx_int8", "amx_tile"),
+    "AVX-512 BF16": ("avx512_bf16",),
+}
+INT8_DOT_FEATURES = ("AVX-512 VNNI", "AVX-VNNI", "AMX")  # int8 dot products without saturation
+
+
+def cpu_info(cpuinfo: str | None = None) -> tuple[str, set[str]]:
+    """(model name, set of flags) of this CPU from ``/proc/cpuinfo`` (or the given text);
+    ("unknown", set()) where it cannot be read (not Linux)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return "unknown", set()
+    model, flags = "unknown", set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model == "unknown":
+            model = value.strip() or "unknown"
+        elif key == "flags" and not flags:
+            flags = set(value.split())
+    return model, flags
+
+
+def cpu_features(cpuinfo: str | None = None) -> dict[str, bool]:
+    """Each of :data:`CPU_FEATURES` -> whether this CPU has it."""
+    _, flags = cpu_info(cpuinfo)
+    return {name: any(f in flags for f in names) for name, names in CPU_FEATURES.items()}
+
+
+def has_int8_dot(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU multiplies u8 x s8 without int16 saturation (VNNI or AMX)."""
+    features = cpu_features(cpuinfo)
+    return any(features[name] for name in INT8_DOT_FEATURES)

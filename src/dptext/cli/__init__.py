@@ -37,7 +37,27 @@ def parser() -> Parser:
     return p
 
 
+def _one_line_warnings() -> None:
+    """dptext's own warnings (cache rebuilds, a slow int8 path, ...) as one line on stderr,
+    without Python's file:line and source echo; other libraries' warnings as Python shows them."""
+    import warnings
+
+    shown = warnings.showwarning
+    if getattr(shown, "dptext", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("dptext"):
+            print(f"dptext: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    show.dptext = True
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
+    _one_line_warnings()
     p = parser()
     args, extra = p.parse_known_args(argv)
     try:

@@ -29,11 +29,29 @@ def cmd_resources(args) -> int:
     for r in list_resources():
         status = "ready" if r.ready else "missing"
         print(f"{r.name:22s} {status:8s} {r.what}\n{'':31s} {r.location}")
+    _print_cpu()
     if not args.list:
         space = default_space(progress=progress_wanted(args))
         print(f"{space}: Delta_min={space.delta_min:.4g}, Delta_max={space.delta_max:.4g}, "
               f"{len(space.aliases)} merged variants")
     return 0
+
+
+def _print_cpu() -> None:
+    """The CPU features dptext's speed depends on (never its outputs): int8 search levels,
+    bf16 kernels (docs/reliability.md, "Tests that depend on the CPU")."""
+    from dptext.devices import cpu_features, cpu_info, has_int8_dot
+    from dptext.lm.quantize import native_bf16, torch_cpu_capability
+
+    model, _ = cpu_info()
+    features = ", ".join(f"{name} {'yes' if has else 'no'}"
+                         for name, has in cpu_features().items())
+    print(f"cpu                    {model}: {features}")
+    bf16 = "yes" if native_bf16() else "no (precision=bf16 is emulated, slower than fp32)"
+    int8 = ("8-bit word codes (VNNI/AMX)" if has_int8_dot()
+            else "7-bit word codes (no VNNI/AMX: about 1.2-1.3x search=exact)")
+    print(f"{'':23s}torch CPU capability {torch_cpu_capability()}; oneDNN bf16 kernels {bf16}; "
+          f"--search int8 {int8}")
 
 
 def _size(n: int) -> str:

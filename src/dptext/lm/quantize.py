@@ -62,3 +62,14 @@ def native_bf16() -> bool:
         return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
     except (AttributeError, RuntimeError):
         return False
+
+
+def torch_cpu_capability() -> str:
+    """The instruction set torch's CPU kernels were dispatched to here ("AVX2", "AVX512",
+    ...), or "unknown"."""
+    import torch
+
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return "unknown"
