@@ -3,14 +3,18 @@ code before the fix."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
 
+import pytest
+
 from dptext.accounting.uedp import TrainingPrivacy
-from dptext.cli import parser
+from dptext.cli import main, parser
 
 _ACCOUNT_UNDER_LIMIT = r"""
 import contextlib, io, json, sys
@@ -65,3 +69,45 @@ def test_pld_calibration_answers_under_2gb_and_its_z_is_the_least_noise():
     line, = err.strip().splitlines()
     assert line.startswith("dptext: error: PLD accounting at z = 0.01 over 500 rounds")
     assert "--accountant rdp" in line
+
+
+def _dptext(args, **kw):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "dptext.cli", *args], capture_output=True,
+                          text=True, timeout=300, env=env, **kw)
+
+
+@pytest.mark.parametrize("flags", [[], ["--input", "-"]], ids=["no-input", "input-dash"])
+def test_a_pipe_needs_no_output_flag_and_reports_briefly(flags):
+    """Item 2: piped text with no --input, or --input - alone, is read from stdin and written
+    to stdout (one line per line); stderr holds the short report, not the JSON summary."""
+    proc = _dptext(["sanitize", "-m", "custext", "-e", "2", "--seed", "1", *flags],
+                   input="Alice saw the doctor today.\nBob called about his dose.\n")
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.splitlines()) == 2
+    assert "Privacy report (custext)" in proc.stderr
+    assert '"records_in"' not in proc.stderr and "{\n" not in proc.stderr
+
+
+def test_sanitize_with_no_input_on_a_terminal_prints_the_usage(monkeypatch, capsys):
+    """Item 2: a terminal on stdin and no input: the usage line and a one-line error."""
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    assert main(["sanitize", "-m", "custext", "-e", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("usage: dptext sanitize")
+    assert err[-1] == "dptext: error: no input: pipe text in, or give --input FILE or --text TEXT"
+
+
+def test_readme_pipe_example_is_the_filter_form():
+    """Item 2: README's pipe example needs no --input/--output (tests/test_readme.py runs it)."""
+    from test_readme import readme_commands
+
+    pipes = [c for c in readme_commands() if re.search(r"\|\s*dptext sanitize", c)]
+    assert pipes
+    for command in pipes:
+        assert "--output" not in command and "-o " not in command and "--input" not in command

@@ -159,11 +159,20 @@ def mechanism_params_for_record(args) -> dict:
 def cmd_sanitize(args) -> int:
     if args.output is not None and args.output_dir is not None:
         raise DPTextError("give --output or --output-dir, not both")
-    if (args.input is None) == (args.text is None):
-        raise DPTextError("give exactly one of --input FILE (or - for stdin) or --text TEXT")
+    if args.input is not None and args.text is not None:
+        raise DPTextError("give one of --input FILE (or - for stdin) or --text TEXT, not both")
+    if args.input is None and args.text is None:
+        # a Unix filter: piped text is read from stdin; a terminal gets the usage line
+        if sys.stdin is None or sys.stdin.isatty():
+            print(args.usage_line().rstrip(), file=sys.stderr)
+            raise DPTextError("no input: pipe text in, or give --input FILE or --text TEXT")
+        args.input = "-"
     output = args.output if args.output is not None else args.output_dir
     if args.input is not None and output is None:
-        raise DPTextError("--input needs --output (or - for stdout, or --output-dir DIR)")
+        if str(args.input) != "-":
+            raise DPTextError("--input FILE needs --output (or - for stdout, or --output-dir "
+                              "DIR)")
+        args.output = output = "-"  # stdin in, stdout out: a filter
     if args.format is not None:
         if args.input_format is not None:
             raise DPTextError("--format and --input-format name the same thing; give one")
@@ -211,10 +220,7 @@ def cmd_sanitize(args) -> int:
                   f"were already done)", file=sys.stderr)
     elif result.report_path is not None:
         print(f"wrote {result.report_path}", file=sys.stderr)
-    else:
-        import json
-
-        print(json.dumps(result.summary, indent=2), file=sys.stderr)
+    # to stdout without --report: the short summary below only (the JSON is --report FILE's)
     print(result.report, file=sys.stderr)
     print(_units_line(result.summary, args.user_field), file=sys.stderr)
     counts = result.counts
@@ -286,9 +292,11 @@ def register(subparsers) -> None:
     io = s.add_argument_group("input and output")
     io.add_argument("--input", "-i", action=Once,
                     help="JSONL, CSV, Parquet or text (one record per line): a file, a "
-                         "directory, a glob, or - for stdin")
+                         "directory, a glob, or - for stdin (read without --input too when "
+                         "text is piped in)")
     io.add_argument("--output", "-o", action=Once,
-                    help="output file (written when complete), or - for stdout")
+                    help="output file (written when complete), or - for stdout (what stdin "
+                         "input gets without it)")
     io.add_argument("--output-dir", action=Once, metavar="DIR",
                     help="write the output as a directory of parts instead of one file")
     io.add_argument("--text", "-t", action=Once,
@@ -305,8 +313,8 @@ def register(subparsers) -> None:
                     help="output format (default: from the output's suffix, which must "
                          "match the input's unless this asks for the conversion)")
     io.add_argument("--report", action=Once,
-                    help="privacy report path (default OUTPUT.report.json; with --output -, "
-                         "stderr)")
+                    help="JSON privacy report path (default OUTPUT.report.json; with "
+                         "output to stdout, only the short summary on stderr unless given)")
     io.add_argument("--rejects", action=Once,
                     help="rejected records (default OUTPUT.rejects.jsonl)")
     io.add_argument("--on-error", action=Once, choices=("fail", "skip"), default="fail",
@@ -363,7 +371,7 @@ def register(subparsers) -> None:
                        help="per-unit delta budget")
     units.add_argument("--owner", action=Once, help="data owner (ledger)")
     units.add_argument("--dataset", action=Once, help="dataset name (ledger)")
-    s.set_defaults(func=cmd_sanitize)
+    s.set_defaults(func=cmd_sanitize, usage_line=s.format_usage)
 
     d = add_command(subparsers, "demo", help="sanitize the bundled sample text")
     add_mechanism_args(d)
