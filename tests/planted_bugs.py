@@ -6,6 +6,7 @@ does, the way published implementations have been broken (docs/audit.md, "Plante
 
 from __future__ import annotations
 
+import dataclasses
 from unittest import mock
 
 import numpy as np
@@ -57,6 +58,20 @@ class LeakySanText(PassThrough, SanText):
 
 class LeakyCusText(PassThrough, CusText):
     """CusText that passes 1% of the words through unchanged."""
+
+
+class CaseLeakSanText(SanText):
+    """SanText that releases a capitalised input word unchanged 10% of the time: a leak in a
+    case branch only (lower-case words are privatized correctly; the report is the same)."""
+
+    leak = 0.1
+
+    def privatize_batch(self, texts, *, rng=None):
+        gen = np.random.default_rng(rng)
+        results = super().privatize_batch(texts, rng=gen)
+        leak = gen.random(len(texts)) < self.leak
+        return [dataclasses.replace(r, text=t) if t[:1].isupper() and hit else r
+                for t, r, hit in zip(texts, results, leak, strict=True)]
 
 
 class HalfDistanceSanText(SanText):

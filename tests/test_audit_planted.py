@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from planted_bugs import (
+    CaseLeakSanText,
     ClippedGumbel,
     HalfDistanceSanText,
     HotCusText,
@@ -20,7 +21,7 @@ from planted_bugs import (
 )
 
 import dptext.mechanisms.truncated_gumbel as tg
-from dptext.audit import CONSISTENT, VIOLATION, Pair, audit, audit_exact
+from dptext.audit import CONSISTENT, NOT_TESTABLE, VIOLATION, Pair, audit, audit_exact
 from dptext.audit.stats import log_ratio_lower_bound
 from dptext.audit.training import audit_training
 from dptext.mechanisms.custext import CusText
@@ -65,6 +66,22 @@ def test_word_mechanism_passing_one_percent_through():
     assert bug.worst.pair.x in {w.lower() for w in bug.worst.event}
 
 
+def test_a_leak_of_capitalised_words_only():
+    """Issue 32 item 7: the default pairs were lower-case vocabulary words only, so a leak in
+    a case branch was never drawn. The sampled audit now tries a pair in capitalised form."""
+    space = tiny_space(60, 2, 3)
+    real = SanText(epsilon=2.0, space=space).fit(cache=False)
+    broken = CaseLeakSanText(epsilon=2.0, space=space).fit(cache=False)
+    def texts(m, word):
+        return [r.text for r in m.privatize_batch([word] * 400, rng=np.random.default_rng(1))]
+
+    assert texts(broken, "w004") == texts(real, "w004")  # lower case: the real mechanism
+    assert texts(broken, "W004") != texts(real, "W004")
+    _, bug = _pair_of_audits(real, broken, samples=4000)
+    assert bug.worst.pair.x[:1].isupper() and "capitalised" in bug.worst.pair.why
+    assert bug.worst.pair.x in bug.worst.event
+
+
 def test_santext_with_the_distance_term_halved():
     space = tiny_space(60, 2, 3)
     real = SanText(epsilon=2.0, space=space).fit(cache=False)
@@ -94,7 +111,9 @@ def test_truncated_gumbel_with_clipping_is_out_of_reach():
                                    delta_min=space.delta_min, rule="tight")
     m = ClippedGumbel(epsilon=eps, b="tight", space=space).fit(cache=False)
     r = audit(m, samples=4000, seed=21)
-    assert r.verdict == CONSISTENT
+    # issue 32 item 7: reported as not testable, not as "consistent"
+    assert r.verdict == NOT_TESTABLE and r.untestable == len(r.tests)
+    assert "not testable by sampling at 4000 draws" in r.summary()
     n = r.samples // 2
     reachable = log_ratio_lower_bound(n, n, 0, n, r.tests[0].level)  # every draw in E vs none
     assert min(t.claim for t in r.tests) > reachable

@@ -9,6 +9,6 @@
 
 from dptext.audit.auditor import audit, audit_exact
 from dptext.audit.pairs import Pair
-from dptext.audit.results import CONSISTENT, VIOLATION, AuditResult
+from dptext.audit.results import CONSISTENT, NOT_TESTABLE, VIOLATION, AuditResult
 
-__all__ = ["CONSISTENT", "VIOLATION", "AuditResult", "Pair", "audit", "audit_exact"]
+__all__ = ["CONSISTENT", "NOT_TESTABLE", "VIOLATION", "AuditResult", "Pair", "audit", "audit_exact"]

@@ -3,7 +3,8 @@ outputs, next to the epsilon it claims (docs/audit.md).
 
 Sampled mode (any mechanism; only ``privatize_batch`` and the report are used):
 
-1. Neighbouring pairs (x, x') that the guarantee covers (:mod:`dptext.audit.pairs`).
+1. Neighbouring pairs (x, x') that the guarantee covers (:mod:`dptext.audit.pairs`; for word
+   mechanisms one or two of them in capitalised and upper-case form).
 2. ``samples`` draws of each input, split in two halves. On the selection half, for each pair,
    the event E is chosen: outputs ranked by their log-ratio estimated on its first quarter (and,
    for word mechanisms, by d(x', y) - d(x, y) in the space), E the prefix of a ranking with the
@@ -176,7 +177,8 @@ def audit(mechanism: Mechanism, *, samples: int | None = None, confidence: float
     seed = _seed(seed)
     gen = np.random.default_rng(seed)
     if pairs is None:
-        pairs = choose_pairs(mechanism, count=FULL_PAIRS if full else QUICK_PAIRS, rng=gen)
+        pairs = choose_pairs(mechanism, count=FULL_PAIRS if full else QUICK_PAIRS, rng=gen,
+                             cased=True)
     pairs = _check_pairs(mechanism, pairs)
     metric = _is_metric(mechanism)
     g = mechanism.guarantee

@@ -11,6 +11,12 @@
 * Language-model mechanisms (pure DP between any two texts): one-word texts that differ in the
   word, so a text's whole output is the event space and the claim is the per-word epsilon.
 
+* Case: a word mechanism may take another branch for a capitalised or upper-case word than for
+  its lower-case form (the vocabulary is lower case). In the sampled audit the last pair is
+  replaced by its capitalised form and, with four pairs or more, the one before by its upper-case
+  form (:func:`case_variants`), with the same distance: a mechanism that leaks only capitalised
+  words is then seen (tests/test_audit_planted.py).
+
 Both directions of each pair are tried. Only inputs whose report says the word was privatized
 under the mechanism's guarantee are used (SanText+ keeps non-sensitive words; CusText+ keeps
 stopwords): the guarantee says nothing about the others.
@@ -55,16 +61,22 @@ def privatized(mechanism: Mechanism, words: Sequence[str]) -> list[bool]:
             for r in results]
 
 
-def choose_pairs(mechanism: Mechanism, *, count: int, rng: np.random.Generator) -> list[Pair]:
-    """About ``count`` ordered pairs (both directions of count/2 pairs) for ``mechanism``."""
+def _cased(mechanism: Mechanism, pairs: list[Pair], cased: bool) -> list[Pair]:
+    return case_variants(mechanism, pairs) if cased else pairs
+
+
+def choose_pairs(mechanism: Mechanism, *, count: int, rng: np.random.Generator,
+                 cased: bool = False) -> list[Pair]:
+    """About ``count`` ordered pairs (both directions of count/2 pairs) for ``mechanism``;
+    ``cased``: with case variants (:func:`case_variants`; the sampled audit)."""
     from dptext.mechanisms.custext import CusText
     from dptext.mechanisms.dpmlm import LMMechanism
 
     half = max(1, count // 2)
     if isinstance(mechanism, CusText):
-        return both_directions(custext_pairs(mechanism, half, rng))
+        return both_directions(_cased(mechanism, custext_pairs(mechanism, half, rng), cased))
     if isinstance(mechanism, WordMechanism) and mechanism.guarantee.kind is GuaranteeKind.METRIC:
-        return both_directions(metric_pairs(mechanism, half, rng))
+        return both_directions(_cased(mechanism, metric_pairs(mechanism, half, rng), cased))
     if isinstance(mechanism, LMMechanism):
         words = list(LM_TEXTS)
         pairs = [Pair(words[2 * i], words[2 * i + 1], None, "one-word texts")
@@ -74,6 +86,32 @@ def choose_pairs(mechanism: Mechanism, *, count: int, rng: np.random.Generator) 
         f"no default neighbouring pairs for mechanism {getattr(mechanism, 'name', mechanism)!r}: "
         "pass pairs=[Pair(x, x_prime, distance), ...]"
     )
+
+
+def case_variants(mechanism: Mechanism, pairs: Sequence[Pair]) -> list[Pair]:
+    """``pairs`` (unordered, one direction each) with the last replaced by its capitalised form
+    and, from four pairs on, the one before by its upper-case form, where the mechanism
+    privatizes those forms under its guarantee and they differ from the pair; with a single
+    pair the capitalised form is added instead. LM pairs are left as they are (their texts mix
+    cases already)."""
+    pairs = list(pairs)
+    if not isinstance(mechanism, WordMechanism) or not pairs:
+        return pairs
+    slots = [(len(pairs) - 1, str.capitalize, "capitalised")]
+    if len(pairs) >= 4:
+        slots.append((len(pairs) - 2, str.upper, "upper case"))
+    out = list(pairs)
+    for i, form, name in slots:
+        p = pairs[i]
+        q = Pair(form(p.x), form(p.x_prime), p.distance, f"{p.why}, {name}")
+        if (q.x, q.x_prime) == (p.x, p.x_prime) or not all(privatized(mechanism,
+                                                                   [q.x, q.x_prime])):
+            continue
+        if len(pairs) == 1:
+            out.append(q)
+        else:
+            out[i] = q
+    return out
 
 
 def _candidate_rows(mechanism: WordMechanism, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -1,6 +1,10 @@
 """What an audit found: one test per pair of neighbouring inputs, and the verdict.
 
-``consistent``: no lower bound exceeds the claim. ``VIOLATION``: some lower bound does; the test
+``consistent``: no lower bound exceeds the claim, and at least one claim was within what the
+draws could show. ``not testable``: every claim is above the largest lower bound the audit's
+draws can give at all (every draw of x in E, none of x' - about 7.3 at 10,000 estimation draws
+and the default confidence): no sample of this size could have found a violation, so the
+audit says nothing either way. ``VIOLATION``: some lower bound exceeds its claim; the test
 names the pair, the event and the counts (or, in exact mode, the output and its probabilities),
 and the result carries the seed, so anyone can reproduce it.
 """
@@ -12,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dptext.audit.pairs import Pair
+from dptext.audit.stats import log_ratio_lower_bound
 
-CONSISTENT, VIOLATION = "consistent", "VIOLATION"
+CONSISTENT, VIOLATION, NOT_TESTABLE = "consistent", "VIOLATION", "not testable"
 # Exact mode: a log-ratio above the claim by less than this (relative) is float64 rounding.
 EXACT_TOLERANCE = 1e-9
 SHOWN = 8  # tests listed in the summary, closest to a violation first
@@ -46,13 +51,24 @@ class SampledTest:
         return self.lower_bound > self.claim
 
     @property
+    def reachable(self) -> float:
+        """The largest lower bound these draws could give: every draw of x in E, none of x'."""
+        return log_ratio_lower_bound(self.n_x, self.n_x, 0, self.n_x_prime, self.level)
+
+    @property
+    def testable(self) -> bool:
+        """Whether a violation of the claim could show at all with these draws."""
+        return self.claim < self.reachable
+
+    @property
     def scale(self) -> float:
         return self.pair.distance if self.pair.distance is not None else 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "x": self.pair.x, "x_prime": self.pair.x_prime, "distance": self.pair.distance,
-            "why": self.pair.why, "claim": self.claim, "event": list(self.event),
+            "why": self.pair.why, "claim": self.claim, "reachable": self.reachable,
+            "testable": self.testable, "event": list(self.event),
             "counts": {"in_event_x": self.k_x, "draws_x": self.n_x,
                        "in_event_x_prime": self.k_x_prime, "draws_x_prime": self.n_x_prime},
             "lower_bound": _finite(self.lower_bound), "estimate": self.estimate,
@@ -88,6 +104,8 @@ class ExactTest:
     @property
     def violation(self) -> bool:
         return self.lower_bound > self.claim + EXACT_TOLERANCE * max(1.0, abs(self.claim))
+
+    testable = True  # exact: no sampling limit
 
     @property
     def scale(self) -> float:
@@ -127,7 +145,16 @@ class AuditResult:
 
     @property
     def verdict(self) -> str:
-        return VIOLATION if any(t.violation for t in self.tests) else CONSISTENT
+        if any(t.violation for t in self.tests):
+            return VIOLATION
+        if self.tests and not any(t.testable for t in self.tests):
+            return NOT_TESTABLE
+        return CONSISTENT
+
+    @property
+    def untestable(self) -> int:
+        """Tests whose claim is above what their draws could show."""
+        return sum(not t.testable for t in self.tests)
 
     @property
     def worst(self):
@@ -148,7 +175,8 @@ class AuditResult:
             "samples_per_input": self.samples, "confidence": self.confidence,
             "pairs_tried": self.pairs_tried, "pairs_tested": len(self.tests),
             "epsilon_lower_bound": _finite(self.epsilon_lower_bound),
-            "verdict": self.verdict, "seed": self.seed, "seconds": round(self.seconds, 3),
+            "verdict": self.verdict, "untestable_tests": self.untestable,
+            "seed": self.seed, "seconds": round(self.seconds, 3),
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -164,7 +192,8 @@ class AuditResult:
         ]
         ranked = sorted(self.tests, key=lambda t: -(t.lower_bound - t.claim) / t.scale)
         for t in ranked[:SHOWN]:
-            lines.append(f"    {'!' if t.violation else ' '} {t.describe()}")
+            mark = "!" if t.violation else " " if t.testable else "?"
+            lines.append(f"    {mark} {t.describe()}")
         if len(ranked) > SHOWN:
             lines.append(f"      ... {len(ranked) - SHOWN} more (all in the JSON output)")
         bound = self.epsilon_lower_bound
@@ -173,7 +202,17 @@ class AuditResult:
         if verdict == VIOLATION:
             lines.append(f"  verdict      VIOLATION: {self.worst.describe()}"
                          + (f"; reproduce with seed {self.seed}" if self.seed is not None else ""))
+        elif verdict == NOT_TESTABLE:
+            reach = max(t.reachable for t in self.tests)
+            lines.append(f"  verdict      not testable by sampling at {self.samples} draws: every "
+                         f"claim is above the largest lower bound these draws can give "
+                         f"({reach:.4g}, every draw of x in E and none of x'); nothing was "
+                         "shown either way")
         else:
             lines.append("  verdict      consistent (no lower bound exceeds the claim)")
+            if self.untestable:
+                lines.append(f"               {self.untestable} of {len(self.tests)} tests not "
+                             f"testable by sampling at {self.samples} draws (claim above "
+                             "what the draws can show)")
         lines.append(f"  time         {self.seconds:.1f} s")
         return "\n".join(lines)
