@@ -347,3 +347,65 @@ def test_the_file_command_runs_a_targeted_mechanism(custext, tmp_path):
     assert isinstance(report, TargetedReport) and report.records == 2
     assert report.tokens_undetected == 2 + 4
     assert json.loads(json.dumps(report.to_dict()))["guarantee_scope"].startswith("per detected")
+
+
+class _NamesOnly(TargetedMechanism):
+    """A targeted mechanism whose 'detector' marks the capitalised names of WORDS."""
+
+    def detect(self, texts):
+        return [[Span(m.start(), m.end(), "PERSON", m.group().lower())
+                 for m in re.finditer(r"\b(Anna|John|Bob)\b", t)] for t in texts]
+
+
+def test_unit_consistency_settle_false_charges_reuse_of_an_unreleased_draw(custext):
+    # issue 32 item 2: with settle=False a later text of the unit reusing a draw that is not
+    # known released pays for it; settle() keeps released draws and forgets withheld ones
+    m = TargetedMechanism(custext, entities=["PERSON"], detector=None, consistent="unit")
+    texts = ["Anna met John.", "Anna waved."]
+    spans = [_spans(texts[0], ("Anna", "PERSON"), ("John", "PERSON")),
+             _spans(texts[1], ("Anna", "PERSON"))]
+    first = m.privatize_spans(texts, spans, rng=0, units=["u1", "u1"], settle=False)
+    anna = split_words(first[0].text)[1]
+    assert split_words(first[1].text)[1] == anna  # still consistent
+    assert first[1].report.epsilon == pytest.approx(2.0)  # ... and charged
+    assert sum(e.epsilon for e in first[1].report.privacy_events()) > 0
+    m.settle(first, [False, False])  # both withheld: Anna's draw is forgotten
+    again = m.privatize_spans(texts[1:], spans[1:], rng=1, units=["u1"], settle=False)
+    assert again[0].report.spans["PERSON"]["draws"] == 1  # a fresh draw, charged
+    assert again[0].report.epsilon == pytest.approx(2.0)
+    m.settle(again, [True])  # released: free to reuse from now on
+    later = m.privatize_spans(texts[1:], spans[1:], rng=2, units=["u1"], settle=False)
+    assert later[0].text == again[0].text and later[0].report.epsilon == 0.0
+    with pytest.raises(DPTextError):
+        m.settle(later, [])
+
+
+def test_unit_consistency_with_a_ledger_never_releases_a_withheld_draw_uncharged(custext,
+                                                                                tmp_path):
+    # issue 32 item 2: record 0 (Anna, John: epsilon 4) is over the unit's budget of 3 and
+    # withheld; record 1 reused Anna's draw and was released with it for 0 - the ledger said
+    # nothing was spent for the draw that left
+    pd = pytest.importorskip("pandas")
+    from dptext.integrations.pandas import privatize_frame
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "l.sqlite", secret="a test secret, 16+ bytes")
+    ledger.set_budget("clinic", "notes", 3.0)
+    m = _NamesOnly(custext, entities=["PERSON"], detector=None, consistent="unit")
+    df = pd.DataFrame({"text": ["Anna met John.", "Anna waved."], "user": ["u1", "u1"]})
+    release = privatize_frame(df, "text", mechanism=m, unit_column="user", ledger=ledger,
+                              owner="clinic", dataset_name="notes", rng=0)
+    frame = release.data
+    assert release.withheld == [0] and frame["text"].iloc[0] is None
+    shown = frame["text"].iloc[1]
+    assert shown is not None and split_words(shown)[1].lower() in WORDS
+    spent = ledger.spent("u1", owner="clinic", dataset="notes")
+    assert spent.records == 1 and spent.epsilon_basic == pytest.approx(2.0)  # was 0
+    # the released record paid for Anna's draw: reused for free from now on
+    ledger.set_budget("clinic", "notes", 10.0)
+    later = privatize_frame(pd.DataFrame({"text": ["Anna smiled."], "user": ["u1"]}), "text",
+                            mechanism=m, unit_column="user", ledger=ledger, owner="clinic",
+                            dataset_name="notes", rng=1).data["text"].iloc[0]
+    assert split_words(later)[1] == split_words(shown)[1]
+    assert ledger.spent("u1", owner="clinic", dataset="notes").epsilon_basic == \
+        pytest.approx(2.0)

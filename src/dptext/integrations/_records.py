@@ -71,9 +71,13 @@ def check_columns(available: Sequence[str], columns: Sequence[str] | str) -> lis
 
 def privatize_records(mech: Mechanism, columns: Mapping[str, Sequence], names: Sequence[str],
                       *, rng: RngLike, units: Sequence | None = None,
-                      first_row: int = 0) -> tuple[dict[str, list], list[PrivacyReport]]:
+                      first_row: int = 0, drawn: list | None = None
+                      ) -> tuple[dict[str, list], list[PrivacyReport]]:
     """Privatize ``names`` of every record in one ``privatize_batch`` call; ``None`` values stay
-    ``None``. Returns the new columns and one report per record."""
+    ``None``. Returns the new columns and one report per record. ``drawn`` (a list; a ledger
+    will decide): a targeted mechanism's ``consistent="unit"`` draws stay tentative
+    (``settle=False``) and ``(row, result)`` pairs are appended to it for
+    ``TargetedMechanism.settle`` once the ledger decided."""
     from dptext.targeted import TargetedMechanism
 
     n = len(columns[names[0]])
@@ -90,7 +94,11 @@ def privatize_records(mech: Mechanism, columns: Mapping[str, Sequence], names: S
     kwargs = {}
     if units is not None and isinstance(mech, TargetedMechanism):
         kwargs["units"] = [str(units[i]) for _, i in where]
+        if drawn is not None:
+            kwargs["settle"] = False
     results = mech.privatize_batch(texts, rng=rng, **kwargs) if texts else []
+    if "settle" in kwargs:
+        drawn.extend((first_row + i, r) for (_, i), r in zip(where, results, strict=True))
     out = {c: list(columns[c]) for c in names}
     per_record: list[list[PrivacyReport]] = [[] for _ in range(n)]
     for (c, i), r in zip(where, results, strict=True):

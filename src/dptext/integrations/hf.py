@@ -48,8 +48,12 @@ class _Privatizer:
     """The batched map function: carries a spec (rebuilt per process), never the tables."""
 
     def __init__(self, spec: MechanismSpec | None, mech: Mechanism | None, columns: list[str],
-                 unit_column: str | None, report_column: str, seed: int | None) -> None:
+                 unit_column: str | None, report_column: str, seed: int | None,
+                 tentative: bool = False) -> None:
         self.spec, self._mech = spec, mech
+        # a ledger decides after the map: consistent="unit" draws stay tentative (a reuse in
+        # another record pays for its draw; nothing is settled, the safe side)
+        self.tentative = tentative
         self.columns, self.unit_column = columns, unit_column
         self.report_column, self.seed = report_column, seed
 
@@ -71,7 +75,8 @@ class _Privatizer:
         rng = None if self.seed is None else np.random.default_rng([self.seed, indices[0]])
         units = batch[self.unit_column] if self.unit_column else None
         out, reports = privatize_records(self.mechanism, batch, self.columns, rng=rng,
-                                         units=units, first_row=indices[0])
+                                         units=units, first_row=indices[0],
+                                         drawn=[] if self.tentative else None)
         out[self.report_column] = [json.dumps(report_to_state(r)) for r in reports]
         return out
 
@@ -109,7 +114,8 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
         raise DPTextError("consistent='unit' remembers replacements in one process: "
                           "use num_proc=1")
     spec, mech = resolve(mechanism, params, targeted, portable=several)
-    fn = _Privatizer(spec, mech, names, unit_column, report_column, seed)
+    fn = _Privatizer(spec, mech, names, unit_column, report_column, seed,
+                     tentative=ledger is not None)
     with _same_environ():
         out = dataset.map(fn, batched=True, batch_size=batch_size, with_indices=True,
                           num_proc=num_proc, load_from_cache_file=False,

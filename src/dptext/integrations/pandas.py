@@ -59,11 +59,12 @@ def privatize_frame(df: pd.DataFrame, columns: Sequence[str] | str, *,
     units = df[unit_column].tolist() if unit_column else None
     new: dict[str, list] = {c: [] for c in names}
     reports = []
+    drawn: list | None = [] if ledger is not None else None  # settled once the ledger decided
     for start in range(0, len(df), batch_size):
         part = {c: v[start:start + batch_size] for c, v in values.items()}
         out, reps = privatize_records(mech, part, names, rng=gen, first_row=start,
                                       units=None if units is None
-                                      else units[start:start + batch_size])
+                                      else units[start:start + batch_size], drawn=drawn)
         for c in names:
             new[c] += out[c]
         reports += reps
@@ -79,6 +80,8 @@ def privatize_frame(df: pd.DataFrame, columns: Sequence[str] | str, *,
                                 mechanism=reports[0].mechanism if reports else mech.name,
                                 params={**params, **(targeted or {})}, release_key=None)
         withheld = [i for i, ok in enumerate(allowed) if not ok]
+        if drawn:  # consistent="unit": a withheld record's draws are not reused for free
+            mech.settle([r for _, r in drawn], [allowed[i] for i, _ in drawn])
         for c in names + ([report_column] if report_column else []):
             frame.iloc[withheld, frame.columns.get_loc(c)] = None
         reports = [r for r, ok in zip(reports, allowed, strict=True) if ok]

@@ -14,6 +14,13 @@ privacy unit across texts, gets the replacement drawn at its first occurrence. I
 occurrences are post-processing of that draw, so the composition counts one draw per distinct
 entity instead of one per occurrence; the price is that which spans are the same entity is
 released.
+
+With a ledger that may withhold texts, a draw must not reach a later text of the unit for free
+when the text it was drawn in is never released (issue 32): ``settle=False`` keeps the new
+draws of a call *tentative* - a later text that reuses a tentative draw made in another text
+pays for it (its report carries the draw's events) - until :meth:`TargetedMechanism.settle`
+says which results were released: the draws of released texts become free to reuse, those
+only of withheld texts are forgotten.
 """
 
 from __future__ import annotations
@@ -118,6 +125,10 @@ class TargetedMechanism(Mechanism):
                               f"got {placeholder!r}") from None
         self.placeholder = placeholder
         self._memory: dict[tuple[str, str, str], str] = {}  # (unit, category, key) -> text
+        # settle=False: draws not yet known released, ident -> (text, the draw's events), and
+        # per unsettled result (by id) the draws it made or paid for
+        self._tentative: dict[tuple[str, str, str], tuple[str, list]] = {}
+        self._unsettled: dict[int, tuple[Result, list]] = {}
 
     # ------------------------------------------------------------ interface
     def fit(self, **kwargs: Any) -> TargetedMechanism:
@@ -136,6 +147,28 @@ class TargetedMechanism(Mechanism):
     def forget(self) -> None:
         """Drop the replacements remembered for ``consistent="unit"``."""
         self._memory.clear()
+        self._tentative.clear()
+        self._unsettled.clear()
+
+    def settle(self, results: Sequence[Result], released: Sequence[bool]) -> None:
+        """After a ledger decided (``privatize_spans(..., settle=False)``): the draws made or
+        paid for in ``released`` results are remembered for free reuse; those made only in
+        withheld ones are forgotten, so they never reach a later text uncharged."""
+        if len(results) != len(released):
+            raise DPTextError(f"{len(results)} results but {len(released)} release flags")
+        withheld = []
+        for r, ok in zip(results, released, strict=True):
+            entry = self._unsettled.pop(id(r), None)
+            if entry is None:
+                continue
+            if ok:
+                for ident, text in entry[1]:
+                    self._memory[ident] = text
+                    self._tentative.pop(ident, None)
+            else:
+                withheld.extend(ident for ident, _ in entry[1])
+        for ident in withheld:
+            self._tentative.pop(ident, None)
 
     def detect(self, texts: Sequence[str]) -> list[list[Span]]:
         """The spans to privatize in each text (snapped to words, overlaps merged)."""
@@ -146,13 +179,15 @@ class TargetedMechanism(Mechanism):
                 for t, ents in zip(texts, self._detector.detect(texts), strict=True)]
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None,
-                        units: Sequence[str] | None = None) -> list[Result]:
+                        units: Sequence[str] | None = None, settle: bool = True
+                        ) -> list[Result]:
         """Detect and privatize the entity spans of ``texts``; ``units`` (one id per text)
-        scopes ``consistent="unit"``."""
+        scopes ``consistent="unit"``; ``settle``: see :meth:`privatize_spans`."""
         for t in texts:
             if not isinstance(t, str):
                 raise DPTextError(f"texts must be strings, got {type(t).__name__}")
-        return self.privatize_spans(texts, self.detect(texts), rng=rng, units=units)
+        return self.privatize_spans(texts, self.detect(texts), rng=rng, units=units,
+                                    settle=settle)
 
     # ------------------------------------------------------------- the work
     def _treatment(self, category: str) -> tuple[str, TokenGuarantee]:
@@ -176,10 +211,15 @@ class TargetedMechanism(Mechanism):
 
     def privatize_spans(self, texts: Sequence[str], spans: Sequence[Iterable[Any]], *,
                         rng: RngLike = None,
-                        units: Sequence[str] | None = None) -> list[Result]:
+                        units: Sequence[str] | None = None, settle: bool = True
+                        ) -> list[Result]:
         """Privatize the given spans of each text (objects with ``start``, ``end``,
         ``category``: :class:`Span`, :class:`~dptext.detect.Entity`, ...); the rest of each
-        text is released verbatim and reported as such."""
+        text is released verbatim and reported as such.
+
+        ``settle=False`` (a ledger will decide which results are released): with
+        ``consistent="unit"`` the new draws stay tentative, a text reusing a tentative draw of
+        another text pays for it, and :meth:`settle` must be called with the decisions."""
         if len(spans) != len(texts):
             raise DPTextError(f"{len(texts)} texts but {len(spans)} span lists")
         if units is not None and len(units) != len(texts):
@@ -191,16 +231,22 @@ class TargetedMechanism(Mechanism):
         spans = [merge_spans(t, s, self.categories) for t, s in zip(texts, spans, strict=True)]
         scope = self.consistent if (self.consistent != "unit" or units is not None) else "document"
         memory = self._memory if scope == "unit" else {}
-        # 1. which spans draw, which reuse the draw of an earlier occurrence
+        tentative = self._tentative if scope == "unit" and not settle else {}
+        # 1. which spans draw, which reuse the draw of an earlier occurrence (and whether the
+        # reuse pays: a draw of another text not known to be released, settle=False only)
         first: dict[tuple, tuple[int, int]] = {}
-        plan: list[list[tuple | None]] = []  # per span: identity it reuses, or None (draws)
+        plan: list[list[tuple | None]] = []  # per span: (identity, pays) it reuses, or None
         for t, text_spans in enumerate(spans):
             row = []
             for j, s in enumerate(text_spans):
                 ident = None if scope == "none" else (
                     str(units[t]) if scope == "unit" else f"#{t}", s.category, s.key)
-                if ident is not None and (ident in first or ident in memory):
-                    row.append(ident)
+                if ident is not None and ident in memory:
+                    row.append((ident, False))
+                elif ident is not None and (ident in first or ident in tentative):
+                    pays = scope == "unit" and not settle and (
+                        ident in tentative or first[ident][0] != t)
+                    row.append((ident, pays))
                 else:
                     row.append(None)
                     if ident is not None:
@@ -220,13 +266,45 @@ class TargetedMechanism(Mechanism):
                                                                    gen)
                                    if self._surrogate(s.category)
                                    else self.placeholder.format(category=s.category))
+        drawn = {}  # ident -> (text, the draw's events) of this call
         for ident, (t, j) in first.items():
             got = new[(t, j)]
-            memory[ident] = got.text if isinstance(got, Result) else got
+            drawn[ident] = (got.text if isinstance(got, Result) else got,
+                            self._draw_events(spans[t][j], got))
+        if settle or scope != "unit":
+            memory.update({ident: text for ident, (text, _) in drawn.items()})
+        else:
+            tentative.update(drawn)
+
+        def lookup(ident) -> tuple[str, list]:
+            if ident in drawn:
+                return drawn[ident]
+            if ident in memory:
+                return memory[ident], []
+            return tentative[ident]
         # 3. the texts and their reports
-        return [self._assemble(texts[t], spans[t], plan[t],
-                               [new.get((t, j)) for j in range(len(spans[t]))], memory, scope)
-                for t in range(len(texts))]
+        results = [self._assemble(texts[t], spans[t], plan[t],
+                                  [new.get((t, j)) for j in range(len(spans[t]))], lookup, scope)
+                   for t in range(len(texts))]
+        if scope == "unit" and not settle:
+            if len(self._unsettled) > 100_000:  # never settled: forget (their draws stay
+                for key in list(self._unsettled)[:50_000]:  # tentative, the safe side)
+                    del self._unsettled[key]
+            for t, r in enumerate(results):
+                mine = [(ident, drawn[ident][0]) for ident, (tt, _) in first.items()
+                        if tt == t]
+                mine += [(p[0], lookup(p[0])[0]) for p in plan[t] if p is not None and p[1]]
+                self._unsettled[id(r)] = (r, mine)
+        return results
+
+    def _draw_events(self, span, got) -> list:
+        """The events a draw is charged by (what a text reusing it unsettled pays)."""
+        if isinstance(got, Result):
+            return [e for e in got.report.events if e.guarantee.kind is not GuaranteeKind.NONE]
+        if self._surrogate(span.category):
+            _, g = self._treatment(span.category)
+            return [TokenEvent(g, 1, f"surrogate {span.category}")]
+        return []
 
     def _privatize_words(self, texts, spans, which, gen) -> dict[tuple[int, int], Result]:
         from dptext.mechanisms.dpmlm import DPMLM
@@ -246,7 +324,7 @@ class TargetedMechanism(Mechanism):
             [texts[t][spans[t][j].start:spans[t][j].end] for t, j in which], rng=gen)
         return dict(zip(which, results, strict=True))
 
-    def _assemble(self, text: str, spans: list[Span], plan: list, drawn: list, memory: dict,
+    def _assemble(self, text: str, spans: list[Span], plan: list, drawn: list, lookup,
                   scope: str) -> Result:
         events, draws, tally, out = [], [], {}, []
         for s, reuse, got in zip(spans, plan, drawn, strict=True):
@@ -257,9 +335,12 @@ class TargetedMechanism(Mechanism):
             row["spans"] += 1
             row["tokens"] += n
             if reuse is not None:
-                out.append(memory[reuse])
+                text_, paid = lookup(reuse[0])
+                out.append(text_)
                 row["reused"] += 1
                 events.append(TokenEvent(g, n, "reused"))
+                if reuse[1]:  # a draw of another text not known released: charged here too
+                    draws.extend(paid)
             elif isinstance(got, Result):  # a word span: the mechanism's own accounting
                 out.append(got.text)
                 row["draws"] += 1
