@@ -535,9 +535,9 @@ def test_two_ledger_objects_never_lose_an_update(ledger_url):
 
 
 def test_a_release_past_the_in_memory_index_is_read_again(ledger_url, monkeypatch):
-    import dptext.ledger.core as core
+    import dptext.ledger.writes as writes
 
-    monkeypatch.setattr(core, "_MAX_INDEXED", 3)
+    monkeypatch.setattr(writes, "_MAX_INDEXED", 3)
     ledger, rid = opened(ledger_url, budget=100.0)
     first = ledger.reserve(rid, [(f"r{i}", "u", pure(1.0)) for i in range(5)])
     assert rid not in ledger._indexes  # dropped: more than 3 records

@@ -69,8 +69,8 @@ def test_older_schema_is_migrated_on_open(ledger_url, monkeypatch):
     nxt = schema.SCHEMA_VERSION + 1
     step = (nxt, "test: an index", ["CREATE INDEX ledger_test_idx ON ledger_entries (kind)"])
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, step])
-    monkeypatch.setattr("dptext.ledger.core.MIGRATIONS", schema.MIGRATIONS)
-    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", nxt)
+    monkeypatch.setattr("dptext.ledger.store.MIGRATIONS", schema.MIGRATIONS)
+    monkeypatch.setattr("dptext.ledger.store.SCHEMA_VERSION", nxt)
     ledger = Ledger(ledger_url)
     assert ledger._meta()["schema_version"] == str(nxt)
     assert ledger._backend.table_exists("ledger_entries")
@@ -181,8 +181,8 @@ def test_read_only_file_cannot_be_created_or_migrated(tmp_path, monkeypatch):
     path.chmod(stat.S_IRUSR)
     nxt = schema.SCHEMA_VERSION + 1
     step = (nxt, "test", ["CREATE INDEX ledger_test_idx ON ledger_entries (kind)"])
-    monkeypatch.setattr("dptext.ledger.core.MIGRATIONS", [*schema.MIGRATIONS, step])
-    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", nxt)
+    monkeypatch.setattr("dptext.ledger.store.MIGRATIONS", [*schema.MIGRATIONS, step])
+    monkeypatch.setattr("dptext.ledger.store.SCHEMA_VERSION", nxt)
     try:
         with pytest.raises(DPTextError, match="needs migrating .* read-only"):
             Ledger(path)

@@ -70,8 +70,8 @@ def test_reserve_in_one_call_decides_like_one_call_per_batch(ledger_url):
 
 def test_schema_2_ledger_migrates_to_3(ledger_url, monkeypatch):
     v2 = [m for m in schema.MIGRATIONS if m[0] <= 2]
-    monkeypatch.setattr("dptext.ledger.core.MIGRATIONS", v2)
-    monkeypatch.setattr("dptext.ledger.core.SCHEMA_VERSION", 2)
+    monkeypatch.setattr("dptext.ledger.store.MIGRATIONS", v2)
+    monkeypatch.setattr("dptext.ledger.store.SCHEMA_VERSION", 2)
     ledger = Ledger(ledger_url)
     ledger.set_budget("o", "d", 10.0)
     rid = ledger.open_release(owner="o", dataset="d", mechanism="m", params={})

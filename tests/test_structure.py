@@ -149,7 +149,6 @@ ALLOWED_CIRCLES: set[frozenset[str]] = {
     frozenset({"dptext.cache", "dptext.datasets", "dptext.lm.loading",
                "dptext.lm.mlm_build", "dptext.resources"}),
     frozenset({"dptext.evaluation.grid", "dptext.evaluation.parallel"}),
-    frozenset({"dptext.ledger.core", "dptext.ledger.verify"}),
     frozenset({"dptext.mechanisms", "dptext.mechanisms.base", "dptext.mechanisms.custext",
                "dptext.mechanisms.document", "dptext.mechanisms.dpmlm",
                "dptext.mechanisms.dpprompt",

@@ -83,3 +83,18 @@ def batch_range(body: str) -> tuple[int, int]:
     """The charge ids ``(first, last)`` a batch entry's body names."""
     first, last = json.loads(body)["charges"]
     return int(first), int(last)
+
+
+def ranges(ids: list[int]) -> list[list[int]]:
+    """Sorted ids as [first, last] runs (a commit of a contiguous batch is one pair)."""
+    out: list[list[int]] = []
+    for i in ids:
+        if out and i == out[-1][1] + 1:
+            out[-1][1] = i
+        else:
+            out.append([i, i])
+    return out
+
+
+def expand_ranges(runs: list[list[int]]) -> list[int]:
+    return [i for a, b in runs for i in range(a, b + 1)]

@@ -13,7 +13,7 @@ import json
 from collections import defaultdict
 
 from dptext.errors import DPTextError
-from dptext.ledger.batches import charge_line, digest, events_digest
+from dptext.ledger.batches import charge_line, digest, events_digest, expand_ranges
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
 from dptext.ledger.results import VerifyResult
 
@@ -25,8 +25,6 @@ def _broken(msg: str) -> DPTextError:
 
 
 def verify(b, meta: dict[str, str]):
-    from dptext.ledger.core import expand_ranges
-
     problem = b.integrity_problem()
     if problem:
         raise DPTextError(f"ledger {b.where} is corrupt: {problem}")
