@@ -63,3 +63,49 @@ def epsilon_from_error_rates(fpr_hi: float, fnr_hi: float, delta: float) -> floa
         elif top > 0:
             return math.inf
     return best
+
+
+def one_run_p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
+    """P-value of ``v`` correct guesses out of ``r`` on ``m`` canaries under (epsilon, delta)-DP
+    (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run",
+    arXiv:2305.08846, Theorem 5.2 and their Algorithm for it): the probability that an
+    (epsilon, delta)-DP algorithm lets a guesser get at least ``v`` right is at most
+    ``P[Binomial(r, e^eps / (1 + e^eps)) >= v] + 2 m delta max_i P[v > B >= v - i] / i``."""
+    from scipy.stats import binom
+
+    if not 0 <= v <= r <= m:
+        raise DPTextError(f"need 0 <= correct <= guesses <= canaries, got {v}, {r}, {m}")
+    if not (epsilon >= 0 and 0.0 <= delta <= 1.0):
+        raise DPTextError(f"need epsilon >= 0 and delta in [0, 1], got {epsilon}, {delta}")
+    q = 1.0 / (1.0 + math.exp(-epsilon))
+    tail = float(binom.sf(v - 1, r, q))  # P[Binomial(r, q) >= v]
+    alpha = 0.0
+    if v > 0 and delta > 0:
+        import numpy as np
+
+        i = np.arange(1, v + 1)
+        below = np.cumsum(binom.pmf(v - i, r, q))  # P[v > Binomial(r, q) >= v - i]
+        alpha = float((below / i).max())
+    return min(1.0, tail + alpha * delta * 2 * m)
+
+
+def one_run_epsilon_lower_bound(m: int, r: int, v: int, delta: float, p: float) -> float:
+    """The largest epsilon that ``v`` correct of ``r`` guesses on ``m`` canaries rejects at
+    significance ``p`` (the empirical lower bound of one-run auditing; 0 when none is
+    rejected): bisection on :func:`one_run_p_value`, which grows with epsilon."""
+    if not 0.0 < p < 1.0:
+        raise DPTextError(f"significance must lie in (0, 1), got {p}")
+    if one_run_p_value(m, r, v, 0.0, delta) >= p:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while one_run_p_value(m, r, v, hi, delta) < p:
+        lo, hi = hi, hi * 2
+        if hi > 1e3:
+            return math.inf
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if one_run_p_value(m, r, v, mid, delta) < p:
+            lo = mid
+        else:
+            hi = mid
+    return lo

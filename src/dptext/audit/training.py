@@ -206,3 +206,131 @@ def audit_training(config=None, *, trials: int = 200, confidence: float = 0.99,
         epsilon_lower_bound=epsilon_from_error_rates(fpr_hi, fnr_hi, config.delta),
         seconds=time.perf_counter() - started,
         scores={"without": out_s.tolist(), "with": in_s.tolist()})
+
+
+# --------------------------------------------------------------------------- one run
+# guesses per side (top k "in", bottom k "out") tried, Bonferroni-corrected over the grid
+ONE_RUN_GUESSES = (5, 10, 25, 50, 100, 250, 500, 1000, 2500)
+
+
+@dataclass
+class OneRunAuditResult:
+    algo: str
+    settings: dict
+    canaries: int
+    included: int
+    confidence: float
+    delta: float
+    accountant_epsilon: float
+    guesses: int  # r: guesses of the best k (k "in" + k "out")
+    correct: int  # v
+    epsilon_lower_bound: float
+    by_guesses: list = field(default_factory=list)  # (r, v, bound) for every k tried
+    seconds: float = 0.0
+
+    @property
+    def verdict(self) -> str:
+        return VIOLATION if self.epsilon_lower_bound > self.accountant_epsilon else CONSISTENT
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["verdict"] = self.verdict
+        if not math.isfinite(out["epsilon_lower_bound"]):
+            out["epsilon_lower_bound"] = None
+        return out
+
+    def summary(self) -> str:
+        settings = ", ".join(f"{k}={v}" for k, v in self.settings.items())
+        return "\n".join([
+            f"one-run training audit of {self.algo} ({settings})",
+            f"  canaries     {self.canaries} users, each included with probability 1/2 "
+            f"({self.included} were); one training run",
+            f"  guesses      top/bottom k by <theta_T - theta_0, c_i>: best {self.correct}/"
+            f"{self.guesses} correct (k in {[g // 2 for g, _, _ in self.by_guesses]}, "
+            f"Bonferroni); confidence {self.confidence:g}",
+            f"  lower bound  epsilon >= {self.epsilon_lower_bound:.4g} at delta={self.delta:g} "
+            f"(Steinke et al. 2023); accountant: {self.accountant_epsilon:.4g}",
+            f"  verdict      {self.verdict}",
+            f"  time         {self.seconds:.1f} s",
+        ])
+
+
+def canary_directions(count: int, dim: int):
+    """``count`` orthonormal directions in ``dim`` dimensions, each spread evenly over every
+    coordinate (rows 1.. of the Walsh-Hadamard matrix over sqrt(dim)): no canary's score sees
+    another's update, and each has the same share in every parameter tensor."""
+    import torch
+    from scipy.linalg import hadamard
+
+    if dim & (dim - 1) or dim < count + 1:
+        raise DPTextError(f"the model's dimension (tensors x width) must be a power of two "
+                          f"above the number of canaries ({count}), got {dim}")
+    h = hadamard(dim)[1:count + 1]
+    return torch.as_tensor(h / math.sqrt(dim), dtype=torch.float32)
+
+
+def audit_training_one_run(config=None, *, canaries: int = 1000, background: int = 10,
+                           tensors: int = 64, width: int = 16, strength: float = 100.0,
+                           confidence: float = 0.95, train_fn: Callable | None = None,
+                           seed: int | None = None) -> OneRunAuditResult:
+    """One-run audit (Steinke, Nasr, Jagielski 2023) of ``config`` (default: user-level
+    DP-FedAvg, every user every round, one round, z = 2, beta = 0.05, delta = 1e-5).
+
+    ``canaries`` users each hold one canary row ``strength * c_i`` (its own orthonormal
+    direction, :func:`canary_directions`) and are included independently with probability
+    1/2; ``background`` users with random rows are always in. The fixed denominator counts
+    every candidate (``population = canaries + background``: the user count is public). One
+    run of ``train_fn`` (default the real trainer); each canary is scored by
+    ``<theta_T - theta_0, c_i>``; the top k are guessed "in", the bottom k "out", for each k of
+    ``ONE_RUN_GUESSES`` that fits (Bonferroni over them), and the number of correct guesses
+    becomes an epsilon lower bound at ``config.delta`` with ``confidence``."""
+    import torch
+
+    from dptext.audit.stats import one_run_epsilon_lower_bound
+    from dptext.training.corpus import UserCorpus
+    from dptext.training.trainer import PRIVATE, TrainConfig, train
+
+    started = time.perf_counter()
+    if config is None:
+        config = TrainConfig(algo="userdp", rounds=1, q_u=1.0, z=2.0, beta=0.05, delta=1e-5,
+                             local_steps=1, local_lr=1.0)
+    if config.algo != "userdp" or config.algo not in PRIVATE:
+        raise DPTextError("the one-run audit implements user-level adjacency (algo userdp)")
+    canaries = check_int(canaries, "canaries", minimum=10)
+    background = check_int(background, "background", minimum=1)
+    if not 0.0 < confidence < 1.0:
+        raise DPTextError(f"confidence must lie in (0, 1), got {confidence}")
+    task = CanaryTask(tensors=check_int(tensors, "tensors", minimum=1),
+                      width=check_int(width, "width", minimum=1))
+    directions = canary_directions(canaries, task.dim)
+    rng = np.random.default_rng(seed)
+    included = rng.random(canaries) < 0.5
+    rows = [strength * directions[i] for i in np.flatnonzero(included)]
+    rows += list(torch.as_tensor(rng.standard_normal((background, task.dim)),
+                                 dtype=torch.float32))
+    n = len(rows)
+    corpus = UserCorpus(tuple(f"user{i}" for i in range(n)), tuple(f"s{i}" for i in range(n)),
+                        np.arange(n), (), (), tuple(() for _ in range(n)))
+    run_config = replace(config, population=canaries + background,
+                         seed=int(rng.integers(2 ** 62)))
+    params, _ = (train_fn or train)(corpus, torch.stack(rows), task, run_config)
+    flat = torch.cat([params[k] for k in sorted(params)])
+    scores = (directions @ flat).numpy()
+    order = np.argsort(-scores, kind="stable")
+    ks = [k for k in ONE_RUN_GUESSES if 2 * k <= canaries] or [canaries // 2]
+    p = (1.0 - confidence) / len(ks)
+    tried = []
+    for k in ks:
+        correct = int(included[order[:k]].sum() + (~included[order[-k:]]).sum())
+        tried.append((2 * k, correct,
+                      one_run_epsilon_lower_bound(canaries, 2 * k, correct, config.delta, p)))
+    r, v, bound = max(tried, key=lambda t: t[2])
+    privacy = config.privacy()
+    return OneRunAuditResult(
+        algo=config.algo,
+        settings={"rounds": config.rounds, "q_u": config.q_u, "z": config.z,
+                  "beta": config.beta, "tensors": tensors, "background": background},
+        canaries=canaries, included=int(included.sum()), confidence=confidence,
+        delta=config.delta, accountant_epsilon=privacy.epsilon(config.rounds, config.delta),
+        guesses=r, correct=v, epsilon_lower_bound=bound, by_guesses=tried,
+        seconds=time.perf_counter() - started)

@@ -87,9 +87,15 @@ def cmd_audit(args) -> int:
 
 
 def cmd_audit_training(args) -> int:
-    from dptext.audit.training import audit_training
+    from dptext.audit.training import audit_training, audit_training_one_run
     from dptext.training.trainer import TrainConfig
 
+    # one run: the paper's 95% and a delta small against 1 / (2 m) (the bound's delta term is
+    # 2 m delta); two worlds: 99% and 1e-3 as before
+    if args.confidence is None:
+        args.confidence = 0.95 if args.one_run else 0.99
+    if args.delta is None:
+        args.delta = 1e-5 if args.one_run else 1e-3
     if not 0.0 < args.confidence < 1.0:
         raise DPTextError(f"--confidence must lie in (0, 1), got {args.confidence}")
     if not 0.0 < args.q_u <= 1.0:
@@ -98,8 +104,13 @@ def cmd_audit_training(args) -> int:
         raise DPTextError("--z must be > 0 and --delta in (0, 1)")
     config = TrainConfig(algo="userdp", rounds=args.rounds, q_u=args.q_u, z=args.z,
                          beta=args.beta, delta=args.delta, local_steps=1, local_lr=1.0)
-    r = audit_training(config, trials=args.trials, confidence=args.confidence,
-                       users=args.users, tensors=args.tensors, seed=args.seed)
+    if args.one_run:
+        r = audit_training_one_run(config, canaries=args.canaries, background=args.users,
+                                   tensors=args.tensors, width=args.width,
+                                   confidence=args.confidence, seed=args.seed)
+    else:
+        r = audit_training(config, trials=args.trials, confidence=args.confidence,
+                           users=args.users, tensors=args.tensors, seed=args.seed)
     print(r.summary())
     if args.json:
         _write_json(args.json, r.to_dict())
@@ -138,10 +149,20 @@ def register(subparsers) -> None:
     t.add_argument("--beta", type=float, default=0.05, help="clipping bound (0.05)")
     t.add_argument("--rounds", type=int, default=1, help="rounds per run (1)")
     t.add_argument("--q-u", type=float, default=1.0, help="user sampling rate (1)")
-    t.add_argument("--delta", type=float, default=1e-3, help="delta (1e-3)")
-    t.add_argument("--users", type=int, default=4, help="users per run, the target included")
+    t.add_argument("--delta", type=float, help="delta (1e-3; 1e-5 with --one-run)")
+    t.add_argument("--users", type=int, default=4,
+                   help="users per run, the target included (with --one-run: users besides "
+                        "the canaries, always included)")
     t.add_argument("--tensors", type=int, default=64, help="parameter tensors of the model")
-    t.add_argument("--confidence", type=float, default=0.99)
+    t.add_argument("--confidence", type=float, help="confidence (0.99; 0.95 with --one-run)")
+    t.add_argument("--one-run", action="store_true",
+                   help="one training run with --canaries canary users, each included with "
+                        "probability 1/2 (Steinke, Nasr, Jagielski 2023) instead of --trials "
+                        "runs per world")
+    t.add_argument("--canaries", type=int, default=1000, help="canary users (--one-run)")
+    t.add_argument("--width", type=int, default=16,
+                   help="entries per tensor (--one-run; tensors x width: a power of two above "
+                        "--canaries)")
     t.add_argument("--json", metavar="OUT", help="write the result as JSON")
     t.add_argument("--seed", type=int)
     t.set_defaults(func=cmd_audit_training)
