@@ -111,3 +111,36 @@ def test_readme_pipe_example_is_the_filter_form():
     assert pipes
     for command in pipes:
         assert "--output" not in command and "-o " not in command and "--input" not in command
+
+
+def _last_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and err[-1].startswith("dptext: error:"), err
+    return err[-1]
+
+
+def test_a_misspelt_mechanism_option_gets_a_suggestion(capsys):
+    """Item 3: `--epsilnon 2` names the option it was probably meant to be (difflib)."""
+    assert main(["sanitize", "-m", "custext", "--epsilnon", "2", "--text", "hi"]) == 2
+    line = _last_error(capsys)
+    assert "unknown parameter 'epsilnon'" in line and "did you mean --epsilon?" in line
+    from dptext.errors import DPTextError
+    from dptext.mechanisms.registry import mechanism
+
+    with pytest.raises(DPTextError, match=r"did you mean 'keep_case'\?"):
+        mechanism("custext", epsilon=2, keep_cases=True)
+
+
+@pytest.mark.parametrize("command", ["entities", "train"])
+def test_a_file_without_the_text_field_names_text_field(command, tmp_path, capsys):
+    """Item 3: `train` and `entities` on a file whose text is under another key say which
+    fields it has and name --text-field."""
+    data = tmp_path / "notes.jsonl"
+    data.write_text('{"user": "u1", "body": "Alice saw Dr. Jones."}\n', encoding="utf-8")
+    argv = {"entities": ["entities", str(data), "--no-progress"],
+            "train": ["train", "--algo", "noiseless", "--rounds", "1", "--data", str(data),
+                      "--output", str(tmp_path / "run")]}[command]
+    assert main(argv) == 2
+    line = _last_error(capsys)
+    assert "record 1 has no 'text' field (its fields: user, body)" in line
+    assert line.endswith("name the text field with --text-field")

@@ -160,7 +160,7 @@ def cmd_sanitize(args) -> int:
     if args.output is not None and args.output_dir is not None:
         raise DPTextError("give --output or --output-dir, not both")
     if args.input is not None and args.text is not None:
-        raise DPTextError("give one of --input FILE (or - for stdin) or --text TEXT, not both")
+        raise DPTextError("give exactly one of --input FILE (or - for stdin) or --text TEXT")
     if args.input is None and args.text is None:
         # a Unix filter: piped text is read from stdin; a terminal gets the usage line
         if sys.stdin is None or sys.stdin.isatty():

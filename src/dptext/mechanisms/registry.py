@@ -7,6 +7,7 @@ replace a built-in one.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from typing import TYPE_CHECKING, Any
 
@@ -85,9 +86,11 @@ def mechanism(name: str, **params: Any) -> Mechanism:
     accepted = parameters(cls)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
+        near = difflib.get_close_matches(unknown[0], list(accepted), n=1)
         raise DPTextError(
-            f"unknown parameter {unknown[0]!r} for mechanism {name!r}; "
-            f"accepted: {', '.join(accepted)}"
+            f"unknown parameter {unknown[0]!r} for mechanism {name!r}"
+            + (f" (did you mean {near[0]!r}?)" if near else "")
+            + f"; accepted: {', '.join(accepted)}"
         )
     missing = [n for n, d in accepted.items() if d == REQUIRED and n not in params]
     if missing:

@@ -143,7 +143,9 @@ def read_user_file(path: str | os.PathLike, *, user_field: str = "user", text_fi
         raise DPTextError(f"{path}: no records")
     for number, row in enumerate(rows, start=1):
         if not isinstance(row, dict) or text_field not in row:
-            raise DPTextError(f"{path}: record {number} has no {text_field!r} field")
+            fields = f" (its fields: {', '.join(map(str, row))})" if isinstance(row, dict) else ""
+            raise DPTextError(f"{path}: record {number} has no {text_field!r} field{fields}; "
+                              f"name the text field with --text-field")
     has_users = all(user_field in r for r in rows)
     has_labels = all(label_field in r for r in rows)
     return RawCorpus([str(r[text_field]) for r in rows],
