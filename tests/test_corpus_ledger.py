@@ -45,8 +45,13 @@ class FakeLedger:
     def set_budget(self, owner, dataset, epsilon, delta=0.0):
         self.budgets[(owner, dataset)] = (epsilon, delta)
 
-    def open_release(self, *, owner, dataset, mechanism, params, release_key=None):
+    def open_release(self, *, owner, dataset, mechanism, params, release_key=None,
+                     exclusive=False):
         key = release_key or f"r{len(self.releases)}"
+        if exclusive and key in self.releases:
+            from dptext.ledger import ReleaseExists
+
+            raise ReleaseExists("release key already used", self.releases[key]["id"], "")
         return self.releases.setdefault(key, {"id": f"rel-{len(self.releases)}",
                                               "owner": owner, "dataset": dataset})["id"]
 
@@ -263,3 +268,63 @@ def test_two_workers_withhold_the_same_records_as_one(mech, tmp_path):
         outs[workers].append(json.dumps({k: v for k, v in result.summary.items()
                                          if k != "ledger_release"}, sort_keys=True))
     assert outs[1] == outs[2]
+
+
+# ------------------------------------------------------- reruns (issue 32 item 1)
+def test_a_rerun_after_completion_is_a_new_release_charged_again(mech, tmp_path):
+    """Before: the same command reopened the completed release (the key was the settings,
+    inputs and output path), every record was 'already decided', nothing was charged and
+    fresh noise was released: 3 runs, 3 different outputs, the ledger saying one."""
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src, out = write(tmp_path / "in.jsonl", 20), tmp_path / "o.jsonl"
+    outputs = []
+    for _ in range(3):
+        run(job(mech, src, out, ledger, seed=None, batch_size=8, shard_records=8))
+        outputs.append(out.read_text())
+    assert len(set(outputs)) == 3  # fresh randomness each time ...
+    assert len(ledger.releases()) == 3  # ... each its own release
+    one = sum((i % 4 + 1) * 1.0 for i in range(20) if i % 5 == 0)  # u0: 4 records
+    assert ledger.spent("u0", owner="clinic", dataset="notes", pld=False).epsilon_basic == \
+        pytest.approx(3 * one)  # ... charged three times
+    assert ledger.pending() == []
+    ledger.verify()
+
+
+def test_once_refuses_a_job_released_before(mech, tmp_path):
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src, out = write(tmp_path / "in.jsonl", 20), tmp_path / "o.jsonl"
+    run(job(mech, src, out, ledger, once=True))
+    first = out.read_bytes()
+    before = ledger.spent("u0", owner="clinic", dataset="notes", pld=False).epsilon_basic
+    # the same job again, or to another output path: refused, nothing charged or written
+    for target in (out, tmp_path / "elsewhere.jsonl"):
+        with pytest.raises(DPTextError, match="--once: this job .* was released before"):
+            run(job(mech, src, target, ledger, once=True))
+    assert out.read_bytes() == first and not (tmp_path / "elsewhere.jsonl").exists()
+    assert ledger.spent("u0", owner="clinic", dataset="notes",
+                        pld=False).epsilon_basic == before
+    assert len(ledger.releases()) == 1
+    with pytest.raises(DPTextError, match="--once needs --ledger"):
+        run(job(mech, src, out, None, once=True))
+
+
+def test_a_seeded_identical_rerun_is_charged_too_whatever_its_output_path(mech, tmp_path):
+    """The same seed gives the same bytes (nothing new is released), but the ledger cannot
+    tell a copy kept from a copy lost: charged again, also to another output path."""
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src = write(tmp_path / "in.jsonl", 20)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    run(job(mech, src, a, ledger, seed=5))
+    once = ledger.spent("u1", owner="clinic", dataset="notes", pld=False).epsilon_basic
+    run(job(mech, src, a, ledger, seed=5))
+    bytes_a = a.read_bytes()
+    run(job(mech, src, b, ledger, seed=5))
+    assert b.read_bytes() == bytes_a
+    assert ledger.spent("u1", owner="clinic", dataset="notes",
+                        pld=False).epsilon_basic == pytest.approx(3 * once)

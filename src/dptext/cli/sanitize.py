@@ -144,7 +144,7 @@ def _job(args, m):
         resume=True if args.resume else (False if args.restart else None),
         user_field=args.user_field, ledger=budget_ledger, owner=args.owner,
         dataset=args.dataset, budget=args.budget, budget_delta=args.budget_delta,
-        parameters=params, spec=(args.mechanism, args._params),
+        once=args.once, parameters=params, spec=(args.mechanism, args._params),
         progress=progress_wanted(args), log=lambda line: print(line, file=sys.stderr),
     )
 
@@ -371,6 +371,10 @@ def register(subparsers) -> None:
                        help="per-unit delta budget")
     units.add_argument("--owner", action=Once, help="data owner (ledger)")
     units.add_argument("--dataset", action=Once, help="dataset name (ledger)")
+    units.add_argument("--once", action="store_true",
+                       help="with --ledger: refuse (nothing released) if this job - the same "
+                            "settings and inputs - was released before; without it a rerun "
+                            "is a new release, charged again")
     s.set_defaults(func=cmd_sanitize, usage_line=s.format_usage)
 
     d = add_command(subparsers, "demo", help="sanitize the bundled sample text")

@@ -140,6 +140,8 @@ class Driver:
                               f"is not a dptext output); give a new directory")
         if j.budget is not None and j.ledger is None:
             raise DPTextError("--budget needs --ledger")
+        if j.once and j.ledger is None:
+            raise DPTextError("--once needs --ledger")
         if j.ledger is not None and not (j.owner and j.dataset):
             raise DPTextError("--ledger needs --owner and --dataset")
         self.units_tracked = j.user_field is not None or j.ledger is not None
@@ -284,14 +286,14 @@ class Driver:
             if self._pool is not None:
                 self._pool.close()
 
-    def _ledger_session(self, release_key: str):
+    def _ledger_session(self, release_key: str | None, job_key: str | None = None):
         j = self.job
         if j.ledger is None:
             return None
         return budget_mod.LedgerSession(
             j.ledger, owner=j.owner, dataset=j.dataset, mechanism=self.m.name,
             params=mechanism_parameters(self.m, j.parameters), release_key=release_key,
-            budget=j.budget, budget_delta=j.budget_delta)
+            job_key=job_key, once=j.once, budget=j.budget, budget_delta=j.budget_delta)
 
     def _progress(self, initial: int):
         if not self.job.progress:
@@ -366,10 +368,20 @@ class Driver:
             self.started = manifest["started"]
             self.units = UnitTotals(plan.workdir / "units.sqlite", j.user_field)
             self.units.keep_shards_below(len(manifest["shards"]))
-            release_key = hashlib.sha256(json.dumps(
-                [settings, fingerprints, str(plan.output.resolve())],
-                sort_keys=True).encode()).hexdigest()
-            self.ledger = self._ledger_session(release_key)
+            # the release: a resume continues the one its manifest names (a manifest of an
+            # older dptext: the key it derived); any other run is a new release (issue 32)
+            job_key = hashlib.sha256(json.dumps([settings, fingerprints], sort_keys=True)
+                                     .encode()).hexdigest()
+            if manifest.get("release_key"):
+                self.ledger = self._ledger_session(manifest["release_key"])
+            elif manifest["shards"] or manifest["next_batch"]:
+                self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
+                    [settings, fingerprints, str(plan.output.resolve())],
+                    sort_keys=True).encode()).hexdigest())
+            else:
+                self.ledger = self._ledger_session(None, job_key)
+            if self.ledger is not None:
+                manifest["release_key"] = self.ledger.release_key
             self._commit_pending_charges(wd)
             resumed = self.agg.counts["records_in"]
             try:

@@ -64,6 +64,7 @@ class CorpusJob:
     dataset: str | None = None
     budget: float | None = None
     budget_delta: float = 0.0
+    once: bool = False  # with a ledger: refuse a job (settings and inputs) released before
     parameters: dict | None = None
     spec: tuple[str, dict] | None = None
     progress: bool = False

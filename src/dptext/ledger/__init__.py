@@ -14,7 +14,14 @@ See docs/ledger.md.
 
 from dptext.ledger.amounts import ANY
 from dptext.ledger.core import Ledger, data_dir, default_ledger_url
-from dptext.ledger.results import Budget, Decision, Spent, UnitRow, VerifyResult
+from dptext.ledger.results import (
+    Budget,
+    Decision,
+    ReleaseExists,
+    Spent,
+    UnitRow,
+    VerifyResult,
+)
 from dptext.ledger.training import TrainingCharge, charge_training, training_preflight
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "Budget",
     "Decision",
     "Ledger",
+    "ReleaseExists",
     "Spent",
     "TrainingCharge",
     "UnitRow",

@@ -7,7 +7,17 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from dptext.errors import DPTextError
 from dptext.ledger.amounts import DEFAULT_DELTA
+
+
+class ReleaseExists(DPTextError):
+    """``open_release(..., exclusive=True)``: the release key was used before (``release_id``
+    is that release)."""
+
+    def __init__(self, message: str, release_id: str, created: str) -> None:
+        super().__init__(message)
+        self.release_id, self.created = release_id, created
 
 
 class Decision(NamedTuple):

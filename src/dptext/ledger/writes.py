@@ -18,7 +18,7 @@ from dptext.ledger.amounts import checked_name, events_cost, fits, over_budget
 from dptext.ledger.batches import RecordIndex, digest, events_digest, fast_line, ranges
 from dptext.ledger.chain import canonical
 from dptext.ledger.queries import sql_marks
-from dptext.ledger.results import Decision
+from dptext.ledger.results import Decision, ReleaseExists
 from dptext.ledger.store import Tx, chunks, tool_version
 
 # record hashes of one release kept in memory (about 150 bytes each); past it, each reserve
@@ -32,8 +32,10 @@ class LedgerWrites:
 
     # ----------------------------------------------------------------------- releases
     def open_release(self, *, owner: str, dataset: str, mechanism: str, params: dict,
-                     release_key: str | None = None) -> str:
-        """Start a release (or, with the ``release_key`` of an earlier one, continue it)."""
+                     release_key: str | None = None, exclusive: bool = False) -> str:
+        """Start a release (or, with the ``release_key`` of an earlier one, continue it;
+        ``exclusive``: raise :class:`ReleaseExists` instead - in the same transaction, so two
+        writers cannot both start the release of one key)."""
         owner, dataset = checked_name("owner", owner), checked_name("dataset", dataset)
         try:
             params_text = canonical(params)
@@ -43,9 +45,12 @@ class LedgerWrites:
         with self._write("open a release") as tx:
             b = self._backend
             if key_hash is not None:
-                row = b.execute("SELECT release_id, owner, dataset FROM ledger_releases "
-                                "WHERE key_hash = ?", (key_hash,)).fetchone()
+                row = b.execute("SELECT release_id, owner, dataset, created FROM "
+                                "ledger_releases WHERE key_hash = ?", (key_hash,)).fetchone()
                 if row is not None:
+                    if exclusive:
+                        raise ReleaseExists(f"release key already used by release {row[0]} "
+                                            f"(opened {row[3]})", row[0], row[3])
                     if (row[1], row[2]) != (owner, dataset):
                         raise DPTextError(
                             f"release key already used by release {row[0]} of owner "

@@ -259,7 +259,8 @@ class TrainJob:
             for row in trainer.metrics:
                 guard.check(row)
         if self.ledger is not None:
-            summary["ledger"] = self._charge(config, train_corpus, fingerprint, resumed=bool(saved))
+            summary["ledger"] = self._charge(config, train_corpus, fingerprint, saved=saved)
+            release_key = summary["ledger"].pop("release_key")
 
         def write_metrics(completed: bool, stopped: str | None = None) -> None:
             summary["rounds"] = trainer.metrics
@@ -272,7 +273,9 @@ class TrainJob:
         def write_checkpoint() -> None:
             _write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
             _write_state(out / STATE_FILE, {"format": STATE_FORMAT, "seed": seed,
-                                            **fingerprint, "trainer": trainer.state_dict()})
+                                            **fingerprint, "trainer": trainer.state_dict(),
+                                            **({"release_key": release_key}
+                                               if self.ledger is not None else {})})
 
         while trainer.round < config.rounds:
             row = trainer.step()
@@ -297,15 +300,19 @@ class TrainJob:
         (out / STATE_FILE).unlink(missing_ok=True)
         return summary
 
-    def _charge(self, config, corpus, fingerprint: dict, *, resumed: bool) -> dict:
+    def _charge(self, config, corpus, fingerprint: dict, *, saved: dict | None) -> dict:
         """Charge every training user the whole run's (epsilon, delta) - and, for UeDP, every
         detected entity of the training data (unit ``entity:<normalized text>``) the epsilon
         that holds for it (the run's for an entity held by at most K users, the larger one of
         :func:`entity_epsilons` for a wider one) - before any model is written (a checkpoint
         is a release too). All or nothing: a user or entity over budget stops the run before
-        it trains. A resumed run continues the same release (its key is the run's
-        fingerprint), so nobody is charged twice."""
+        it trains. A resumed run continues the same release (its key is in the run's state
+        file; an older state file: the run's fingerprint), so nobody is charged twice; any
+        other run - the same command again after completion included - is a new release,
+        charged again (issue 32: the key was the fingerprint alone, so a rerun reopened the
+        completed release, every user was "already" charged and a new model left uncharged)."""
         import hashlib
+        import secrets
 
         from dptext.ledger import Ledger
         from dptext.ledger.training import training_event
@@ -322,6 +329,7 @@ class TrainJob:
         ledger = Ledger(self.ledger)
         events = {eps: [training_event(eps, config.delta, self.algo)]
                   for eps in {e for _, _, e in units}}
+        resumed = bool(saved)
         if not resumed:
             over = [unit for _, unit, eps in units
                     if ledger.would_exceed(unit, events[eps], owner=self.owner, dataset=dataset)]
@@ -332,17 +340,23 @@ class TrainJob:
                                   f"up to {max(per_entity.values(), default=epsilon):.4g}) "
                                   f"(first: {over[0]!r}); nothing was trained or charged")
         key = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode())
+        release_key = "train:" + key.hexdigest()
+        if saved and saved.get("release_key"):
+            release_key = saved["release_key"]
+        elif not saved:
+            release_key += ":" + secrets.token_hex(16)
         release_id = ledger.open_release(
             owner=self.owner, dataset=dataset, mechanism=self.algo,
             params={"epsilon": epsilon, "delta": config.delta, "rounds": config.rounds,
                     "z": config.z, "q_u": config.q_u},
-            release_key="train:" + key.hexdigest())
+            release_key=release_key)
         decisions = ledger.reserve(release_id, [(record, unit, events[eps])
                                                 for record, unit, eps in units],
                                    all_or_nothing=True)
         ledger.commit(release_id, [d.charge_id for d in decisions])
         wide = {k: e for k, e in per_entity.items() if e > epsilon}
-        return {"release_id": release_id, "users_charged": len(users),
+        return {"release_id": release_id, "release_key": release_key,
+                "users_charged": len(users),
                 "entities_charged": len(per_entity), "epsilon": epsilon,
                 "entity_epsilon_max": max(per_entity.values(), default=None),
                 "wide_entities_charged": len(wide), "delta": config.delta,
