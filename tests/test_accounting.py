@@ -262,7 +262,11 @@ def test_to_dict_keys() -> None:
         "document_epsilon",
         "max_record_epsilon",
         "document_guarantee",
+        "composed",
     ]
+    # the charged events at the report's delta: basic sum beside the tighter composition
+    assert d["composed"]["epsilon_basic"] == 5 and d["composed"]["delta"] == 1e-6
+    assert d["composed"]["epsilon"] <= 5
     assert d["mechanism"] == "custext"
     assert d["records"] == 1
     assert (d["tokens_total"], d["tokens_privatized"], d["tokens_kept"]) == (7, 5, 2)

@@ -196,3 +196,96 @@ def per_token_epsilon(document_epsilon: float, tokens: int, *, cost_per_epsilon:
     while step * eps * cost_per_epsilon > document_epsilon:  # float rounding: stay inside
         eps = math.nextafter(eps, 0.0)
     return eps
+
+
+# ------------------------------------------------------------------ bounded-range composition
+# An exponential mechanism with parameter eps is eps-bounded-range (eps-BR; Dong, Durfee &
+# Rogers 2020, "Optimal differential privacy composition for exponential mechanisms"): for
+# neighbours x, x' its privacy loss ln p(y|x)/p(y|x') lies, over the outputs y, in an interval of
+# width eps (not 2 eps, as for a general eps-DP mechanism) - [-t eps, (1-t) eps] for some t in
+# [0, 1]. Two bounds follow that hold under *adaptive* composition (DP-MLM's causal draws and
+# DP-Prompt's tokens depend on the draws before them), and we report the smaller of them, of
+# dp_accounting's PLD of the same events treated as eps-DP (:func:`pld_epsilon`) and of basic
+# composition:
+#
+# * Azuma-Hoeffding (DDR 2020 sec. 7 / Durfee & Rogers 2019): each step's loss, given the past,
+#   has a range of width w_i (eps_i for BR, 2 eps_i for eps-DP) and mean at most its largest KL
+#   divergence b_i (BR: eps/(1-e^-eps) - 1 - ln(eps/(1-e^-eps)), DDR Lemma; eps-DP:
+#   eps tanh(eps/2)), so P[L > sum b_i + s] <= exp(-2 s^2 / sum w_i^2):
+#   eps_g = sum b_i + sqrt(sum w_i^2 * ln(1/delta) / 2).
+# * zCDP: eps-BR is eps^2/8-zCDP (Cesar & Rogers 2021), eps-DP is eps^2/2-zCDP (Bun & Steinke
+#   2016); zCDP adds up adaptively, and rho-zCDP is (eps, delta)-DP with
+#   eps = min_a rho a + (ln(1/delta) + (a-1) ln(1-1/a) - ln a) / (a-1) (Canonne, Kamath &
+#   Steinke 2020, Prop. 12 - the conversion dp_accounting's RDP accountant uses).
+#
+# The optimal *non-adaptive* composition of eps-BR mechanisms (DDR 2020 Thm. 3) is smaller
+# still; it is not claimed here (it does not hold for adaptive draws) and serves as the exact
+# reference in tests/test_br_composition.py.
+
+
+def br_kl(epsilon: float) -> float:
+    """The largest expected privacy loss (KL divergence) of an epsilon-BR mechanism:
+    ``a - 1 - ln a`` with ``a = eps / (1 - e^-eps)`` (at t = ln((e^eps - 1)/eps)/eps)."""
+    if epsilon <= 0:
+        return 0.0
+    if epsilon < 1e-4:  # a - 1 - ln a ~ (a-1)^2/2, a - 1 ~ eps/2
+        return epsilon * epsilon / 8.0
+    a = epsilon / -math.expm1(-epsilon)
+    return (a - 1.0) - math.log(a)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The epsilon of a rho-zCDP mechanism at ``delta`` (Canonne, Kamath & Steinke 2020,
+    Prop. 12, minimized over the Renyi order a > 1)."""
+    if rho <= 0:
+        return 0.0
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    from scipy.optimize import minimize_scalar
+
+    log_inv = -math.log(delta)
+
+    def eps(log_am1: float) -> float:
+        a = 1.0 + math.exp(log_am1)
+        return rho * a + (log_inv + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)) / (a - 1.0)
+
+    # the unconstrained optimum is near a = 1 + sqrt(ln(1/delta)/rho); search around it
+    guess = math.log(math.sqrt(log_inv / rho))
+    res = minimize_scalar(eps, bounds=(guess - 12.0, guess + 12.0), method="bounded",
+                          options={"xatol": 1e-10})
+    return float(min(res.fun, eps(guess)))
+
+
+def _pure_parts(events: list[PrivacyEvent]) -> tuple[float, float, float]:
+    """(sum of mean-loss bounds, sum of squared loss ranges, rho) of pure events."""
+    mean = width2 = rho = 0.0
+    for e in events:
+        if e.bounded_range:
+            mean += e.count * br_kl(e.epsilon)
+            width2 += e.count * e.epsilon**2
+            rho += e.count * e.epsilon**2 / 8.0
+        else:
+            mean += e.count * e.epsilon * math.tanh(e.epsilon / 2.0)
+            width2 += e.count * 4.0 * e.epsilon**2
+            rho += e.count * e.epsilon**2 / 2.0
+    return mean, width2, rho
+
+
+def br_epsilon(events: Iterable[PrivacyEvent], delta: float, *, pld: bool = True) -> float:
+    """Smallest epsilon such that the (adaptive) composition of ``events`` is
+    (epsilon, delta)-DP among: bounded-range-aware Azuma-Hoeffding, zCDP (module comment
+    above), dp_accounting's PLD of the events as epsilon-DP (``pld=True``) and basic
+    composition. Events of approximate DP (delta > 0) leave only the PLD and basic bounds.
+    Never above basic composition; ``inf`` as :func:`pld_epsilon` says."""
+    if not 0.0 <= delta < 1.0:
+        raise ValueError(f"delta must be in [0, 1), got {delta}")
+    events = [e for e in events if e.count and (e.epsilon > 0 or e.delta > 0)]
+    basic_eps, basic_delta = basic_composition(events)
+    best = pld_epsilon(events, delta) if pld else (
+        basic_eps if basic_delta <= delta else math.inf)
+    if delta == 0.0 or math.isinf(basic_eps) or not events \
+            or any(e.kind != "pure" for e in events):
+        return best
+    mean, width2, rho = _pure_parts(events)
+    azuma = mean + math.sqrt(width2 * -math.log(delta) / 2.0)
+    return min(best, azuma, zcdp_epsilon(rho, delta), basic_eps)

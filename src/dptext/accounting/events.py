@@ -34,6 +34,10 @@ class TokenGuarantee:
     scope: str = ""
     metric: str | None = None
     diameter: float | None = None
+    #: a pure guarantee given by an exponential mechanism (or any epsilon-bounded-range
+    #: mechanism, Dong, Durfee & Rogers 2020): composes more tightly than epsilon-DP
+    #: (:func:`dptext.accounting.composition.br_epsilon`)
+    bounded_range: bool = False
 
     @property
     def worst_case_epsilon(self) -> float:
@@ -93,6 +97,9 @@ class PrivacyEvent:
     count: int = 1
     mechanism: str = ""
     scope: str = ""
+    #: a pure event of an epsilon-bounded-range mechanism (an exponential mechanism): see
+    #: :class:`TokenGuarantee`
+    bounded_range: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in EVENT_KINDS:
@@ -105,6 +112,8 @@ class PrivacyEvent:
             raise ValueError("a pure privacy event has delta 0; use kind='approx'")
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 0:
             raise ValueError(f"privacy event count must be an integer >= 0, got {self.count!r}")
+        if self.bounded_range and self.kind != "pure":
+            raise ValueError("only a pure privacy event can be bounded-range")
 
     @property
     def total_epsilon(self) -> float:
@@ -125,9 +134,12 @@ class PrivacyEvent:
             out["mechanism"] = self.mechanism
         if self.scope:
             out["scope"] = self.scope
+        if self.bounded_range:
+            out["bounded_range"] = True
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> PrivacyEvent:
         return cls(d["kind"], float(d["epsilon"]), float(d.get("delta", 0.0)),
-                   int(d.get("count", 1)), d.get("mechanism", ""), d.get("scope", ""))
+                   int(d.get("count", 1)), d.get("mechanism", ""), d.get("scope", ""),
+                   bool(d.get("bounded_range", False)))

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from dptext.accounting.composition import pld_epsilon
+from dptext.accounting.composition import br_epsilon
 from dptext.accounting.events import PrivacyEvent
 
 RECORD_IS_UNIT = "each record is one person; if a person wrote several records, add them up"
@@ -44,13 +44,13 @@ class UnitTotal:
         for e in events:
             if e.count:
                 self.events[PrivacyEvent(e.kind, e.epsilon, e.delta, 1, e.mechanism,
-                                         e.scope)] += e.count
+                                         e.scope, e.bounded_range)] += e.count
         self.epsilon = math.fsum(k.epsilon * c for k, c in self.events.items())
         self.delta = math.fsum(k.delta * c for k, c in self.events.items())
 
     def privacy_events(self) -> list[PrivacyEvent]:
-        return [PrivacyEvent(k.kind, k.epsilon, k.delta, c, k.mechanism, k.scope)
-                for k, c in self.events.items()]
+        return [PrivacyEvent(k.kind, k.epsilon, k.delta, c, k.mechanism, k.scope,
+                             k.bounded_range) for k, c in self.events.items()]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,9 @@ class UnitSummary:
     """The distribution of per-unit guarantees in one release.
 
     ``max/median/p95_epsilon`` are nearest-rank quantiles of the units' basic-composition
-    epsilons; ``worst_epsilon_pld`` is the worst unit's PLD epsilon at ``delta`` (when asked).
+    epsilons; ``worst_epsilon_pld`` is the worst unit's epsilon at ``delta`` (when asked) by
+    dp_accounting's PLD or, for exponential-mechanism events, bounded-range composition where
+    that is tighter (:func:`dptext.accounting.composition.br_epsilon`).
     """
 
     unit_field: str | None
@@ -90,7 +92,8 @@ class UnitSummary:
             text += f"; largest delta {self.max_delta:.3g}"
         if self.worst_epsilon_pld is not None and \
                 self.worst_epsilon_pld < 0.99 * self.max_epsilon:  # (1% tighter or more)
-            text += (f"; that unit by PLD: ({_eps(self.worst_epsilon_pld)}, {self.delta:g})-DP")
+            text += (f"; that unit by PLD / bounded-range composition: "
+                     f"({_eps(self.worst_epsilon_pld)}, {self.delta:g})-DP")
         return text
 
     def to_dict(self) -> dict:
@@ -151,7 +154,7 @@ class UnitComposer:
         worst = totals[-1] if totals else None
         pld = None
         if delta is not None and worst is not None:
-            pld = pld_epsilon(worst.privacy_events(), delta)
+            pld = br_epsilon(worst.privacy_events(), delta)
         return UnitSummary(
             unit_field=self.unit_field,
             units=len(totals),

@@ -138,6 +138,9 @@ def cmd_show(args) -> int:
           "(basic composition, pending included; enforced)")
     print(f"  PLD        epsilon {_num(spent.epsilon_pld)} at delta {spent.delta:g} "
           "(dp_accounting, reported)")
+    print(f"  BR         epsilon {_num(spent.epsilon_br)} at delta {spent.delta:g} "
+          "(bounded-range composition of exponential-mechanism draws, or PLD where tighter; "
+          "reported)")
     print(f"  records    {spent.records} released, {spent.pending} pending "
           f"(epsilon {_num(spent.epsilon_pending)}), {spent.withheld} withheld")
     if remaining is not None:

@@ -26,12 +26,14 @@ _EXPLICIT = {"mechanism", "per_token", "events", "records", "max_record_epsilon"
 
 # ------------------------------------------------------------------ serialization
 def _guarantee_state(g: TokenGuarantee) -> list:
-    return [g.kind.value, g.epsilon, g.scope, g.metric, g.diameter]
+    state = [g.kind.value, g.epsilon, g.scope, g.metric, g.diameter]
+    return state + [True] if g.bounded_range else state  # older states have five
 
 
 def _guarantee(state: list) -> TokenGuarantee:
-    kind, eps, scope, metric, diameter = state
-    return TokenGuarantee(GuaranteeKind(kind), eps, scope, metric, diameter)
+    kind, eps, scope, metric, diameter, *rest = state
+    return TokenGuarantee(GuaranteeKind(kind), eps, scope, metric, diameter,
+                          bounded_range=bool(rest and rest[0]))
 
 
 def _extra_state(value):

@@ -23,8 +23,11 @@ def _classes() -> dict[str, type[PrivacyReport]]:
 
 
 def _guarantee(g: TokenGuarantee) -> dict:
-    return {"kind": g.kind.value, "epsilon": g.epsilon, "scope": g.scope, "metric": g.metric,
-            "diameter": g.diameter}
+    out = {"kind": g.kind.value, "epsilon": g.epsilon, "scope": g.scope, "metric": g.metric,
+           "diameter": g.diameter}
+    if g.bounded_range:
+        out["bounded_range"] = True
+    return out
 
 
 def _event(e: TokenEvent) -> dict:
@@ -57,7 +60,7 @@ def report_from_state(state: dict | str) -> PrivacyReport:
 
     def guarantee(d: dict) -> TokenGuarantee:
         return TokenGuarantee(GuaranteeKind(d["kind"]), d["epsilon"], d["scope"], d["metric"],
-                              d["diameter"])
+                              d["diameter"], bool(d.get("bounded_range", False)))
 
     kwargs = {}
     for name, value in state.items():

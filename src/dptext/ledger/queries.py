@@ -8,7 +8,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from dptext.accounting.composition import pld_epsilon
+from dptext.accounting.composition import br_epsilon, pld_epsilon
 from dptext.accounting.events import PrivacyEvent
 from dptext.ledger.amounts import checked_name, delta_of, eps_of, events_cost
 from dptext.ledger.batches import batch_range
@@ -51,9 +51,13 @@ class LedgerQueries:
                 f"WHERE {where}", params).fetchone()
             pen, e_pen = self._pending_by_unit(unit, owner, dataset).get(unit, (0, 0))
             events = self._events_hashed(unit, owner, dataset) if pld else None
+        eps_pld = pld_epsilon(events, self.delta) if events is not None else None
+        eps_br = None
+        if events is not None:
+            eps_br = min(eps_pld, br_epsilon(events, self.delta, pld=False))
         return Spent(
             epsilon_basic=eps_of(int(e or 0)), delta_basic=delta_of(int(n or 0)),
-            epsilon_pld=pld_epsilon(events, self.delta) if events is not None else None,
+            epsilon_pld=eps_pld, epsilon_br=eps_br,
             records=int(charges or 0) - pen, pending=pen, epsilon_pending=eps_of(e_pen),
             withheld=int(wit or 0), delta=self.delta)
 
@@ -92,7 +96,7 @@ class LedgerQueries:
         def add(body: str, times: int) -> None:
             for d in json.loads(body)["events"]:
                 e = PrivacyEvent.from_dict(d)
-                counts[(e.kind, e.epsilon, e.delta)] += e.count * times
+                counts[(e.kind, e.epsilon, e.delta, e.bounded_range)] += e.count * times
 
         if self._legacy:
             where, params = sql_filters(unit, owner, dataset)
@@ -107,7 +111,8 @@ class LedgerQueries:
                 f"AND c.status <> 'withheld' AND {where} GROUP BY v.body",
                 (unit, *params)).fetchall():
             add(body, int(times))
-        return [PrivacyEvent(k, eps, dl, c) for (k, eps, dl), c in counts.items()]
+        return [PrivacyEvent(k, eps, dl, c, bounded_range=br)
+                for (k, eps, dl, br), c in counts.items()]
 
     def remaining(self, unit_id: str, *, owner: str, dataset: str) -> float | None:
         """The epsilon ``unit_id`` may still spend in releases by ``owner`` of ``dataset``

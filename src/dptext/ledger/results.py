@@ -48,13 +48,19 @@ class Spent:
     epsilon_pending: float = 0.0
     withheld: int = 0
     delta: float = DEFAULT_DELTA
+    #: the tightest adaptive composition at ``delta``: PLD or, for exponential-mechanism
+    #: events, bounded-range composition (:func:`dptext.accounting.composition.br_epsilon`);
+    #: never above ``epsilon_pld``
+    epsilon_br: float | None = None
 
     def to_dict(self) -> dict:
         pld = self.epsilon_pld
+        br = self.epsilon_br
         return {
             "epsilon_basic": self.epsilon_basic,
             "delta_basic": self.delta_basic,
             "epsilon_pld": None if pld is None or math.isinf(pld) else pld,
+            "epsilon_br": None if br is None or math.isinf(br) else br,
             "delta": self.delta,
             "records": self.records,
             "pending": self.pending,

@@ -71,6 +71,7 @@ class CusText(WordMechanism):
         return TokenGuarantee(
             GuaranteeKind.PURE, self.epsilon,
             scope=f"words sharing a CusText output set (K={self.k}, {self.similarity})",
+            bounded_range=True,  # exp(eps * u / 2), u in [0, 1]: eps-bounded-range
         )
 
     # ---------------------------------------------------------------- fit

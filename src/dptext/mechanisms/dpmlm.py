@@ -95,7 +95,8 @@ class RewriteReport(PrivacyReport):
         slots = round(self.worst_case_epsilon / eps)
         return [PrivacyEvent("pure", eps, 0.0, slots, self.mechanism,
                              "per word slot, worst case of the add/delete variant (every "
-                             "eligible word replaced and followed by an insertion)")]
+                             "eligible word replaced and followed by an insertion)",
+                             bounded_range=self.per_token.bounded_range)]
 
     @classmethod
     def combine(cls, reports: Iterable[PrivacyReport]) -> RewriteReport:
@@ -206,6 +207,7 @@ class LMMechanism(Mechanism):
             GuaranteeKind.PURE, self.epsilon,
             scope="any two input texts (exponential mechanism on LM scores clipped to "
             "[lo, hi], T = 2(hi - lo)/epsilon)",
+            bounded_range=True,  # exp(eps * s / (2 (hi - lo))), s in [lo, hi]: eps-BR
         )
 
     def _draw(self, scores, generator) -> np.ndarray:

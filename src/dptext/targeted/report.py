@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
-from dptext.accounting.events import TokenEvent
+from dptext.accounting.events import GuaranteeKind, TokenEvent
 from dptext.accounting.report import PrivacyReport
 
 _COUNTS = ("spans", "draws", "reused", "tokens")
@@ -71,7 +71,9 @@ class TargetedReport(PrivacyReport):
                 out.append(PrivacyEvent(kind="pure", epsilon=eps, count=e.count,
                                         mechanism=self.mechanism,
                                         scope=f"per detected span ({e.reason}): "
-                                              f"{e.guarantee.describe()}"))
+                                              f"{e.guarantee.describe()}",
+                                        bounded_range=e.guarantee.bounded_range
+                                        and e.guarantee.kind is GuaranteeKind.PURE))
         return out
 
     def document_guarantee(self) -> str:

@@ -68,7 +68,8 @@ class SurrogateSet:
             GuaranteeKind.PURE, epsilon,
             scope=f"any two {self.category} values; replaced whole by a surrogate, one "
             f"exponential-mechanism draw over {len(self.values)} made-up values (utility: "
-            "shared format features, sensitivity 1)")
+            "shared format features, sensitivity 1)",
+            bounded_range=True)  # exp(eps * u / 2), u in [0, 1]: eps-bounded-range
 
 
 def placeholder_guarantee(category: str, placeholder: str) -> TokenGuarantee:
