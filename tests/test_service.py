@@ -53,10 +53,10 @@ def test_every_v1_endpoint_refuses_without_a_valid_key(service, header):
     headers = {} if header is None else {"Authorization": header}
     calls = [("get", "/v1/mechanisms"), ("post", "/v1/privatize"), ("get", "/v1/jobs"),
              ("post", "/v1/jobs"), ("get", "/v1/jobs/abc"), ("get", "/v1/jobs/abc/output"),
-             ("get", "/v1/units/u/budget"), ("post", "/v1/budgets")]
+             ("get", "/v1/units/u/budget"), ("post", "/v1/budgets"), ("post", "/v1/estimate")]
     paths = {r.path for r in app.routes if getattr(r, "path", "").startswith("/v1")}
     assert {p for _, p in calls} >= {"/v1/mechanisms", "/v1/privatize", "/v1/jobs"}
-    assert len(paths) == 7  # every /v1 route is in the list above (by its template)
+    assert len(paths) == 8  # every /v1 route is in the list above (by its template)
     for method, path in calls:
         r = getattr(client, method)(path, headers=headers)
         assert r.status_code == 401, (method, path, r.status_code)

@@ -168,7 +168,7 @@ def cmd_sanitize(args) -> int:
             raise DPTextError("no input: pipe text in, or give --input FILE or --text TEXT")
         args.input = "-"
     output = args.output if args.output is not None else args.output_dir
-    if args.input is not None and output is None:
+    if args.input is not None and output is None and not args.estimate:
         if str(args.input) != "-":
             raise DPTextError("--input FILE needs --output (or - for stdout, or --output-dir "
                               "DIR)")
@@ -177,6 +177,8 @@ def cmd_sanitize(args) -> int:
         if args.input_format is not None:
             raise DPTextError("--format and --input-format name the same thing; give one")
         args.input_format = args.format
+    if args.estimate:
+        return _estimate(args)
     auto = args.workers == "auto"
     args.workers = resolve_workers(args)  # an integer from here on
     if args.text is not None:
@@ -230,6 +232,41 @@ def cmd_sanitize(args) -> int:
               file=sys.stderr)
     if getattr(args, "epsilon_note", None):
         print(args.epsilon_note, file=sys.stderr)
+    return 0
+
+
+def _estimate(args) -> int:
+    """``--estimate``: the dry run (:mod:`dptext.corpus.estimate`) - reads the input, prints a
+    summary (lines on stderr, JSON on stdout); privatizes, charges and writes nothing."""
+    import json
+
+    from dptext.corpus.estimate import CostEstimate, describe, estimate_file
+
+    if args.entities is not None:
+        raise DPTextError("--estimate does not cover --entities (the spans are only known "
+                          "after detection)")
+    if args.ledger is not None:
+        raise DPTextError("--estimate reads no ledger: give --budget to check withholding "
+                          "against a per-person budget (people are assumed to start at zero)")
+    params = mechanism_params(args)
+    if "document_epsilon" in params and len(args.field) > 1:
+        raise DPTextError("--document-epsilon bounds one text per record: give one --field "
+                          "(with several, a record would cost up to their number times E)")
+    m = unfitted_mechanism(args, params)
+    if args.text is not None:
+        m.check_admissible()
+        est = CostEstimate(m, budget=args.budget)
+        est.add_texts([args.text])
+        summary = est.summary()
+    else:
+        summary = estimate_file(m, args.input, fields=args.field,
+                                input_format=args.input_format, user_field=args.user_field,
+                                budget=args.budget, max_record_bytes=args.max_record_bytes)
+    for line in describe(summary):
+        print(line, file=sys.stderr)
+    if getattr(args, "epsilon_note", None):
+        print(args.epsilon_note.replace("ran at", "estimated at"), file=sys.stderr)
+    print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -369,6 +406,10 @@ def register(subparsers) -> None:
                        help="per-unit epsilon budget to set in the ledger")
     units.add_argument("--budget-delta", action=Once, type=float, default=0.0,
                        help="per-unit delta budget")
+    units.add_argument("--estimate", action="store_true",
+                       help="dry run: read the input and print what each record and person "
+                            "would cost and what --budget would withhold (JSON on stdout); "
+                            "privatize, charge and write nothing")
     units.add_argument("--owner", action=Once, help="data owner (ledger)")
     units.add_argument("--dataset", action=Once, help="dataset name (ledger)")
     units.add_argument("--once", action="store_true",

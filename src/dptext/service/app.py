@@ -51,6 +51,21 @@ class PrivatizeRequest(BaseModel):
     dataset: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
 
 
+class EstimateRequest(BaseModel):
+    texts: list[str] = Field(min_length=1, description="texts to estimate (nothing is "
+                             "privatized, charged or stored)")
+    mechanism: str = Field("custext", description="see GET /v1/mechanisms")
+    params: dict[str, Any] = Field(default_factory=dict,
+                                   description="mechanism parameters, e.g. {\"epsilon\": 2} or "
+                                               "{\"document_epsilon\": 40}")
+    units: list[str] | None = Field(None, description="privacy unit (person) of each text")
+    dataset: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    budget: float | None = Field(None, gt=0, le=1e6, allow_inf_nan=False,
+                                 description="per-person epsilon to check withholding "
+                                             "against; without it, what each unit may still "
+                                             "spend in the ledger")
+
+
 class BudgetRequest(BaseModel):
     dataset: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
     epsilon: float = Field(gt=0, le=1e6, allow_inf_nan=False)
@@ -265,6 +280,47 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ledger.commit(release, [d.charge_id for d in decisions
                                 if d.allowed and d.charge_id is not None])
         return Response(payload, media_type="application/json")
+
+    @app.post("/v1/estimate")
+    def estimate(body: EstimateRequest, owner: Owner) -> dict:
+        """The dry run of /v1/privatize (dptext.corpus.estimate): what each text and person
+        would be charged and what the budget would withhold; nothing is privatized, charged
+        or stored. Without ``budget``, each unit's remaining epsilon in the ledger is used
+        (a text without a unit: the dataset's budget, as for a new person)."""
+        from dptext.corpus.estimate import CostEstimate
+        from dptext.mechanisms.registry import mechanism, registered
+        from dptext.mechanisms.word import WordMechanism
+
+        if len(body.texts) > limits.max_texts:
+            raise LimitExceeded(413, "max_texts", limits.max_texts,
+                                f"at most {limits.max_texts} texts per request")
+        long = next((i for i, t in enumerate(body.texts) if len(t) > limits.max_chars), None)
+        if long is not None:
+            raise LimitExceeded(413, "max_chars", limits.max_chars,
+                                f"text {long} is over {limits.max_chars} characters")
+        if body.units is not None and len(body.units) != len(body.texts):
+            raise DPTextError("units must give one unit per text")
+        _check_unicode("texts", body.texts)
+        _check_unicode("units", body.units or [])
+        params = _params(body.params)
+        cls = registered().get(body.mechanism)
+        if cls is not None and issubclass(cls, WordMechanism):
+            m = mechanism(body.mechanism, **params)  # counting needs the space, no table
+        else:  # a language model: the pool's loaded one
+            m = pool.get(body.mechanism, params, owner=owner)
+        m.check_admissible()
+        fresh = f"estimate:{secrets.token_hex(8)}"  # a unit that has spent nothing
+
+        def remaining(unit: str) -> float | None:
+            return ledger.remaining(unit, owner=owner, dataset=body.dataset)
+
+        est = CostEstimate(m, budget=body.budget,
+                           unit_field="units" if body.units is not None else None,
+                           remaining=None if body.budget is not None else remaining)
+        if body.budget is None:
+            est.budget = remaining(fresh)
+        est.add_texts(body.texts, body.units)
+        return est.summary()
 
     @app.post("/v1/budgets")
     def set_budget(body: BudgetRequest, owner: Owner) -> dict:

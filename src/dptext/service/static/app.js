@@ -17,6 +17,8 @@ async function api(path, options = {}) {
 }
 function params() {
   const p = {};
+  const d = parseFloat($("document-epsilon").value);
+  if (!Number.isNaN(d)) { p.document_epsilon = d; return p; }  // per record, not per token
   const e = parseFloat($("epsilon").value);
   if (!Number.isNaN(e)) p.epsilon = e;
   return p;
@@ -103,6 +105,30 @@ async function run() {
     $("output").textContent = "Error: " + err.message;
   } finally { $("run").disabled = false; }
 }
+async function estimate() {
+  // the dry run: what this text would cost this person; nothing is privatized or charged
+  $("estimate").disabled = true;
+  const out = $("estimate-out");
+  out.hidden = false;
+  try {
+    const unit = $("unit").value.trim();
+    const body = { texts: [$("text").value], mechanism: $("mechanism").value,
+                   params: params(), dataset: $("dataset").value };
+    if (unit) body.units = [unit];
+    const s = await api("/v1/estimate", { method: "POST", headers: headers(true),
+                                          body: JSON.stringify(body) });
+    let text = "Estimate (nothing charged): this text would cost epsilon " +
+      s.record_epsilon.max.toFixed(2) + " (basic composition, as charged) over " +
+      s.tokens_charged.max + " privatized tokens.";
+    if (s.budget !== null && s.budget !== undefined)
+      text += s.records_withheld ? " It would be withheld: over the person's remaining budget." :
+        " It fits the person's remaining budget.";
+    else text += " No budget applies.";
+    if (s.per_token_epsilon) text += " Per-token epsilon: " + s.per_token_epsilon.max.toPrecision(3) + ".";
+    out.textContent = text;
+  } catch (err) { out.textContent = "Error: " + err.message; }
+  finally { $("estimate").disabled = false; }
+}
 async function download(job, what) {
   const r = await fetch("/v1/jobs/" + job.id + "/" + what, { headers: headers() });
   if (!r.ok) return;
@@ -164,6 +190,7 @@ async function setBudget() {
 $("key-save").addEventListener("click", () => { sessionStorage.setItem("dptext-key", $("key").value.trim()); loadMechanisms(); });
 $("mechanism").addEventListener("change", showMechanism);
 $("run").addEventListener("click", run);
+$("estimate").addEventListener("click", estimate);
 $("upload").addEventListener("click", upload);
 $("set-budget").addEventListener("click", setBudget);
 const drop = $("drop");
