@@ -63,6 +63,11 @@ def test_page_sanitizes_a_text_and_a_file(server, tmp_path, viewport):
         page.wait_for_function("document.querySelector('#budget-status').textContent.length > 0")
         page.fill("#text", "Alice Smith was seen by Dr. Jones in Boston for chest pain.")
         page.fill("#unit", "alice")
+        # the dry run: what the text would cost alice, nothing charged
+        page.click("#estimate")
+        page.wait_for_function(
+            "document.querySelector('#estimate-out').textContent.startsWith('Estimate')")
+        assert "fits the person's remaining budget" in page.inner_text("#estimate-out")
         page.click("#run")
         page.wait_for_selector("#output .tok.privatized")
         kinds = page.eval_on_selector_all("#output .tok", "els => els.map(e => e.className)")
@@ -73,6 +78,12 @@ def test_page_sanitizes_a_text_and_a_file(server, tmp_path, viewport):
         budget = page.inner_text("#budget")
         assert "alice: spent" in budget and "remaining" in budget
         assert '"document_epsilon"' in page.inner_text("#report")
+        # the same text again would take alice past her budget of 40: the dry run says so
+        page.evaluate("document.querySelector('#estimate-out').textContent = ''")
+        page.click("#estimate")
+        page.wait_for_function(
+            "document.querySelector('#estimate-out').textContent.startsWith('Estimate')")
+        assert "would be withheld" in page.inner_text("#estimate-out")
         page.focus("#output .tok.privatized")  # keyboard reaches the reason too
         assert page.inner_text("#hover-reason").startswith("privatized")
         page.screenshot(path=str(shots / "2-text.png"), full_page=True)

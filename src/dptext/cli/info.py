@@ -20,6 +20,8 @@ def cmd_mechanisms(args) -> int:
         params = ", ".join(f"{k} (required)" if v == REQUIRED else f"{k}={v!r}"
                            for k, v in parameters(cls).items())
         print(f"{'':10s} parameters: {params}")
+    print("\n  every mechanism also takes document_epsilon=E (--document-epsilon E) instead of "
+          "epsilon: each record costs at most E (docs/choosing-epsilon.md)")
     return 0
 
 
