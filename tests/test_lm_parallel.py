@@ -178,6 +178,46 @@ def test_without_a_seed_the_groups_draw_fresh_randomness(llama, monkeypatch):
     assert len(outs) > 1
 
 
+def test_masked_batches_follow_the_thread_policy_and_the_output_does_not(tmp_path,
+                                                                         monkeypatch):
+    """The masked backend's passes take their torch threads from the policy (issue 36: one
+    policy for both backends): a small batch one thread, a large one the free cores (2 here),
+    a large one with one free core one thread; the seeded output is the same under each."""
+    from test_lm_mechanisms import _bert
+
+    m = mechanism("dpmlm", backend="mlm", model=_bert(tmp_path / "bert"), epsilon=3.0,
+                  keep_stopwords=False, batch_size=4, **CLIP).fit()
+    texts = _texts(5, seed=4)
+    seen = []
+    real = threads.ThreadPolicy.before_pass
+
+    def spy(self, token_rows):
+        n = real(self, token_rows)
+        seen.append((token_rows, n, torch.get_num_threads()))
+        return n
+
+    monkeypatch.setattr(threads.ThreadPolicy, "before_pass", spy)
+    batches = -(-sum(m.token_counts(texts)) // 4)
+    outs, chosen = [], []
+    for free, small in ((2, 64), (1, 64), (2, 10**6)):
+        monkeypatch.setattr(threads, "free_cores", lambda free=free: free)
+        monkeypatch.setattr(threads, "SMALL_PASS", small)
+        seen.clear()
+        torch.set_num_threads(2)  # the ceiling the policy starts from
+        try:
+            outs.append([(r.text, r.report.epsilon) for r in m.privatize_batch(texts, rng=5)])
+        finally:
+            torch.set_num_threads(1)
+        assert len(seen) == batches
+        want = [1 if (rows < small or free < 2) else 2 for rows, _, _ in seen]
+        assert [n for _, n, _ in seen] == want
+        assert [t for _, _, t in seen] == want
+        chosen.append(want)
+    assert 1 in chosen[0] and 2 in chosen[0]  # small and large passes in the first round
+    assert set(chosen[1]) == set(chosen[2]) == {1}
+    assert outs[0] == outs[1] == outs[2]
+
+
 # ------------------------------------------------------------ rng="secure"
 def test_secure_children_are_chacha20_with_distinct_keys_from_the_parent_alone():
     from dptext.rng import is_secure, secure_children, secure_generator

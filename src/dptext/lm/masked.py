@@ -11,9 +11,13 @@ the segment ids the template gives each part: BERT-style pairs get ``token_type_
 ``[CLS] A [SEP]`` and 1 for ``B [SEP]``, as in pre-training. ``context="none"`` uses the
 single-sequence template with the masked text only. Longer inputs
 than the model window get token windows centred on the slot (:mod:`dptext.lm.windows`).
-All slots of all texts go through the model in padded batches; only the mask positions reach
-the vocabulary projection (a pre-hook on the output embeddings), so memory stays
-batch x candidates.
+All slots of all texts go through the model in padded batches (sorted by length, so a batch
+holds inputs of about one length and little padding); only the mask positions reach the
+vocabulary projection (a pre-hook on the output embeddings), so memory stays batch x
+candidates. Each batch runs under the thread policy of the causal backend
+(:mod:`dptext.lm.threads`): never more torch threads than the cores that are free, one for a
+small batch. The batches and their order do not depend on the threads, so neither do the
+scores.
 """
 
 from __future__ import annotations
@@ -135,41 +139,51 @@ class MaskedBackend:
         """Candidate logits at the mask of each input (rows in input order), batched by length."""
         import torch
 
-        from dptext.lm.quantize import autocast
+        from dptext.lm.threads import thread_policy
 
         out = torch.empty((len(inputs), len(self.candidate_ids)), dtype=torch.float32)
         order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+        with thread_policy() as policy:
+            for s in range(0, len(order), self.batch_size):
+                rows = order[s: s + self.batch_size]
+                out[torch.as_tensor(rows)] = self._batch(inputs, rows, policy)
+        return out
+
+    def _batch(self, inputs: list[list[int]], rows: list[int], policy):
+        """Candidate logits at the mask of ``inputs[rows]``, one padded forward pass."""
+        import torch
+
+        from dptext.lm.quantize import autocast
+
         head = self.model.get_output_embeddings()
         mask_id = self.tokenizer.mask_token_id
-        for s in range(0, len(order), self.batch_size):
-            rows = order[s: s + self.batch_size]
-            width = max(len(inputs[i]) for i in rows)
-            batch = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-            attention = torch.zeros((len(rows), width), dtype=torch.long)
-            types = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, i in enumerate(rows):
-                batch[r, : len(inputs[i])] = torch.as_tensor(inputs[i])
-                attention[r, : len(inputs[i])] = 1
-                if isinstance(inputs[i], ModelInput):
-                    types[r, : len(inputs[i])] = torch.as_tensor(inputs[i].types)
-            where = (batch == mask_id) & attention.bool()
-            if int(where.sum()) != len(rows):
-                raise DPTextError("a masked input must hold exactly one mask token")
+        width = max(len(inputs[i]) for i in rows)
+        batch = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        types = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, i in enumerate(rows):
+            batch[r, : len(inputs[i])] = torch.as_tensor(inputs[i])
+            attention[r, : len(inputs[i])] = 1
+            if isinstance(inputs[i], ModelInput):
+                types[r, : len(inputs[i])] = torch.as_tensor(inputs[i].types)
+        where = (batch == mask_id) & attention.bool()
+        if int(where.sum()) != len(rows):
+            raise DPTextError("a masked input must hold exactly one mask token")
 
-            device = self.model.device
-            where = where.to(device)
+        device = self.model.device
+        where = where.to(device)
 
-            def only_masks(_module, args, where=where):
-                return (args[0][where],)
+        def only_masks(_module, args, where=where):
+            return (args[0][where],)
 
-            extra = {"token_type_ids": types.to(device)} if self.segments else {}
-            hook = head.register_forward_pre_hook(only_masks)
-            try:
-                with torch.inference_mode(), autocast(device, self.precision):
-                    logits = self.model(input_ids=batch.to(device),
-                                        attention_mask=attention.to(device), **extra).logits
-            finally:
-                hook.remove()
-            picked = logits.reshape(len(rows), -1)[:, self.candidate_ids.to(device)]
-            out[torch.as_tensor(rows)] = picked.float().cpu()
-        return out
+        extra = {"token_type_ids": types.to(device)} if self.segments else {}
+        policy.before_pass(len(rows) * width)  # token-rows of the padded pass
+        hook = head.register_forward_pre_hook(only_masks)
+        try:
+            with torch.inference_mode(), autocast(device, self.precision):
+                logits = self.model(input_ids=batch.to(device),
+                                    attention_mask=attention.to(device), **extra).logits
+        finally:
+            hook.remove()
+        picked = logits.reshape(len(rows), -1)[:, self.candidate_ids.to(device)]
+        return picked.float().cpu()

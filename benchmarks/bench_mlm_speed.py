@@ -1,0 +1,201 @@
+"""Masked DP-MLM: dptext's masked backend against dpmlm 1.3.0's approach, one side per process.
+
+Model: no English MLM with its head ships offline (RESOURCES.md), so both sides load the same
+randomly initialised roberta-base-shaped model (12 layers, 768 wide, SmolLM2's 49k-token
+vocabulary plus a mask token; :func:`bench_lm.stand_in_mlm`) - speed does not depend on the
+weights. ``--build DIR`` writes it once; ``--side`` then loads it from DIR.
+
+Text: the first ``--words`` words (default 100) of the public Guardian headlines as ONE text
+(``--texts N``: the first N headlines as N texts instead). Both sides privatize the same words:
+dptext's slots (every word but spaCy's stopwords, as dpmlm's default ``STOP=False`` keeps its
+NLTK stopwords), with the concatenated context at epsilon 50.
+
+* ``--side dptext``: ``mechanism("dpmlm", backend="mlm", model=DIR).privatize_batch(texts)``,
+  every slot of every text in length-sorted batches, only the masks reach the vocabulary
+  projection, the thread policy of :mod:`dptext.lm.threads`.
+* ``--side dpmlm``: dpmlm 1.3.0's ``DPMLM.privatize_batch`` (PyPI ``dpmlm==1.3.0``, MIT,
+  ``dpmlm/core.py``; reproduced here line for line without its NLTK/Presidio imports, which are
+  not installed): per text, batches of 16 masked positions; per position the text detokenized
+  with the mask, encoded, windowed, decoded and re-encoded as the (original, masked) pair;
+  ``tokenizer.pad``; the full ``[batch, length, vocabulary]`` logits; numpy clip, softmax and
+  ``np.random.choice`` per position. Torch threads: torch's default (as dpmlm leaves them).
+
+Each side prints its privatized words, seconds and CPU seconds. The comparison is two
+whole-process timings of the two commands, interleaved (A B A B ...), median of >= 3 runs,
+their ratio pair by pair, with ``uptime`` and the CPU model/flags beside it (docs/performance
+notes; e.g. ``/usr/bin/time -v`` on each side in turn).
+
+    python benchmarks/bench_mlm_speed.py --build /tmp/roberta-stand-in
+    python benchmarks/bench_mlm_speed.py --side dptext --model /tmp/roberta-stand-in
+    python benchmarks/bench_mlm_speed.py --side dpmlm --model /tmp/roberta-stand-in
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_lm import long_text, sample_texts, stand_in_mlm  # noqa: E402
+
+EPSILON = 50.0
+CLIP = (-3.0, 3.0)
+
+
+def texts_of(args) -> list[str]:
+    return sample_texts(10**6)[: args.texts] if args.texts else [long_text(args.words)]
+
+
+def dptext_side(model: str, texts: list[str], batch_size: int) -> int:
+    from dptext import mechanism
+
+    m = mechanism("dpmlm", backend="mlm", model=model, epsilon=EPSILON, clip_low=CLIP[0],
+                  clip_high=CLIP[1], batch_size=batch_size).fit()
+    results = m.privatize_batch(texts)
+    return sum(r.report.privatized_by_reason.get("mechanism", 0) for r in results)
+
+
+def slot_words(model: str, texts: list[str]) -> list[tuple[list[str], list[int]]]:
+    """Per text: its words and the indices dptext privatizes (the same words on both sides)."""
+    from dptext.text import normalize_word, resolve_stopwords, split_words
+
+    stop = resolve_stopwords(None)
+    out = []
+    for t in texts:
+        words = split_words(t)[1::2]
+        out.append((words, [i for i, w in enumerate(words) if normalize_word(w) not in stop]))
+    return out
+
+
+class DPMLM130:
+    """dpmlm 1.3.0's ``privatize_batch`` and ``sliding_window`` (core.py), the NLTK
+    detokenizer replaced by ``" ".join`` (the words here are whitespace-separated)."""
+
+    def __init__(self, model: str) -> None:
+        import torch
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.lm_model = AutoModelForMaskedLM.from_pretrained(model).eval()
+        self.clip_min, self.clip_max = CLIP
+        self.sensitivity = abs(self.clip_max - self.clip_min)
+        self.device = torch.device("cpu")
+        torch.set_grad_enabled(False)
+        # dpmlm reads model_max_length (512 for roberta-base); the stand-in's tokenizer says
+        # SmolLM2's 8k, which would not fit the 514 positions
+        self.tokenizer.model_max_length = 512
+
+    detokenize = staticmethod(" ".join)
+
+    def privatize_batch(self, tokens, indices, epsilon, CONCAT=True, batch_size=16):  # noqa: N803
+        import numpy as np
+        import torch
+
+        predictions = {}
+        clean_sent_full = self.detokenize(tokens)
+        encoded_clean = (self.tokenizer.encode(clean_sent_full, add_special_tokens=False)
+                         if CONCAT else None)
+        budget = ((self.tokenizer.model_max_length - 8) // 2 if CONCAT
+                  else (self.tokenizer.model_max_length - 4))
+        for k in range(0, len(indices), batch_size):
+            batch_indices = indices[k: k + batch_size]
+            batch_eps = epsilon[k: k + batch_size]
+            batch_input_ids, batch_mask_positions = [], []
+            for idx in batch_indices:
+                masked_tokens = list(tokens)
+                masked_tokens[idx] = self.tokenizer.mask_token
+                masked_sent_full = self.detokenize(masked_tokens)
+                encoded_masked = self.tokenizer.encode(masked_sent_full, add_special_tokens=False)
+                try:
+                    m_sub_idx = encoded_masked.index(self.tokenizer.mask_token_id)
+                except ValueError:
+                    m_sub_idx = len(encoded_masked) // 2
+                lower, upper = self.sliding_window(encoded_masked, m_sub_idx, budget)
+                masked_chunk_sent = self.tokenizer.decode(encoded_masked[lower:upper],
+                                                          skip_special_tokens=False)
+                if not CONCAT:
+                    input_ids = self.tokenizer.encode(
+                        " " + masked_chunk_sent, add_special_tokens=True, truncation=True,
+                        max_length=self.tokenizer.model_max_length)
+                else:
+                    clean_chunk_sent = self.tokenizer.decode(encoded_clean[lower:upper],
+                                                             skip_special_tokens=False)
+                    input_ids = self.tokenizer.encode(
+                        " " + clean_chunk_sent, " " + masked_chunk_sent, add_special_tokens=True,
+                        truncation="longest_first", max_length=self.tokenizer.model_max_length)
+                try:
+                    m_pos = input_ids.index(self.tokenizer.mask_token_id)
+                except ValueError:
+                    m_pos = 0
+                batch_input_ids.append(input_ids)
+                batch_mask_positions.append(m_pos)
+            inputs = self.tokenizer.pad({"input_ids": batch_input_ids}, padding=True,
+                                        return_tensors="pt").to(self.device)
+            with torch.no_grad():
+                logits_output = self.lm_model(**inputs).logits
+            for i, (idx, eps) in enumerate(zip(batch_indices, batch_eps, strict=True)):
+                mask_logits = logits_output[i, batch_mask_positions[i]].cpu().numpy()
+                mask_logits = np.clip(mask_logits, self.clip_min, self.clip_max)
+                mask_logits = mask_logits / (2 * self.sensitivity / eps)
+                shifted = mask_logits - np.max(mask_logits)
+                scores = np.exp(shifted)
+                scores /= scores.sum()
+                chosen_idx = np.random.choice(len(scores), p=scores)
+                predictions[f"{tokens[idx]}_{idx}"] = self.tokenizer.decode(chosen_idx).strip()
+        return predictions
+
+    @staticmethod
+    def sliding_window(tokens, target_idx, max_len):
+        length = len(tokens)
+        if length <= max_len:
+            return 0, length
+        half_window = max_len // 2
+        lower, upper = target_idx - half_window, target_idx + half_window
+        if lower < 0:
+            upper -= lower
+            lower = 0
+        elif upper > length:
+            lower -= upper - length
+            upper = length
+        return int(max(0, lower)), int(min(length, upper))
+
+
+def dpmlm_side(model: str, texts: list[str]) -> int:
+    ref = DPMLM130(model)
+    n = 0
+    for words, indices in slot_words(model, texts):
+        ref.privatize_batch(words, indices, [EPSILON] * len(indices))
+        n += len(indices)
+    return n
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--build", metavar="DIR", help="write the stand-in model to DIR and stop")
+    p.add_argument("--side", choices=("dptext", "dpmlm"))
+    p.add_argument("--model", metavar="DIR")
+    p.add_argument("--words", type=int, default=100)
+    p.add_argument("--texts", type=int, default=0, help="N headlines as N texts instead")
+    p.add_argument("--batch-size", type=int, default=64, help="dptext's batch_size")
+    args = p.parse_args()
+    if args.build:
+        Path(args.build).mkdir(parents=True, exist_ok=True)
+        stand_in_mlm(args.build)
+        return
+    if not (args.side and args.model):
+        p.error("give --build DIR, or --side and --model DIR")
+    texts = texts_of(args)
+    start = time.perf_counter()
+    n = (dptext_side(args.model, texts, args.batch_size) if args.side == "dptext"
+         else dpmlm_side(args.model, texts))
+    seconds = time.perf_counter() - start
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"{args.side}: {n} privatized words in {len(texts)} text(s), {seconds:.1f} s "
+          f"({n / seconds * 60:.0f} words/min), process CPU {r.ru_utime + r.ru_stime:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
