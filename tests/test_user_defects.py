@@ -144,3 +144,60 @@ def test_a_file_without_the_text_field_names_text_field(command, tmp_path, capsy
     line = _last_error(capsys)
     assert "record 1 has no 'text' field (its fields: user, body)" in line
     assert line.endswith("name the text field with --text-field")
+
+
+def _every_option():
+    """(command, parser, action) for every option of every command, subcommands included."""
+    import argparse
+
+    def walk(p, name):
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    yield from walk(child, f"{name} {sub}")
+            elif action.help not in (None, argparse.SUPPRESS):
+                yield name, p, action
+
+    return list(walk(parser(), "dptext"))
+
+
+def test_every_help_shows_each_default_once_from_the_parser():
+    """Item 5: one source per default. Where an option has a default, --help shows it once,
+    from the parser ("(default: X)"); the hand-written text never states it again (it drifted:
+    "(default: 1; ...) (default: auto)", "(default 0.99) (default: 0.99)")."""
+    from dptext.cli.common import DefaultsFormatter
+
+    import argparse
+
+    checked, wrong = 0, []
+    for name, p, action in _every_option():
+        shown = DefaultsFormatter(p.prog)._get_help_string(action)
+        where = f"{name} {'/'.join(action.option_strings) or action.dest}: {shown!r}"
+        if (action.default in (None, False, argparse.SUPPRESS) or not action.option_strings
+                or "%(default)" in (action.help or "")):
+            continue
+        value = (",".join(map(str, action.default)) if isinstance(action.default, list | tuple)
+                 else "%(default)s")
+        own = action.help or ""
+        if (not shown.endswith(f"(default: {value})") or "default" in own.lower()
+                or f"({action.default})" in own):
+            wrong.append(where)
+        checked += 1
+    assert not wrong, "\n".join(wrong)
+    assert checked > 50
+
+
+def test_help_of_every_command_renders_with_defaults_once(capsys):
+    """Item 5: the rendered --help of every command has no option with two defaults."""
+    import argparse
+
+    def parsers(p, name):
+        yield name, p
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    yield from parsers(child, f"{name} {sub}")
+
+    for name, p in parsers(parser(), "dptext"):
+        text = " ".join(p.format_help().split())
+        assert not re.search(r"\(default[^()]*\)\s*\(default", text), name

@@ -129,7 +129,7 @@ def register(subparsers) -> None:
                    help="draws per input (default 20,000 for word mechanisms, 1,000 for LM "
                    "rewriting; ten times that with --full)")
     a.add_argument("--confidence", type=float, default=0.99,
-                   help="confidence of the lower bounds (default 0.99)")
+                   help="confidence of the lower bounds")
     a.add_argument("--json", metavar="OUT", help="write the result(s) as JSON")
     a.add_argument("--plot", metavar="OUT.png", help="bar chart of lower bounds vs claims")
     a.add_argument("--all", action="store_true", help="audit every registered mechanism")
@@ -144,10 +144,10 @@ def register(subparsers) -> None:
     t = subparsers.add_parser(
         "audit-training",
         help="canary audit of user-level DP-FedAvg against the accountant's epsilon")
-    t.add_argument("--trials", type=int, default=200, help="training runs per world (200)")
+    t.add_argument("--trials", type=int, default=200, help="training runs per world")
     t.add_argument("--z", type=float, default=2.0, help="noise multiplier (2)")
-    t.add_argument("--beta", type=float, default=0.05, help="clipping bound (0.05)")
-    t.add_argument("--rounds", type=int, default=1, help="rounds per run (1)")
+    t.add_argument("--beta", type=float, default=0.05, help="clipping bound")
+    t.add_argument("--rounds", type=int, default=1, help="rounds per run")
     t.add_argument("--q-u", type=float, default=1.0, help="user sampling rate (1)")
     t.add_argument("--delta", type=float, help="delta (1e-3; 1e-5 with --one-run)")
     t.add_argument("--users", type=int, default=4,

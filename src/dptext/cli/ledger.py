@@ -34,7 +34,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="ledger file or postgresql:// URL (default: $DPTEXT_LEDGER, else the "
                         "dptext data directory)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                   help="seconds to wait for another process's lock (default 10)")
+                   help="seconds to wait for another process's lock")
 
 
 def _scope(p: argparse.ArgumentParser) -> None:

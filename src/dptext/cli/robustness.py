@@ -141,20 +141,20 @@ def register(subparsers) -> None:
                    help="torch CPU threads (1 is fastest on a busy shared machine)")
     p.add_argument("--out", required=True, help="output directory (created)")
     p.add_argument("--train-size", type=_optional_size, default=2000,
-                   help="training texts, a seeded random sample (default 2000; 'all')")
+                   help="training texts, a seeded random sample, or 'all'")
     p.add_argument("--test-size", type=_optional_size, default=None,
                    help="test texts for clean accuracy (default all)")
     p.add_argument("--attack-size", type=int_type(1), default=200,
-                   help="test texts attacked (default 200: a subsample)")
-    p.add_argument("--copies", type=int_type(0), default=4, help="augmentation copies (default 4)")
+                   help="test texts attacked (a subsample)")
+    p.add_argument("--copies", type=int_type(0), default=4, help="augmentation copies")
     p.add_argument("--ibp-k", type=int_type(1), default=8,
-                   help="IBP substitution set: the k nearest words (default 8, Alzantot's N)")
+                   help="IBP substitution set: the k nearest words (Alzantot's N)")
     p.add_argument("--ibp-delta", type=_optional_distance, default=0.6,
-                   help="... within this distance of the word (default 0.6; 'none': all k)")
+                   help="... within this distance of the word ('none': all k)")
     p.add_argument("--ibp-epochs", type=int_type(1), default=12,
-                   help="IBP training epochs (default 12: 2 warm-up, ramp, plateau)")
+                   help="IBP training epochs (2 warm-up, ramp, plateau)")
     p.add_argument("--ibp-kappa", type=float, default=0.5,
-                   help="final weight of the IBP loss term (default 0.5)")
+                   help="final weight of the IBP loss term")
     p.add_argument("--population", type=int_type(2), default=20)
     p.add_argument("--generations", type=int_type(1), default=10)
     p.add_argument("--max-queries", type=int_type(1), default=None)

@@ -362,9 +362,10 @@ def register(subparsers) -> None:
                     help="largest text (UTF-8 bytes over the privatized fields) of one record")
     run = s.add_argument_group("execution and resume")
     run.add_argument("--workers", action=Once, type=_workers_type, default="auto",
-                     help="processes on this machine, or auto (default: 1; 2 single-threaded "
-                          "workers for a language-model mechanism on a file of more than two "
-                          "batches when two cores are free)")
+                     help="processes on this machine; auto: 1, or 2 single-threaded workers "
+                          "for a language-model mechanism on a file of more than two batches "
+                          "when two cores are free. --entities and --text run in one process "
+                          "(--entities refuses more)")
     run.add_argument("--engine", action=Once, choices=("local", "ray"), default="local",
                      help="ray: Ray actors (joins $RAY_ADDRESS, else a local Ray)")
     run.add_argument("--torch-threads", action=Once, type=int_type(1), default=1,

@@ -224,7 +224,7 @@ def register(subparsers) -> None:
     t.add_argument("--users-per-chunk", type=int,
                    help="users trained at once (default 16; 4 for a causal LM)")
     t.add_argument("--model", default="lstm",
-                   help="nwp model: lstm (from scratch, default), smollm2 (the packaged "
+                   help="nwp model: lstm (from scratch), smollm2 (the packaged "
                         "SmolLM2-135M-Instruct) or a local AutoModelForCausalLM directory")
     t.add_argument("--trainable-blocks", type=int, metavar="N",
                    help="causal LM: fine-tune the last N blocks and the final norm (default 2; "
@@ -234,9 +234,8 @@ def register(subparsers) -> None:
                    help="words per sentence (LSTM, default 24) or sub-word tokens (causal LM, "
                         "default 32)")
     t.add_argument("--normalizer", choices=("usable", "constant"), default="usable",
-                   help="a sampled user's loss is divided by the weight of its usable "
-                        "sentences of the round (usable) or by --max-sentences (constant); "
-                        "docs/uedp.md")
+                   help="usable: a sampled user's loss is divided by the weight of its usable "
+                        "sentences of the round; constant: by --max-sentences; docs/uedp.md")
     t.add_argument("--ledger", metavar="URL",
                    help="charge every training user the run's (epsilon, delta) in this ledger "
                         "before any model is written (docs/ledger.md)")
@@ -253,8 +252,8 @@ def register(subparsers) -> None:
                         "(with --seed: keyed from the seed, for experiments) instead of PCG64 "
                         "(docs/reliability.md)")
     t.add_argument("--device", default="cpu", metavar="{cpu,cuda,auto}",
-                   help="where the local training and aggregation run (default cpu; auto: the "
-                        "GPU when torch sees one)")
+                   help="where the local training and aggregation run (auto: the GPU when "
+                        "torch sees one)")
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 
