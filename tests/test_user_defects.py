@@ -201,3 +201,36 @@ def test_help_of_every_command_renders_with_defaults_once(capsys):
     for name, p in parsers(parser(), "dptext"):
         text = " ".join(p.format_help().split())
         assert not re.search(r"\(default[^()]*\)\s*\(default", text), name
+
+
+def test_workers_help_says_entity_mode_runs_in_one_process():
+    """Item 9: --workers no longer promises what --entities refuses."""
+    action = next(a for name, _, a in _every_option()
+                  if name == "dptext sanitize" and "--workers" in a.option_strings)
+    assert "--entities" in action.help and "one process" in action.help
+
+
+def test_an_interrupted_evaluation_says_what_is_kept(monkeypatch, tmp_path, capsys):
+    """Item 9: ^C during `evaluate` says how many finished cells are kept and that a rerun
+    resumes (it said "no partial output was written" although the grid resumes from them)."""
+    import dptext.evaluation.grid as grid
+    from dptext.evaluation.store import CellStore
+
+    def interrupted(config, out, **kw):
+        from pathlib import Path
+
+        Path(out).mkdir(parents=True, exist_ok=True)
+        store = CellStore(Path(out) / "cells.jsonl")
+        store.add({"key": "a", "status": "ok"})
+        store.add({"key": "b", "status": "ok"})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grid, "run_grid", interrupted)
+    out = tmp_path / "grid"
+    code = main(["evaluate", "--mechanisms", "custext", "--epsilons", "1", "--out", str(out),
+                 "--no-progress"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert "no partial output" not in err
+    assert (f"dptext: interrupted; 2 finished cells are kept in {out / 'cells.jsonl'}"
+            in err) and "run the same command again to resume" in err

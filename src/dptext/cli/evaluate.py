@@ -135,8 +135,17 @@ def cmd_evaluate(args) -> int:
 
         print(f"dptext: evaluating {len(config.mechanisms)} mechanisms into {args.out} "
               f"(finished cells are kept; a rerun resumes)", file=sys.stderr, flush=True)
-    records = run_grid(config, args.out, space=space, progress=progress, on_cell=on_cell,
-                       workers=workers)
+    try:
+        records = run_grid(config, args.out, space=space, progress=progress, on_cell=on_cell,
+                           workers=workers)
+    except KeyboardInterrupt:
+        from dptext.evaluation.store import CellStore
+
+        store = Path(args.out) / "cells.jsonl"
+        kept = len(CellStore(store).cells) if store.is_file() else 0
+        print(f"dptext: interrupted; {kept} finished cells are kept in {store} (the cell in "
+              f"progress is not): run the same command again to resume", file=sys.stderr)
+        return 130
     skipped = sum(r["status"] != "ok" for r in records)
     print(f"{len(records)} cells ({skipped} skipped) -> {Path(args.out) / 'report.md'}")
     return 0
