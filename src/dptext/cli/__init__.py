@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import sys
 
-from dptext.cli import audit, evaluate, info, ledger, lm, robustness, service, train
+from dptext.cli import audit, check, evaluate, info, ledger, lm, robustness, service, train
 from dptext.cli import sanitize as sanitize_cmd
 from dptext.cli.common import Parser, mechanism_options
 from dptext.errors import DPTextError
 
-COMMANDS = (sanitize_cmd, info, lm, train, evaluate, robustness, audit, ledger, service)
+COMMANDS = (sanitize_cmd, info, lm, train, evaluate, robustness, audit, ledger, service,
+            check)
 
 
 def _version() -> str:

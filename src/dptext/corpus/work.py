@@ -207,6 +207,12 @@ class Worker:
         kept: list[int] = []  # indices into good of the records written
         for n, record in enumerate(good):
             reason = errors.get(n)
+            withheld = None if reason is not None else next(
+                (w for col in results if (w := getattr(col[n].report, "withheld", None))), None)
+            if withheld is not None:  # the mechanism's own decision, not an error: never fatal
+                rejects.append(reject_line(source, record.ordinal, record.line,
+                                           f"withheld: {withheld}"))
+                continue
             if reason is None:
                 new = [col[n].text for col in results]
                 try:

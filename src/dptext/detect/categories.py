@@ -27,7 +27,27 @@ ALIASES = {"EMAIL": "EMAIL_ADDRESS", "PHONE": "PHONE_NUMBER", "IP": "IP_ADDRESS"
            "DRIVER_LICENSE": "US_DRIVER_LICENSE"}
 DEFAULT_CATEGORIES = ("PERSON", "ORG", "GPE", "LOC", "FAC", "NORP", "DATE", "EVENT",
                       "PRODUCT", "WORK_OF_ART", "LAW") + PII_CATEGORIES[1:]
-KNOWN = frozenset(SPACY_CATEGORIES) | frozenset(PII_CATEGORIES)
+# Categories only the rule recognizers (dptext.detect.recognizers) report.
+ID_CATEGORIES = ("MEDICAL_RECORD", "ACCOUNT_NUMBER", "HEALTH_PLAN", "LICENSE_NUMBER",
+                 "VEHICLE_ID", "DEVICE_ID", "ID_NUMBER")
+RULE_ONLY = ("AGE", "STREET_ADDRESS", "ZIP_CODE", "DENY_LIST") + ID_CATEGORIES
+# The residual net's category (dptext.detect.residual): tokens outside every span that are not
+# ordinary words.
+RESIDUAL = "RESIDUAL"
+# HIPAA Safe Harbor's identifiers as categories (names, places smaller than a state, dates and
+# ages, contact details, numbers of every kind), plus organisations (hospitals, employers):
+# what spaCy and the rule recognizers find (Presidio's passport, driver licence and IBAN
+# recognizers add US_PASSPORT, US_DRIVER_LICENSE, IBAN_CODE: ask for them with --detector both).
+PHI_CATEGORIES = ("PERSON", "GPE", "LOC", "FAC", "ORG", "STREET_ADDRESS", "ZIP_CODE", "DATE",
+                  "AGE", "PHONE_NUMBER", "EMAIL_ADDRESS", "URL", "IP_ADDRESS", "US_SSN",
+                  "CREDIT_CARD", "DENY_LIST") + ID_CATEGORIES
+CATEGORY_GROUPS["IDS"] = ID_CATEGORIES + ("US_SSN", "US_PASSPORT", "US_DRIVER_LICENSE",
+                                          "CREDIT_CARD", "IBAN_CODE")
+CATEGORY_GROUPS["PHI"] = PHI_CATEGORIES
+ALIASES.update({"MRN": "MEDICAL_RECORD", "ZIP": "ZIP_CODE", "STREET": "STREET_ADDRESS",
+                "ACCOUNT": "ACCOUNT_NUMBER", "LICENSE": "LICENSE_NUMBER",
+                "VEHICLE": "VEHICLE_ID", "DEVICE": "DEVICE_ID", "ID": "ID_NUMBER"})
+KNOWN = frozenset(SPACY_CATEGORIES) | frozenset(PII_CATEGORIES) | frozenset(RULE_ONLY)
 
 
 def resolve_categories(names: list[str] | tuple[str, ...] | None) -> frozenset[str]:
@@ -62,8 +82,15 @@ DETECTABLE = {
     "presidio": frozenset({"PERSON", "ORG", "GPE", "NORP", "DATE"}) | frozenset(PII_CATEGORIES),
 }
 DETECTABLE["both"] = DETECTABLE["spacy"] | DETECTABLE["presidio"]
+# What the built-in rule recognizers add to any detector.
+RULES_DETECT = frozenset(RULE_ONLY) | frozenset({
+    "PHONE_NUMBER", "EMAIL_ADDRESS", "URL", "IP_ADDRESS", "US_SSN", "CREDIT_CARD", "DATE",
+    "GPE", "PERSON"}) - {"DENY_LIST"}
 
 
-def undetectable(categories: frozenset[str], backend: str) -> list[str]:
-    """The requested categories that detector ``backend`` never reports (sorted)."""
-    return sorted(categories - DETECTABLE[backend])
+def undetectable(categories: frozenset[str], backend: str, rules: bool = False,
+                 extra: frozenset[str] = frozenset()) -> list[str]:
+    """The requested categories that detector ``backend`` never reports (sorted); ``rules``:
+    with the built-in recognizers; ``extra``: categories of the user's recognizers."""
+    found = DETECTABLE[backend] | (RULES_DETECT if rules else frozenset()) | extra
+    return sorted(categories - found)

@@ -15,6 +15,7 @@ from dptext.targeted.mechanism import (
     CONSISTENCY,
     PATTERN_POLICIES,
     TargetedMechanism,
+    build_deid,
     build_targeted,
 )
 from dptext.targeted.report import TargetedReport
@@ -22,4 +23,5 @@ from dptext.targeted.spans import Span, merge_spans
 from dptext.targeted.surrogates import SURROGATE_SETS, SurrogateSet
 
 __all__ = ["CONSISTENCY", "PATTERN_POLICIES", "SURROGATE_SETS", "Span", "SurrogateSet",
-           "TargetedMechanism", "TargetedReport", "build_targeted", "merge_spans"]
+           "TargetedMechanism", "TargetedReport", "build_deid", "build_targeted",
+           "merge_spans"]

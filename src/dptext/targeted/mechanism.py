@@ -32,22 +32,36 @@ from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.detect.categories import (
     DEFAULT_CATEGORIES,
     DETECTABLE,
+    PHI_CATEGORIES,
+    RULES_DETECT,
     resolve_categories,
     undetectable,
 )
 from dptext.detect.entities import BACKENDS, EntityDetector
+from dptext.detect.leaks import survivors
+from dptext.detect.recognizers import DenyListRecognizer, builtin_recognizers, parse_pattern
+from dptext.detect.residual import ResidualNet
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, Result
 from dptext.rng import RngLike, as_generator
 from dptext.targeted.report import TargetedReport
 from dptext.targeted.spans import Span, is_pattern, merge_spans, outside
-from dptext.targeted.surrogates import SURROGATE_SETS, placeholder_guarantee
+from dptext.targeted.surrogates import (
+    SURROGATE_SETS,
+    name_surrogate_guarantee,
+    placeholder_guarantee,
+    surrogate_name,
+)
 from dptext.text import count_punctuation, split_words
-from dptext.validation import check_choice, check_epsilon
+from dptext.validation import check_bool, check_choice, check_epsilon
 
 CONSISTENCY = ("none", "document", "unit")
 PATTERN_POLICIES = ("placeholder", "surrogate")
 WORD_POLICIES = ("mechanism", "placeholder")
+RESIDUAL_POLICIES = ("keep", "report", "protect")
+NAME_POLICIES = ("mechanism", "surrogate", "placeholder")
+OTHER_LANGUAGES = ("withhold", "whole")
+_NAMES = frozenset({"PERSON", "DENY_LIST"})
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
 
 
@@ -69,6 +83,24 @@ class TargetedMechanism(Mechanism):
     (``surrogate_epsilon``-DP per span). ``placeholder``: the replacement text, ``{category}``
     filled in. ``word_policy="placeholder"`` replaces word spans whole by the placeholder too
     (0-DP, nothing of the name kept) instead of privatizing their words.
+
+    De-identification (docs/deid.md; :func:`build_deid` turns all of it on):
+    ``recognizers=True`` adds the built-in rule recognizers (phones in every format, record /
+    account / licence numbers after their context words, SSN, IP, URL, ZIP, street, ages,
+    dates; :mod:`dptext.detect.recognizers`); ``patterns`` the user's (``"NAME=REGEX"``,
+    ``"NAME@context,words=REGEX"`` or recognizer objects; their categories are added);
+    ``deny_list`` names that must never appear (category ``DENY_LIST``, replaced whole);
+    ``allow_list`` words that are never identifiers. ``residual``: ``"keep"`` (default here),
+    ``"report"`` (counted, released) or ``"protect"`` - tokens outside every span that are not
+    ordinary words (:mod:`dptext.detect.residual`) are replaced whole as ``RESIDUAL``.
+    ``name_policy``: ``"mechanism"`` (PERSON words privatized by the mechanism, which returns
+    a share of them unchanged - counted in the report), ``"surrogate"`` (a public name drawn
+    independently of the input, 0-DP) or ``"placeholder"``. ``check=True`` runs the leak check
+    (:func:`dptext.detect.leaks.survivors`) on each released text and withholds a text with a
+    surviving identifier (empty text, ``report.withheld`` names the categories, never the
+    values). ``languages``: the languages the detectors support (``("en",)``); a text in another
+    language is withheld (``other_languages="withhold"``) or privatized whole by the wrapped
+    mechanism (``"whole"``), never released verbatim; ``None`` skips language detection.
     """
 
     name: ClassVar[str] = "targeted"
@@ -81,7 +113,12 @@ class TargetedMechanism(Mechanism):
                  detector: str | EntityDetector | None = "spacy",
                  pattern_policy: str = "placeholder", surrogate_epsilon: float = 1.0,
                  consistent: str = "none", placeholder: str = "[{category}]",
-                 word_policy: str = "mechanism") -> None:
+                 word_policy: str = "mechanism", recognizers: bool = False,
+                 patterns: Iterable[Any] = (), deny_list: Iterable[str] = (),
+                 allow_list: Iterable[str] = (), residual: str = "keep",
+                 name_policy: str = "mechanism", check: bool = False,
+                 languages: Iterable[str] | None = None,
+                 other_languages: str = "withhold") -> None:
         if not isinstance(mechanism, Mechanism) or isinstance(mechanism, TargetedMechanism):
             raise DPTextError("TargetedMechanism wraps a word or LM mechanism, e.g. "
                               "dptext.mechanism('custext', epsilon=2)")
@@ -94,25 +131,48 @@ class TargetedMechanism(Mechanism):
         backend = detector.backend if isinstance(detector, EntityDetector) else detector
         if backend is not None and backend not in BACKENDS:
             raise DPTextError(f"unknown detector {detector!r}; choose from {', '.join(BACKENDS)}")
+        self.recognizers = check_bool(recognizers, "recognizers")
+        user = [parse_pattern(p) if isinstance(p, str) else p for p in patterns]
+        if isinstance(deny_list, str) or isinstance(allow_list, str):
+            raise DPTextError("deny_list and allow_list are lists of words or names")
+        self.deny_list = tuple(deny_list)
+        self.allow_list = frozenset(allow_list)
+        if self.deny_list:
+            user.append(DenyListRecognizer("deny-list", "DENY_LIST", entries=self.deny_list))
+        extra = frozenset(r.category for r in user)
+        rules = (builtin_recognizers() if self.recognizers else ()) + tuple(user)
         self.categories: frozenset[str] | None
         if entities:
-            self.categories = resolve_categories(list(entities))
-            missing = undetectable(self.categories, backend) if backend else []
+            self.categories = resolve_categories(list(entities)) | extra
+            missing = undetectable(self.categories, backend, self.recognizers, extra) \
+                if backend else []
             if missing:
-                other = [b for b in BACKENDS if not undetectable(self.categories, b)]
+                other = [b for b in BACKENDS
+                         if not undetectable(self.categories, b, self.recognizers, extra)]
+                hint = (f"; use --detector {other[0]}" if other else
+                        "" if self.recognizers else "; the rule recognizers find it")
                 raise DPTextError(
-                    f"detector {backend!r} never reports {', '.join(missing)}"
-                    + (f"; use --detector {other[0]}" if other else ""))
+                    f"detector {backend!r} never reports {', '.join(missing)}" + hint)
         elif backend is None:
             self.categories = None  # spans are given: privatize every one of them
         else:
-            self.categories = frozenset(DEFAULT_CATEGORIES) & DETECTABLE[backend]
+            found = DETECTABLE[backend] | (RULES_DETECT if self.recognizers else frozenset())
+            self.categories = (frozenset(PHI_CATEGORIES if self.recognizers
+                                         else DEFAULT_CATEGORIES) & found) | extra
         if isinstance(detector, EntityDetector):
             self._detector: EntityDetector | None = detector
         elif detector is None:
             self._detector = None
         else:
-            self._detector = EntityDetector(self.categories, backend)
+            self._detector = EntityDetector(self.categories, backend, rules, self.allow_list)
+        self.residual = check_choice(residual, "residual", RESIDUAL_POLICIES)
+        self._residual = ResidualNet(self.allow_list) if residual != "keep" else None
+        self.name_policy = check_choice(name_policy, "name_policy", NAME_POLICIES)
+        self.check = check_bool(check, "check")
+        self.languages = None if languages is None else frozenset(
+            str(x).lower() for x in ([languages] if isinstance(languages, str) else languages))
+        self.other_languages = check_choice(other_languages, "other_languages",
+                                            OTHER_LANGUAGES)
         self.detector = backend
         self.pattern_policy = check_choice(pattern_policy, "pattern_policy", PATTERN_POLICIES)
         self.word_policy = check_choice(word_policy, "word_policy", WORD_POLICIES)
@@ -178,6 +238,12 @@ class TargetedMechanism(Mechanism):
         return [merge_spans(t, ents, self.categories)
                 for t, ents in zip(texts, self._detector.detect(texts), strict=True)]
 
+    def residual_tokens(self, text: str, spans: Sequence[Any]) -> list[Span]:
+        """The residual net's tokens of ``text`` outside ``spans`` (empty under ``keep``)."""
+        if self._residual is None:
+            return []
+        return [Span(e.start, e.end, e.category, e.key) for e in self._residual.find(text, spans)]
+
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None,
                         units: Sequence[str] | None = None, settle: bool = True
                         ) -> list[Result]:
@@ -186,14 +252,49 @@ class TargetedMechanism(Mechanism):
         for t in texts:
             if not isinstance(t, str):
                 raise DPTextError(f"texts must be strings, got {type(t).__name__}")
-        return self.privatize_spans(texts, self.detect(texts), rng=rng, units=units,
-                                    settle=settle)
+        if self.languages is None:
+            return self.privatize_spans(texts, self.detect(texts), rng=rng, units=units,
+                                        settle=settle)
+        from dptext.detect.language import detect_language
+
+        langs = [detect_language(t) for t in texts]
+        mine = [i for i, lang in enumerate(langs) if lang.code in self.languages]
+        out: list[Result | None] = [None] * len(texts)
+        gen = as_generator(rng)
+        if mine:
+            sub = [texts[i] for i in mine]
+            done = self.privatize_spans(sub, self.detect(sub), rng=gen,
+                                        units=None if units is None else [units[i] for i in mine],
+                                        settle=settle)
+            for i, r in zip(mine, done, strict=True):
+                out[i] = r
+        for i, lang in enumerate(langs):
+            if out[i] is not None:
+                continue
+            if self.other_languages == "whole":
+                r = self.mechanism.privatize_batch([texts[i]], rng=gen)[0]
+                out[i] = r
+            else:
+                out[i] = self._withheld(texts[i], f"language {lang.code}: the detectors support "
+                                        f"{', '.join(sorted(self.languages))}")
+        return out
+
+    def _withheld(self, text: str, reason: str) -> Result:
+        report = TargetedReport(
+            mechanism=f"targeted:{self.mechanism.name}", per_token=self.mechanism.guarantee,
+            events=[], draws=[], spans={}, detector=self.detector or "",
+            entities=tuple(sorted(self.categories or ())), consistent=self.consistent,
+            withheld=reason)
+        return Result("", report)
 
     # ------------------------------------------------------------- the work
     def _treatment(self, category: str) -> tuple[str, TokenGuarantee]:
         if not self._whole(category):
             g = self.mechanism.guarantee
             return f"{self.mechanism.name}, per word: {g.describe()}", g
+        if self._name_surrogate(category):
+            g = name_surrogate_guarantee()
+            return g.describe(), g
         if self._surrogate(category):
             g = SURROGATE_SETS[category].guarantee(self.surrogate_epsilon)
             return g.describe(), g
@@ -204,7 +305,11 @@ class TargetedMechanism(Mechanism):
 
     def _whole(self, category: str) -> bool:
         """Whether spans of ``category`` are replaced whole (patterns; words by choice)."""
-        return is_pattern(category) or self.word_policy == "placeholder"
+        return (is_pattern(category) or self.word_policy == "placeholder"
+                or (category == "PERSON" and self.name_policy != "mechanism"))
+
+    def _name_surrogate(self, category: str) -> bool:
+        return category in _NAMES and self.name_policy == "surrogate"
 
     def _surrogate(self, category: str) -> bool:
         return self.pattern_policy == "surrogate" and category in SURROGATE_SETS
@@ -229,6 +334,10 @@ class TargetedMechanism(Mechanism):
                 raise DPTextError(f"texts must be strings, got {type(t).__name__}")
         gen = as_generator(rng)
         spans = [merge_spans(t, s, self.categories) for t, s in zip(texts, spans, strict=True)]
+        residual = [self.residual_tokens(t, s) for t, s in zip(texts, spans, strict=True)]
+        if self.residual == "protect":
+            spans = [merge_spans(t, list(s) + r) if r else s
+                     for t, s, r in zip(texts, spans, residual, strict=True)]
         scope = self.consistent if (self.consistent != "unit" or units is not None) else "document"
         memory = self._memory if scope == "unit" else {}
         tentative = self._tentative if scope == "unit" and not settle else {}
@@ -262,10 +371,13 @@ class TargetedMechanism(Mechanism):
             for j, s in enumerate(ss):
                 if plan[t][j] is None and self._whole(s.category):
                     value = texts[t][s.start:s.end]
-                    new[(t, j)] = (SURROGATE_SETS[s.category].draw(value, self.surrogate_epsilon,
-                                                                   gen)
-                                   if self._surrogate(s.category)
-                                   else self.placeholder.format(category=s.category))
+                    if self._name_surrogate(s.category):
+                        new[(t, j)] = surrogate_name(value, gen)
+                    elif self._surrogate(s.category):
+                        new[(t, j)] = SURROGATE_SETS[s.category].draw(
+                            value, self.surrogate_epsilon, gen)
+                    else:
+                        new[(t, j)] = self.placeholder.format(category=s.category)
         drawn = {}  # ident -> (text, the draw's events) of this call
         for ident, (t, j) in first.items():
             got = new[(t, j)]
@@ -284,8 +396,16 @@ class TargetedMechanism(Mechanism):
             return tentative[ident]
         # 3. the texts and their reports
         results = [self._assemble(texts[t], spans[t], plan[t],
-                                  [new.get((t, j)) for j in range(len(spans[t]))], lookup, scope)
+                                  [new.get((t, j)) for j in range(len(spans[t]))], lookup, scope,
+                                  len(residual[t]))
                    for t in range(len(texts))]
+        if self.check:
+            for t, r in enumerate(results):
+                left = survivors(texts[t], r.text, spans[t])
+                if left:
+                    cats = sorted({s.category for s in left})
+                    results[t] = self._withheld(
+                        texts[t], f"surviving identifier: {', '.join(cats)} ({len(left)})")
         if scope == "unit" and not settle:
             if len(self._unsettled) > 100_000:  # never settled: forget (their draws stay
                 for key in list(self._unsettled)[:50_000]:  # tentative, the safe side)
@@ -325,12 +445,12 @@ class TargetedMechanism(Mechanism):
         return dict(zip(which, results, strict=True))
 
     def _assemble(self, text: str, spans: list[Span], plan: list, drawn: list, lookup,
-                  scope: str) -> Result:
+                  scope: str, n_residual: int = 0) -> Result:
         events, draws, tally, out = [], [], {}, []
         for s, reuse, got in zip(spans, plan, drawn, strict=True):
             treatment, g = self._treatment(s.category)
             row = tally.setdefault(s.category, {"treatment": treatment, "spans": 0, "draws": 0,
-                                                "reused": 0, "tokens": 0})
+                                                "reused": 0, "tokens": 0, "unchanged": 0})
             n = count_tokens(text[s.start:s.end])
             row["spans"] += 1
             row["tokens"] += n
@@ -344,6 +464,7 @@ class TargetedMechanism(Mechanism):
             elif isinstance(got, Result):  # a word span: the mechanism's own accounting
                 out.append(got.text)
                 row["draws"] += 1
+                row["unchanged"] += got.text.casefold() == text[s.start:s.end].casefold()
                 events.extend(got.report.events)
                 draws.extend(e for e in got.report.events
                              if e.guarantee.kind is not GuaranteeKind.NONE)
@@ -351,7 +472,8 @@ class TargetedMechanism(Mechanism):
                 out.append(got)
                 row["draws"] += 1
                 surrogate = self._surrogate(s.category)
-                events.append(TokenEvent(g, n, "surrogate" if surrogate else "placeholder"))
+                events.append(TokenEvent(g, n, "surrogate" if surrogate else "name surrogate"
+                                         if self._name_surrogate(s.category) else "placeholder"))
                 if surrogate:
                     draws.append(TokenEvent(g, 1, f"surrogate {s.category}"))
         rest = outside(text, spans)
@@ -363,7 +485,8 @@ class TargetedMechanism(Mechanism):
             mechanism=f"targeted:{self.mechanism.name}", per_token=self.mechanism.guarantee,
             events=_grouped(events), draws=_grouped(draws), spans=tally,
             detector=self.detector or "", entities=tuple(sorted(self.categories or ())),
-            consistent=scope)
+            consistent=scope,
+            residual={"policy": self.residual, "tokens": n_residual} if self._residual else {})
         return Result("".join(pieces), report)
 
     def __repr__(self) -> str:
@@ -384,7 +507,12 @@ def build_targeted(mechanism: str | Mechanism, *, entities: Iterable[str] | str 
                    detector: str | EntityDetector | None = "spacy",
                    pattern_policy: str = "placeholder", surrogate_epsilon: float = 1.0,
                    consistent: str = "none", placeholder: str = "[{category}]",
-                   word_policy: str = "mechanism", **params: Any) -> TargetedMechanism:
+                   word_policy: str = "mechanism", recognizers: bool = False,
+                   patterns: Iterable[Any] = (), deny_list: Iterable[str] = (),
+                   allow_list: Iterable[str] = (), residual: str = "keep",
+                   name_policy: str = "mechanism", check: bool = False,
+                   languages: Iterable[str] | None = None, other_languages: str = "withhold",
+                   **params: Any) -> TargetedMechanism:
     """The factory the CLI and the integrations call: ``mechanism`` is a registered name (built
     with ``params``, e.g. ``epsilon=2``) or a mechanism instance; ``entities`` a list or a
     comma-separated string (``"PERSON,GPE,EMAIL,PHONE"``)."""
@@ -397,4 +525,22 @@ def build_targeted(mechanism: str | Mechanism, *, entities: Iterable[str] | str 
     return TargetedMechanism(mechanism, entities=entities, detector=detector,
                              pattern_policy=pattern_policy, surrogate_epsilon=surrogate_epsilon,
                              consistent=consistent, placeholder=placeholder,
-                             word_policy=word_policy)
+                             word_policy=word_policy, recognizers=recognizers,
+                             patterns=patterns, deny_list=deny_list, allow_list=allow_list,
+                             residual=residual, name_policy=name_policy, check=check,
+                             languages=languages, other_languages=other_languages)
+
+
+DEID_DEFAULTS: dict[str, Any] = {
+    "entities": "PHI", "detector": "both", "recognizers": True, "residual": "protect",
+    "name_policy": "surrogate", "languages": ("en",), "other_languages": "withhold",
+}
+
+
+def build_deid(mechanism: str | Mechanism, **options: Any) -> TargetedMechanism:
+    """De-identification (docs/deid.md): :func:`build_targeted` with every safety on - the
+    Safe-Harbor categories (``PHI``) found by both engines and the rule recognizers, the
+    residual net protecting what they miss, names replaced by public surrogates, records in
+    languages the detectors do not support withheld. Any option of :class:`TargetedMechanism`
+    (and the mechanism's own parameters) may be given to change one of them."""
+    return build_targeted(mechanism, **{**DEID_DEFAULTS, **options})

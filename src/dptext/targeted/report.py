@@ -20,14 +20,17 @@ from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pur
 from dptext.accounting.events import GuaranteeKind, TokenEvent
 from dptext.accounting.report import PrivacyReport
 
-_COUNTS = ("spans", "draws", "reused", "tokens")
+_COUNTS = ("spans", "draws", "reused", "tokens", "unchanged")
 
 
 @dataclass
 class TargetedReport(PrivacyReport):
     """A :class:`PrivacyReport` of entity-targeted sanitization (module docstring).
 
-    ``spans``: per entity category, ``{"treatment": str, "spans", "draws", "reused", "tokens"}``.
+    ``spans``: per entity category, ``{"treatment": str, "spans", "draws", "reused", "tokens",
+    "unchanged"}`` (``unchanged``: word spans the mechanism returned as they were).
+    ``residual``: ``{"policy": ..., "tokens": n}`` when the residual net ran (tokens it found
+    outside every detected span). ``withheld``: why the text was not released (then empty).
     """
 
     draws: list[TokenEvent] = field(default_factory=list)
@@ -35,6 +38,8 @@ class TargetedReport(PrivacyReport):
     detector: str = ""
     entities: tuple[str, ...] = ()
     consistent: str = "none"
+    residual: dict = field(default_factory=dict)
+    withheld: str | None = None
 
     # ------------------------------------------------------------ counts
     @property
@@ -121,11 +126,17 @@ class TargetedReport(PrivacyReport):
                 mine = spans.setdefault(category, {"treatment": s["treatment"],
                                                    **dict.fromkeys(_COUNTS, 0)})
                 for k in _COUNTS:
-                    mine[k] += s[k]
+                    mine[k] += s.get(k, 0)
         first = reports[0]
         consistent = {getattr(r, "consistent", "none") for r in reports}
+        residual: dict = {}
+        for r in reports:
+            res = getattr(r, "residual", None) or {}
+            if res:
+                residual["policy"] = res.get("policy")
+                residual["tokens"] = residual.get("tokens", 0) + res.get("tokens", 0)
         return cls(**vars(base), draws=[TokenEvent(g, c, r) for (g, r), c in draws.items() if c],
-                   spans=spans, detector=getattr(first, "detector", ""),
+                   residual=residual, spans=spans, detector=getattr(first, "detector", ""),
                    entities=getattr(first, "entities", ()),
                    consistent=consistent.pop() if len(consistent) == 1 else "mixed")
 
@@ -143,6 +154,8 @@ class TargetedReport(PrivacyReport):
             "draws": self.draws_total,
             "span_epsilon": eps if math.isfinite(eps) else None,
             "tokens_undetected": self.tokens_undetected,
+            **({"residual": dict(self.residual)} if self.residual else {}),
+            **({"withheld": self.withheld} if self.withheld else {}),
         }
 
     def __str__(self) -> str:
@@ -152,8 +165,17 @@ class TargetedReport(PrivacyReport):
                  "detected spans"]
         for c, s in sorted(self.spans.items()):
             reused = f", {s['reused']} reused" if s["reused"] else ""
-            lines.append(f"    {c:<16} {s['spans']} spans, {s['tokens']} tokens{reused}: "
+            same = (f", {s['unchanged']} of {s['draws']} returned unchanged by the mechanism"
+                    if s.get("unchanged") else "")
+            lines.append(f"    {c:<16} {s['spans']} spans, {s['tokens']} tokens{reused}{same}: "
                          f"{s['treatment']}")
+        if self.residual:
+            what = {"protect": "replaced whole", "report": "released verbatim (report only)",
+                    "keep": ""}.get(self.residual.get("policy"), "")
+            lines.append(f"  residual net       {self.residual.get('tokens', 0)} tokens outside "
+                         f"the detected spans that are not ordinary words: {what}")
+        if self.withheld:
+            lines.append(f"  WITHHELD           {self.withheld}")
         lines += [f"  NOT protected      {self.tokens_undetected} tokens outside the detected "
                   "spans, released verbatim",
                   f"  guarantee          {self.document_guarantee()}"]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -235,3 +236,47 @@ _SETS = (
                               "1,000 feet", "two tons", "a mile"), _number),
 )
 SURROGATE_SETS: dict[str, SurrogateSet] = {s.category: s for s in _SETS}
+
+
+# ------------------------------------------------------------------- names
+@cache
+def _public_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """First names and surnames of Faker's en_US person provider (public lists, MIT)."""
+    from faker.providers.person.en_US import Provider
+
+    first = sorted({n for n in (*Provider.first_names_female, *Provider.first_names_male)
+                    if n.isascii() and n.isalpha()})
+    last = sorted({n for n in Provider.last_names if n.isascii() and n.isalpha()})
+    return tuple(first), tuple(last)
+
+
+def name_surrogate_guarantee() -> TokenGuarantee:
+    first, last = _public_names()
+    return TokenGuarantee(
+        GuaranteeKind.INDEPENDENT,
+        scope=f"PERSON values of the same shape; replaced whole by a name drawn uniformly from "
+        f"public lists ({len(first)} first names, {len(last)} surnames), independently of the "
+        "input - equal to it only by chance")
+
+
+def surrogate_name(value: str, rng: np.random.Generator) -> str:
+    """A made-up name of the same shape as ``value``: one word per word (a first name first,
+    surnames after; an initial stays an initial, CAPITALS stay capitals, ``Last, First`` keeps
+    its order). The draw depends on the shape only, never on the letters."""
+    first, last = _public_names()
+    words = re.findall(r"[^\s,]+", value)
+    comma = "," in value
+    out = []
+    for i, w in enumerate(words):
+        initial = len(w.rstrip(".")) == 1
+        if initial:
+            new = chr(ord("A") + int(rng.integers(26))) + ("." if w.endswith(".") else "")
+        else:
+            pool = last if (i > 0) != comma or len(words) == 1 and w.isupper() else first
+            new = pool[int(rng.integers(len(pool)))]
+        if w.isupper() and not initial:
+            new = new.upper()
+        out.append(new)
+    if comma and len(out) > 1:
+        return f"{out[0]}, {' '.join(out[1:])}"
+    return " ".join(out)

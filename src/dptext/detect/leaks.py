@@ -1,0 +1,87 @@
+"""Which identifiers of an original record survive in its released version (the leak check).
+
+For each identifier found in the original (a detection: its category and surface), the
+released record is searched for it: the whole surface as a word sequence (case-folded); for
+a name (PERSON, DENY_LIST, a capitalised RESIDUAL word) also each of its words of three
+letters or more that is not an ordinary word, as written (a surname alone is a leak); for a
+value with four digits or more, its digits in any run of digits and separators of the release
+("212-555-0187" survives as "(212) 555 0187"). Every number of four digits or more of the
+original is looked up the same way (category ``NUMBER``), except a lone year (1900-2099),
+which Safe Harbor allows, and a measurement ("1000 mg"). The result names categories and
+positions, never values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dptext.detect.residual import UNIT_AFTER
+
+NUMBER = "NUMBER"
+_NAMEISH = frozenset({"PERSON", "DENY_LIST", "RESIDUAL"})
+_DIGIT_GROUP = re.compile(r"\d[\d\s().\-/]*\d|\d")
+_NUMBER = re.compile(r"\d(?:[\d\-./ ]*\d)?")
+_YEAR = re.compile(r"(?:19|20)\d\d")
+_WORD = re.compile(r"[^\W\d_][\w'-]*")
+
+
+@dataclass(frozen=True)
+class Survivor:
+    """One identifier of the original found in the release: its category and its character
+    range in the original (never the value)."""
+
+    category: str
+    start: int
+    end: int
+
+
+def _digits(s: str) -> str:
+    return "".join(c for c in s if c.isdigit())
+
+
+def survivors(original: str, released: str, entities: Iterable, *,
+              ordinary: frozenset[str] | None = None, numbers: bool = True) -> list[Survivor]:
+    """The identifiers of ``original`` (objects with ``category``, ``start``, ``end``) found in
+    ``released`` (module docstring). ``ordinary``: words never counted alone (default: the
+    residual net's vocabulary)."""
+    if ordinary is None:
+        from dptext.detect.residual import common_words  # noqa: PLC0415
+
+        ordinary = common_words()
+    groups = [_digits(g) for g in _DIGIT_GROUP.findall(released)]
+    low = released.casefold()
+    out: list[Survivor] = []
+    seen: set[tuple[int, int]] = set()
+
+    def digits_survive(value: str) -> bool:
+        d = _digits(value)
+        return len(d) >= 4 and any(d in g for g in groups)
+
+    for e in entities:
+        value = original[e.start:e.end].strip()
+        if not value or (e.start, e.end) in seen:
+            continue
+        hit = digits_survive(value)
+        if not hit and any(c.isalpha() for c in value):
+            pattern = r"\s+".join(re.escape(w) for w in value.casefold().split())
+            hit = re.search(rf"(?<!\w){pattern}(?!\w)", low) is not None
+            if not hit and e.category in _NAMEISH:
+                hit = any(len(w) >= 3 and w.casefold() not in ordinary
+                          and re.search(rf"(?<!\w){re.escape(w)}(?!\w)", released)
+                          for w in _WORD.findall(value))
+        if hit:
+            seen.add((e.start, e.end))
+            out.append(Survivor(e.category, e.start, e.end))
+    if numbers:
+        for m in _NUMBER.finditer(original):
+            value = m.group()
+            if _YEAR.fullmatch(value) or len(_digits(value)) < 4 or \
+                    UNIT_AFTER.match(original, m.end()):
+                continue
+            if any(s.start <= m.start() < s.end for s in out):
+                continue
+            if digits_survive(value):
+                out.append(Survivor(NUMBER, m.start(), m.end()))
+    return out

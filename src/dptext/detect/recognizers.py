@@ -1,0 +1,365 @@
+"""Rule recognizers for the identifiers a data steward expects (HIPAA Safe Harbor's list).
+
+spaCy's NER and Presidio find names, places and some contact details; the identifiers of
+clinical and administrative records - record numbers after "MRN", phone numbers in every
+national and international format, ages, street addresses, ZIP codes - need rules. Each
+recognizer here is registered like the built-in ones of Presidio's registry (a name, the
+category it reports, ``find(text) -> [Entity]``):
+
+- :class:`PatternRecognizer`: a regular expression, optionally only where a *context word*
+  stands shortly before the match ("MRN", "acct #", "plate"), optionally a validator
+  (checksums, address ranges);
+- :class:`PhoneRecognizer`: the ``phonenumbers`` library (Google's libphonenumber, as Presidio
+  uses), which reads national and E.164 formats of every region;
+- :class:`ContextIdRecognizer`: an identifier-shaped token (two or more digits) right after a
+  context word of its category, the nearest context winning ("Record number 6578712",
+  "health plan member ID is HPX-77-40921");
+- :class:`DenyListRecognizer`: the user's names of staff, patients and places, case-folded,
+  each word of a several-word entry found alone too ("Lee" of "Anna Lee").
+
+:func:`builtin_recognizers` is the default set; :func:`parse_pattern` reads the command line's
+``--pattern NAME[@ctx1,ctx2]=REGEX``; :func:`read_word_list` reads a deny or allow list file.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from dptext.detect.entities import Entity, normalize_entity
+from dptext.errors import DPTextError
+
+_CONTEXT_WINDOW = 40  # characters before a match searched for a context word
+
+
+@dataclass
+class Recognizer:
+    """A named rule that reports spans of one category (subclasses implement :meth:`find`)."""
+
+    name: str
+    category: str
+
+    def find(self, text: str) -> list[Entity]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _entity(self, text: str, start: int, end: int) -> Entity:
+        return Entity(normalize_entity(text[start:end]) or text[start:end], self.category,
+                      start, end)
+
+
+@dataclass
+class PatternRecognizer(Recognizer):
+    """A regular expression (its group ``v`` if it has one, else the whole match); with
+    ``context``, a match counts only when one of the context words ends within 40 characters
+    before it (case-insensitive); ``validate`` may refuse a value (a checksum)."""
+
+    regex: str = ""
+    context: tuple[str, ...] = ()
+    validate: Callable[[str], bool] | None = None
+    flags: int = 0
+    _re: re.Pattern = field(init=False, repr=False)
+    _ctx: re.Pattern | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            self._re = re.compile(self.regex, self.flags)
+        except re.error as err:
+            raise DPTextError(f"pattern {self.name}: not a regular expression ({err})") from None
+        self._ctx = _context_re(self.context) if self.context else None
+
+    def find(self, text: str) -> list[Entity]:
+        out = []
+        named = "v" in self._re.groupindex
+        for m in self._re.finditer(text):
+            start, end = m.span("v") if named and m.start("v") >= 0 else m.span()
+            if end <= start:
+                continue
+            if self._ctx is not None and not self._ctx.search(
+                    text[max(0, start - _CONTEXT_WINDOW):start]):
+                continue
+            if self.validate is not None and not self.validate(text[start:end]):
+                continue
+            out.append(self._entity(text, start, end))
+        return out
+
+
+def _context_re(words: Iterable[str]) -> re.Pattern:
+    alts = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len,
+                                                                         reverse=True))
+    return re.compile(rf"(?i)(?<![A-Za-z])(?:{alts})(?![a-z])")
+
+
+@dataclass
+class PhoneRecognizer(Recognizer):
+    """Phone and fax numbers through ``phonenumbers`` (national formats of ``region`` and every
+    international one), plus short local numbers ("555-0142") after a phone context word."""
+
+    region: str = "US"
+
+    def find(self, text: str) -> list[Entity]:
+        import phonenumbers
+
+        out = []
+        if sum(c.isdigit() for c in text) >= 7:
+            for m in phonenumbers.PhoneNumberMatcher(text, self.region,
+                                                     leniency=phonenumbers.Leniency.VALID):
+                out.append(self._entity(text, m.start, m.end))
+        for m in _LOCAL_PHONE.finditer(text):
+            if _PHONE_CONTEXT.search(text[max(0, m.start() - _CONTEXT_WINDOW):m.start()]):
+                out.append(self._entity(text, m.start(), m.end()))
+        return out
+
+
+_LOCAL_PHONE = re.compile(r"(?<![\w/.-])(?:\d{3}[-.\s]\d{4}|x\d{4,5}|\d{5})(?![\w/-])")
+_PHONE_CONTEXT = _context_re(("phone", "tel", "telephone", "call", "cell", "mobile", "pager",
+                              "beeper", "fax", "ext", "extension", "contact", "number"))
+
+
+@dataclass
+class ContextIdRecognizer(Recognizer):
+    """Identifier-shaped tokens (at least two digits, or a letter-digit code) right after a
+    context word; each context occurrence claims the first such token within 40 characters
+    after it, and a token claimed by several contexts takes the nearest one's category (a
+    specific one before the generic ``ID_NUMBER``).
+    ``category`` is ignored: each context list names its own."""
+
+    contexts: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ctx: list[tuple[str, re.Pattern]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._ctx = [(c, _context_re(words)) for c, words in self.contexts.items()]
+
+    def find(self, text: str) -> list[Entity]:
+        best: dict[tuple[int, int], tuple[tuple[bool, int], str]] = {}
+        for category, ctx in self._ctx:
+            for c in ctx.finditer(text):
+                m = _ID_TOKEN.search(text, c.end(), c.end() + _CONTEXT_WINDOW)
+                if m is None or not _FILLER.fullmatch(text, c.end(), m.start()):
+                    continue
+                # a specific category beats the generic ID_NUMBER, then the nearest context
+                rank = (category == "ID_NUMBER", m.start() - c.end())
+                span = m.span()
+                if span not in best or rank < best[span][0]:
+                    best[span] = (rank, category)
+        return [Entity(normalize_entity(text[s:e]) or text[s:e], category, s, e)
+                for (s, e), (_, category) in sorted(best.items())]
+
+
+# what may stand between a context word and its value: "MRN: 123", "account number is 123",
+# "member ID # 123", "plate on file 8XYZ432"
+_FILLER = re.compile(r"(?i)[\s:#=.,(-]*(?:(?:numbers?|nos?|num|nr|ids?|is|are|was|of|the|on|"
+                     r"file|code|member|serial|ending|in|reads)\b\.?[\s:#=.,(-]*)"
+                     r"{0,4}")
+# a token with two digits or more (letters, digits, - / . inside): 4821933, HPX-77-40921,
+# 560-40-78-5, XW277/90683, 1HGCM82633A004352, 8XYZ432
+_ID_TOKEN = re.compile(r"(?<![\w-])(?=[\w./-]*\d[\w./-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]"
+                       r"(?![\w-])")
+
+
+@dataclass
+class DenyListRecognizer(Recognizer):
+    """Every entry of a deny list (case-folded, on word boundaries); each word of an entry of
+    several words, three letters or more, is found alone too."""
+
+    entries: tuple[str, ...] = ()
+    _re: re.Pattern | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        terms = set()
+        for entry in self.entries:
+            entry = " ".join(entry.split())
+            if not entry:
+                continue
+            terms.add(entry)
+            words = re.findall(r"[^\W\d_][\w'-]*", entry)
+            if len(words) > 1:
+                terms.update(w for w in words if len(w) >= 3)
+        alts = "|".join(re.escape(t).replace(r"\ ", r"\s+")
+                        for t in sorted(terms, key=len, reverse=True))
+        self._re = re.compile(rf"(?i)(?<!\w)(?:{alts})(?!\w)") if alts else None
+
+    def find(self, text: str) -> list[Entity]:
+        if self._re is None:
+            return []
+        return [self._entity(text, m.start(), m.end()) for m in self._re.finditer(text)]
+
+
+# ------------------------------------------------------------------ validators
+def _ipv4(value: str) -> bool:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _ipv6(value: str) -> bool:
+    try:
+        ipaddress.IPv6Address(value)
+    except ValueError:
+        return False
+    return value.count(":") >= 2
+
+
+def _vin(value: str) -> bool:
+    """ISO 3779 check digit (position 9) - North American VINs carry it."""
+    trans = dict(zip("ABCDEFGHJKLMNPRSTUVWXYZ", [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 7, 9, 2,
+                                                 3, 4, 5, 6, 7, 8, 9], strict=True))
+    weights = (8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2)
+    v = value.upper()
+    total = sum((int(c) if c.isdigit() else trans.get(c, 0)) * w
+                for c, w in zip(v, weights, strict=True))
+    check = total % 11
+    return v[8] == ("X" if check == 10 else str(check)) or any(c.isalpha() for c in v[:3])
+
+
+def _luhn(value: str) -> bool:
+    digits = [int(c) for c in value if c.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+_ORDINAL_WORDS = ("first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
+                  "twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|"
+                  "nineteenth|twentieth|twenty-\\w+|thirtieth|thirty-first")
+_STREET_TYPES = (r"(?:St|Street|Rd|Road|Ave|Avenue|Blvd|Boulevard|Dr|Drive|Ln|Lane|Way|Ct|"
+                 r"Court|Pl|Place|Ter|Terrace|Pkwy|Parkway|Hwy|Highway|Cir|Circle|Sq|Square|"
+                 r"Trl|Trail|Loop|Row)")
+_US_STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE "
+              "NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR")
+_NAME_WORD = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
+
+ID_CONTEXTS: dict[str, tuple[str, ...]] = {
+    "MEDICAL_RECORD": ("mrn", "mr#", "mr #", "medical record", "record number", "record no",
+                       "record #", "record", "chart", "chart number", "chart #", "unit number",
+                       "unit no", "patient id", "patient number", "hospital number",
+                       "encounter", "accession", "specimen"),
+    "ACCOUNT_NUMBER": ("account", "acct", "a/c", "billing", "invoice", "claim"),
+    "HEALTH_PLAN": ("health plan", "member id", "member", "insurance", "insurer", "policy",
+                    "subscriber", "beneficiary", "medicaid", "medicare", "group number"),
+    "LICENSE_NUMBER": ("license", "licence", "lic", "dea", "npi", "certificate",
+                       "registration"),
+    "VEHICLE_ID": ("plate", "license plate", "vin", "vehicle", "registration plate"),
+    "DEVICE_ID": ("serial", "s/n", "sn", "device", "implant", "pacemaker", "udi", "lot",
+                  "model number"),
+    "ID_NUMBER": ("id", "identifier", "ssn", "social security", "passport", "national id",
+                  "study code", "study id", "code", "ref", "reference", "ticket", "case number",
+                  "case #", "no.", "#"),
+}
+
+
+@cache
+def builtin_recognizers() -> tuple[Recognizer, ...]:
+    """The default rule recognizers (module docstring); shared, read-only."""
+    return (
+        PhoneRecognizer("phone", "PHONE_NUMBER"),
+        PatternRecognizer("email", "EMAIL_ADDRESS",
+                          r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
+        PatternRecognizer("url", "URL",
+                          r"(?i)\b(?:https?://|www\.)[^\s<>\"']*[^\s<>\"'.,;:!?)\]]"),
+        PatternRecognizer("url-domain", "URL",
+                          r"(?i)(?<![@\w.-])(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|us|uk|de|"
+                          r"info|health|example)(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
+        PatternRecognizer("ipv4", "IP_ADDRESS", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])",
+                          validate=_ipv4),
+        PatternRecognizer("ipv6", "IP_ADDRESS",
+                          r"(?i)(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:])",
+                          validate=_ipv6),
+        PatternRecognizer("ssn", "US_SSN", r"(?<![\w-])\d{3}([- ])\d{2}\1\d{4}(?![\w-])"),
+        PatternRecognizer("ssn-context", "US_SSN", r"(?<![\w-])\d{9}(?![\w-])",
+                          context=("ssn", "social security", "ss#")),
+        PatternRecognizer("card", "CREDIT_CARD", r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])",
+                          validate=_luhn),
+        PatternRecognizer("vin", "VEHICLE_ID",
+                          r"(?<![\w-])(?=[A-HJ-NPR-Z0-9]*\d)[A-HJ-NPR-Z0-9]{17}(?![\w-])",
+                          validate=_vin),
+        PatternRecognizer("mrn-glued", "MEDICAL_RECORD", r"(?i)mrn[:#\s]*(?P<v>\d{3,}\w*)"),
+        ContextIdRecognizer("ids", "ID_NUMBER", contexts=ID_CONTEXTS),
+        PatternRecognizer(
+            "age", "AGE",
+            r"(?i)(?<![\w-])(?:\d{1,3}|[a-z]+(?:-[a-z]+)?)[- ](?:years?|yrs?|months?|mos?)"
+            r"[- ]old\b|(?<![\w/-])\d{1,3}\s?(?:y/?o|y\.o\.|yo|yr old)(?![\w/])|"
+            r"\b(?:aged?|age:)\s*(?P<v>\d{1,3})\b"),
+        PatternRecognizer(
+            "date-numeric", "DATE",
+            r"(?<![\w/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/-]\d{1,2}[/-]\d{2,4}|"
+            r"\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{2}(?!\d)|\d{1,2}/\d{4})(?![\w/-])"),
+        PatternRecognizer(
+            "date-words", "DATE",
+            rf"\b(?:{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
+            rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?(?:,?\s+\d{{4}})?|"
+            rf"(?:the\s+)?(?:{_ORDINAL_WORDS})\s+of\s+{_MONTH}|"
+            r"(?:January|February|April|June|July|August|September|October|November|December)"
+            rf"(?:\s+\d{{4}})?|{_MONTH}\.?\s+\d{{4}})\b"),
+        PatternRecognizer(
+            "street", "STREET_ADDRESS",
+            rf"\b\d{{1,6}}[A-Za-z]?\s+(?:[NSEW]\.?\s+)?(?:{_NAME_WORD}\s+){{1,4}}"
+            rf"{_STREET_TYPES}\b\.?(?:,?\s+(?:Apt|Suite|Ste|Unit|#)\.?\s*\w+)?"),
+        PatternRecognizer(
+            "city-state-zip", "GPE",
+            rf"(?P<v>{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}),\s+(?:{_US_STATES.replace(' ', '|')})"
+            r"\s+\d{5}\b"),
+        PatternRecognizer("zip-state", "ZIP_CODE",
+                          rf"\b(?:{_US_STATES.replace(' ', '|')})\s+(?P<v>\d{{5}}(?:-\d{{4}})?)\b"),
+        PatternRecognizer("zip-context", "ZIP_CODE", r"(?<![\w-])\d{5}(?:-\d{4})?(?![\w-])",
+                          context=("zip", "zip code", "postal code", "postcode")),
+        PatternRecognizer(
+            "honorific", "PERSON",
+            rf"\b(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Doctor|Nurse|Patient)\.?\s+"
+            rf"(?P<v>(?:[A-Z]\.\s*)?{_NAME_WORD}(?:\s+(?:[A-Z]\.\s*)?{_NAME_WORD})?)"),
+        PatternRecognizer("signature", "PERSON",
+                          rf"(?P<v>{_NAME_WORD}(?:\s+[A-Z]\.?)?\s+{_NAME_WORD}),?\s+"
+                          r"(?:M\.?D\.?|D\.?O\.?|R\.?N\.?|N\.?P\.?|P\.?A\.?|Ph\.?D\.?)\b"),
+        PatternRecognizer("dictation", "PERSON",
+                          r"(?m)\b[A-Z]{2,4}:(?P<v>[a-z]{2,}(?:/[a-z]{2,})?)\b"),
+        PatternRecognizer("last-first", "PERSON",
+                          r"\b(?P<v>[A-Z]{2,}[A-Za-z'-]*,\s?[A-Z][A-Za-z'-]+)\b"),
+    )
+
+
+# ------------------------------------------------------------ user recognizers
+_PATTERN_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def parse_pattern(spec: str) -> PatternRecognizer:
+    """``NAME=REGEX`` or ``NAME@ctx1,ctx2=REGEX`` (a context word list) -> a recognizer of
+    category ``NAME`` (upper case letters, digits, _)."""
+    head, sep, regex = spec.partition("=")
+    if not sep or not regex:
+        raise DPTextError(f"--pattern {spec!r}: give NAME=REGEX or NAME@context,words=REGEX")
+    name, _, ctx = head.partition("@")
+    name = name.strip().upper()
+    if not _PATTERN_NAME.fullmatch(name):
+        raise DPTextError(f"--pattern {spec!r}: the name must be letters, digits and _, "
+                          "starting with a letter")
+    context = tuple(w.strip() for w in ctx.split(",") if w.strip())
+    rec = PatternRecognizer(f"pattern:{name}", name, regex, context=context)
+    if rec._re.search(""):
+        raise DPTextError(f"--pattern {name}: the expression matches the empty text")
+    return rec
+
+
+def read_word_list(path: str | Path, what: str) -> tuple[str, ...]:
+    """One entry per line (blank lines and lines starting with # skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DPTextError(f"{what} {path}: no such file") from None
+    except UnicodeDecodeError:
+        raise DPTextError(f"{what} {path}: not UTF-8 text") from None
+    out = tuple(s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#"))
+    if not out:
+        raise DPTextError(f"{what} {path}: the file has no entries")
+    return out
