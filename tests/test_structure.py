@@ -134,8 +134,8 @@ LAYERS = {
     2: ("accounting",),
     3: ("lm",),
     4: ("mechanisms",),
-    5: ("sanitize", "corpus", "ledger", "audit", "service", "targeted", "integrations",
-        "training", "evaluation", "robustness"),
+    5: ("sanitize", "corpus", "ledger", "audit", "service", "targeted", "deid",
+        "integrations", "training", "evaluation", "robustness"),
     6: ("cli",),
 }
 FACADE_LAYER = 5  # dptext/__init__.py hands on names from layers 1-5 (sanitize at 5)
