@@ -281,3 +281,26 @@ def test_to_dict_keys() -> None:
     unbounded = TokenGuarantee(GuaranteeKind.METRIC, 1.0, metric="euclidean")
     inf_report = PrivacyReport("x", unbounded, [TokenEvent(unbounded, 1, "mechanism")])
     assert inf_report.to_dict()["document_epsilon"] is None  # JSON has no infinity
+
+
+def test_zcdp_minimum_is_scipys_bounded_brent_step_for_step():
+    """composition._bounded_minimum (no scipy.optimize import at start-up, issue 36) returns
+    exactly the value scipy's minimize_scalar(method="bounded") finds, over rho and delta."""
+    from scipy.optimize import minimize_scalar
+
+    from dptext.accounting.composition import _bounded_minimum
+
+    rng = np.random.default_rng(0)
+    for rho in [*rng.uniform(1e-6, 50, 60), 1e-9, 0.5, 1e3]:
+        for delta in (1e-5, 1e-12, 0.3):
+            log_inv = -math.log(delta)
+
+            def eps(x, rho=rho, log_inv=log_inv):
+                a = 1.0 + math.exp(x)
+                return rho * a + (log_inv + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)) / (
+                    a - 1.0)
+
+            g = math.log(math.sqrt(log_inv / rho))
+            want = minimize_scalar(eps, bounds=(g - 12, g + 12), method="bounded",
+                                   options={"xatol": 1e-10}).fun
+            assert _bounded_minimum(eps, g - 12, g + 12, xatol=1e-10) == float(want)
