@@ -146,3 +146,17 @@ def test_cli_document_epsilon(tmp_path, space):
     assert low.stderr.strip().splitlines() == [low.stderr.strip()]  # no "fitting" line first
     assert "below the truncated Gumbel bound" in low.stderr
     assert not list((tmp_path / "cache").rglob("gumbel-*"))
+
+
+def test_custext_builds_its_output_sets_once_for_every_epsilon(space):
+    from dptext.mechanisms.custext import build_output_sets
+    from dptext.mechanisms.frequency import frequency_order
+
+    a = dptext.mechanism("custext", space=space, k=5, epsilon=1).fit(cache=False)
+    b = dptext.mechanism("custext", space=space, k=5, epsilon=3).fit(cache=False)
+    assert a._tables["members"] is b._tables["members"]  # one build, shared read-only
+    assert np.array_equal(a._tables["members"],
+                          build_output_sets(space, 5, frequency_order(space)))
+    assert not a._tables["members"].flags.writeable
+    other_k = dptext.mechanism("custext", space=space, k=4, epsilon=1).fit(cache=False)
+    assert other_k._tables["members"].shape[1] == 4

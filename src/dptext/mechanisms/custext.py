@@ -36,6 +36,9 @@ from dptext.mechanisms.registry import register
 from dptext.mechanisms.word import WordMechanism
 from dptext.validation import check_choice, check_int, check_memory
 
+#: (space fingerprint, K) -> CusText's output sets, built once per process (``_output_sets``)
+_OUTPUT_SETS: dict[tuple[str, int], np.ndarray] = {}
+
 
 @register
 class CusText(WordMechanism):
@@ -83,7 +86,7 @@ class CusText(WordMechanism):
         # the (|V|, K) cumulative table and the K x K similarities of one set, in float64
         check_memory(8.0 * len(space) * self.k * 2 + 8.0 * 4 * self.k * self.k,
                      f"fitting custext with k={self.k} over {len(space)} words")
-        members = build_output_sets(space, self.k, frequency_order(space, self.frequencies))
+        members = self._output_sets(space)
         set_of = np.empty(len(space), dtype=np.int64)
         log_w = np.full((len(space), members.shape[1]), -np.inf)
         for s, row in enumerate(members):
@@ -95,6 +98,24 @@ class CusText(WordMechanism):
         # the output row at each sorted position (-1: padding of a smaller set)
         out = np.where(order >= 0, members[set_of[:, None], np.maximum(order, 0)], -1)
         return {"members": members, "set_of": set_of, "out": out.astype(np.int32), **tables}
+
+    def _output_sets(self, space: EmbeddingSpace) -> np.ndarray:
+        """f_map for this space and K. It does not depend on epsilon and it is most of a
+        fit's work (a nearest-neighbour walk over the whole vocabulary; the epsilon-dependent
+        part is one K x K block per set), so a process that fits several epsilons - a
+        document budget's per-token epsilons - builds it once (kept read-only; only for the
+        public word order, not for user ``frequencies``)."""
+        if self.frequencies is not None:
+            return build_output_sets(space, self.k, frequency_order(space, self.frequencies))
+        key = (space.fingerprint(), self.k)
+        members = _OUTPUT_SETS.get(key)
+        if members is None:
+            members = build_output_sets(space, self.k, frequency_order(space, None))
+            members.setflags(write=False)
+            if len(_OUTPUT_SETS) >= 4:
+                _OUTPUT_SETS.pop(next(iter(_OUTPUT_SETS)))
+            _OUTPUT_SETS[key] = members
+        return members
 
     def _log_weights(self, space: EmbeddingSpace, m: np.ndarray) -> np.ndarray:
         """Row i: ln p(. | m[i]) over the set m up to a constant (exponential mechanism,
