@@ -234,3 +234,25 @@ def test_an_interrupted_evaluation_says_what_is_kept(monkeypatch, tmp_path, caps
     assert "no partial output" not in err
     assert (f"dptext: interrupted; 2 finished cells are kept in {out / 'cells.jsonl'}"
             in err) and "run the same command again to resume" in err
+
+
+def test_audit_says_what_each_draw_count_is_for():
+    """Item 7: "2000 draws per input" then "188/1000 draws of x": the summary says how the
+    draws split (rank / choose E / estimate) and each test's counts are the estimation draws."""
+    import numpy as np
+
+    import dptext
+    from dptext.audit import audit
+    from dptext.embeddings import EmbeddingSpace
+
+    rng = np.random.default_rng(3)
+    space = EmbeddingSpace([f"w{i:03d}" for i in range(30)],
+                           rng.standard_normal((30, 2)).astype(np.float32), name="tiny37")
+    m = dptext.mechanism("custext", epsilon=2.0, space=space, k=5).fit(cache=False)
+    r = audit(m, samples=2000, seed=1)
+    text = r.summary()
+    assert "2000 draws per input (500 rank the outputs, 500 choose the event E, 1000 estimate " \
+           "the bound)" in text
+    tests = [line for line in text.splitlines() if " in E; " in line]
+    assert tests and all("/1000 estimation draws of x and " in line for line in tests)
+    assert all(t.n_x == 1000 and t.n_x_prime == 1000 for t in r.tests)

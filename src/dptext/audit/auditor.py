@@ -34,7 +34,7 @@ from scipy.stats import beta as beta_dist
 
 from dptext.accounting.events import GuaranteeKind
 from dptext.audit.pairs import Pair, both_directions, choose_pairs, privatized
-from dptext.audit.results import AuditResult, ExactTest, SampledTest
+from dptext.audit.results import AuditResult, ExactTest, SampledTest, split_draws
 from dptext.audit.stats import log_ratio_estimate, log_ratio_lower_bound
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, WordMechanism, check_int, check_probability
@@ -183,13 +183,13 @@ def audit(mechanism: Mechanism, *, samples: int | None = None, confidence: float
     metric = _is_metric(mechanism)
     g = mechanism.guarantee
 
-    half, quarter = samples // 2, samples // 4
+    quarter, n_cut, n_b = split_draws(samples)
+    half = quarter + n_cut
     draws: dict[str, tuple[Counter, Counter, Counter, float]] = {}
     for text in dict.fromkeys(t for p in pairs for t in (p.x, p.x_prime)):
         outs, eps = draw(mechanism, text, samples, gen)
         draws[text] = (Counter(outs[:quarter]), Counter(outs[quarter:half]),
                        Counter(outs[half:]), eps)
-    n_cut, n_b = half - quarter, samples - half
 
     m = min(tested, len(pairs))
     level = (1.0 - confidence) / m

@@ -81,8 +81,16 @@ class SampledTest:
             event += f", ... ({len(self.event)} outputs)"
         d = "" if self.pair.distance is None else f", d={self.pair.distance:.4g}"
         return (f"x={self.pair.x!r}, x'={self.pair.x_prime!r}{d}: E={{{event}}}: "
-                f"{self.k_x}/{self.n_x} draws of x and {self.k_x_prime}/{self.n_x_prime} of x' "
-                f"in E; log P[E|x]/P[E|x'] >= {self.lower_bound:.4g} (claim {self.claim:.4g})")
+                f"{self.k_x}/{self.n_x} estimation draws of x and {self.k_x_prime}/"
+                f"{self.n_x_prime} of x' in E; log P[E|x]/P[E|x'] >= {self.lower_bound:.4g} "
+                f"(claim {self.claim:.4g})")
+
+
+def split_draws(samples: int) -> tuple[int, int, int]:
+    """How the ``samples`` draws of each input are used: (ranking the outputs, choosing the
+    event E, estimating the bound) - the first quarter, the second, the second half."""
+    half, quarter = samples // 2, samples // 4
+    return quarter, half - quarter, samples - half
 
 
 @dataclass(frozen=True)
@@ -182,8 +190,13 @@ class AuditResult:
 
     def summary(self) -> str:
         unit = "epsilon (per unit of d)" if self.metric else "epsilon"
-        how = (f"{self.samples} draws per input, confidence {self.confidence:g}"
-               if self.mode == "sampled" else "exact output distributions")
+        if self.mode == "sampled":
+            rank, choose, estimate = split_draws(self.samples)
+            how = (f"{self.samples} draws per input ({rank} rank the outputs, {choose} choose "
+                   f"the event E, {estimate} estimate the bound), confidence "
+                   f"{self.confidence:g}")
+        else:
+            how = "exact output distributions"
         lines = [
             f"audit of {self.settings}: {self.mode}, {how}",
             f"  claim        {self.guarantee}",
