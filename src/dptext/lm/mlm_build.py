@@ -223,9 +223,46 @@ def held_out_loss(model, tokenizer, sequences: list[list[int]], recipe: dict = R
     return total / max(count, 1)
 
 
+class Paused(DPTextError):
+    """A checkpointed build stopped at its time limit; the same call again continues it."""
+
+
+def _save_checkpoint(path: Path, state: dict) -> None:
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        torch.save(state, tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_checkpoint(path: Path, recipe: dict) -> dict | None:
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    state = torch.load(path, weights_only=False)
+    if state.get("recipe") != json.dumps(recipe, sort_keys=True):
+        raise DPTextError(f"{path} is a checkpoint of another recipe: delete it or give "
+                          "another --checkpoint")
+    return state
+
+
 def train_head(recipe: dict = RECIPE, *, progress: bool = True,
-               log: Callable[[str], None] | None = None):
-    """Run the recipe; returns (the trained tensors by name, fp32, and the measured figures)."""
+               log: Callable[[str], None] | None = None, checkpoint: Path | None = None,
+               checkpoint_every: int = 20, max_seconds: float | None = None):
+    """Run the recipe; returns (the trained tensors by name, fp32, and the measured figures).
+
+    With ``checkpoint`` the run saves its whole state there (trainable tensors, optimizer and
+    schedule, the global torch RNG that draws the masks and the dropout, the step, the losses)
+    every ``checkpoint_every`` steps, and a later call with the same recipe and path continues
+    from it: the result is bit-identical to one uninterrupted run. ``max_seconds`` bounds this
+    call's training time: past it, the run checkpoints and raises :class:`Paused`."""
     import torch
     from transformers import AutoTokenizer
 
@@ -252,11 +289,18 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
             with torch.no_grad():
                 model.cls.predictions.bias.copy_(log_unigram(train, len(tokenizer)))
         collator = make_collator(tokenizer, recipe)
-        decay = [params[n] for n in names if params[n].ndim > 1]
-        rest = [params[n] for n in names if params[n].ndim <= 1]
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": recipe["weight_decay"]},
-             {"params": rest, "weight_decay": 0.0}], lr=recipe["learning_rate"])
+        # the head at ``learning_rate``; the encoder blocks at ``block_learning_rate`` (if the
+        # recipe names one: a fresh head wants a larger step than pre-trained blocks)
+        block_lr = recipe.get("block_learning_rate", recipe["learning_rate"])
+        groups = []
+        for lr, part in ((recipe["learning_rate"], [n for n in names if n.startswith("cls.")]),
+                         (block_lr, [n for n in names if not n.startswith("cls.")])):
+            groups += [{"params": [params[n] for n in part if params[n].ndim > 1],
+                        "weight_decay": recipe["weight_decay"], "lr": lr},
+                       {"params": [params[n] for n in part if params[n].ndim <= 1],
+                        "weight_decay": 0.0, "lr": lr}]
+        optimizer = torch.optim.AdamW([g for g in groups if g["params"]],
+                                      lr=recipe["learning_rate"])
         steps, warm = recipe["steps"], recipe["warmup_steps"]
 
         def rate(s: int) -> float:  # linear warm-up, then linear decay to 0
@@ -268,14 +312,38 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
         n_layers = model.config.num_hidden_layers
         for i in range(n_layers - recipe["trainable_layers"], n_layers):
             model.bert.encoder.layer[i].train()
-        it = batches(train, recipe["batch_size"], tokenizer.pad_token_id)
+        first, losses, before = 0, [], 0.0
+        state = _load_checkpoint(checkpoint, recipe) if checkpoint is not None else None
+        if state is not None:
+            with torch.no_grad():
+                for n in names:
+                    params[n].copy_(state["tensors"][n])
+            optimizer.load_state_dict(state["optimizer"])
+            schedule.load_state_dict(state["schedule"])
+            torch.set_rng_state(state["rng"])
+            first, losses, before = state["step"], state["losses"], state["seconds"]
+            log(f"continuing from {checkpoint} at step {first}/{steps}")
+        it = batches(train[first * recipe["batch_size"]:], recipe["batch_size"],
+                     tokenizer.pad_token_id)
         bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=steps, desc="training the MLM head", unit="step", file=sys.stderr)
-        start, losses = time.perf_counter(), []
-        for step, (ids, attention) in enumerate(it):
+            bar = tqdm(total=steps, initial=first, desc="training the MLM head", unit="step",
+                       file=sys.stderr)
+        start = time.perf_counter()
+
+        def save(done: int) -> None:
+            _save_checkpoint(checkpoint, {
+                "recipe": json.dumps(recipe, sort_keys=True), "step": done,
+                "tensors": {n: params[n].detach().clone() for n in names},
+                "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(),
+                "rng": torch.get_rng_state(), "losses": list(losses),
+                "seconds": before + time.perf_counter() - start})
+
+        for step, (ids, attention) in enumerate(it, start=first):
+            if step >= steps:
+                break
             inputs, labels = mask_tokens(collator, ids)
             labels[attention == 0] = -100
             loss = mlm_loss(model, inputs, attention, labels)
@@ -289,11 +357,17 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                 bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
             if step % 20 == 19:
                 log(f"step {step + 1}: loss {sum(losses[-20:]) / 20:.3f}")
-            if step + 1 == steps:
-                break
+            done = step + 1
+            if checkpoint is not None and done < steps and done % checkpoint_every == 0:
+                save(done)
+                if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                    if bar is not None:
+                        bar.close()
+                    raise Paused(f"paused at step {done}/{steps} (checkpoint {checkpoint}); "
+                                 "run the same command again to continue")
         if bar is not None:
             bar.close()
-        seconds = time.perf_counter() - start
+        seconds = before + time.perf_counter() - start
         test = interleave({n: pack(tokenizer, t[:400], length)
                            for n, t in corpus_texts("test", recipe).items()}, recipe["seed"])
         figures = {"train_seconds": round(seconds, 1),
@@ -301,7 +375,8 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                    "final_train_loss": round(sum(losses[-20:]) / len(losses[-20:]), 4),
                    "held_out_sequences": min(len(test), 256),
                    "held_out_loss": round(held_out_loss(model, tokenizer, test[:256], recipe), 4)}
-        log(f"trained {steps} steps in {seconds / 60:.1f} min; held-out MLM loss "
+        log(f"trained {steps} steps in {seconds / 60:.1f} min (training time, all runs); "
+            f"held-out MLM loss "
             f"{figures['held_out_loss']:.3f} (perplexity {math.exp(figures['held_out_loss']):.1f})")
         tensors = {n: params[n].detach().clone() for n in names}
     finally:
