@@ -3,11 +3,14 @@ words per epsilon for every word mechanism (the N_w / M of `dptext evaluate`'s d
 Feyisetan et al. 2020), and SanText+'s frequent names.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_privacy.py unchanged \
-        --mechanisms custext santext laplace gumbel [--words 200 --runs 100]
+        --mechanisms custext santext laplace gumbel [--words 200 --runs 100] \
+        [--space glove-6b-50d] [--grid santext=1,2,4 ...]
     .venv/bin/python benchmarks/bench_privacy.py santext-names
 
 ``unchanged``: a fixed sample of ``--words`` words (seed 0) drawn uniformly from the 10,000 most
-frequent words of the default space (public wordfreq order), each privatized ``--runs`` times
+frequent words of the space (public wordfreq order; ``--space``: the default space or a named
+one such as ``glove-6b-50d``, whose distances - and so whose metric-DP epsilons - are on another
+scale: ``--grid`` gives a mechanism other epsilons), each privatized ``--runs`` times
 through the vectorized sampler (`dptext.evaluation.deniability.plausible_deniability`); per
 epsilon the mean fraction of runs that return the word itself (N_w / M) and the mean number of
 distinct outputs S_w. Fitted tables go to the shared cache (~/.cache/dptext/fitted).
@@ -41,14 +44,16 @@ def _sample_words(space, n: int, seed: int) -> list[str]:
     return [space.words[i] for i in rng.choice(top, n, replace=False)]
 
 
-def unchanged(mechanisms: list[str], n_words: int, runs: int, seed: int) -> None:
+def unchanged(mechanisms: list[str], n_words: int, runs: int, seed: int,
+              space_name: str | None = None, grids: dict | None = None) -> None:
     import dptext
     from dptext.evaluation.deniability import plausible_deniability
-    from dptext.resources import default_space
+    from dptext.resources import named_space
 
-    space = default_space()
+    grids = {**GRIDS, **(grids or {})}
+    space = named_space(space_name)
     words = _sample_words(space, n_words, seed)
-    print(f"{n_words} words x {runs} runs, default space ({len(space)} words)")
+    print(f"{n_words} words x {runs} runs, space {space.name} ({len(space)} words)")
     print("| mechanism | epsilon | unchanged (N_w/M) | S_w | fit s |")
     print("|---|---|---|---|---|")
     for name in mechanisms:
@@ -56,13 +61,13 @@ def unchanged(mechanisms: list[str], n_words: int, runs: int, seed: int) -> None
             from dptext.mechanisms.santext import SanText
 
             start = time.perf_counter()
-            fitted = SanText.fit_many(GRIDS[name])
+            fitted = SanText.fit_many(grids[name], space=space)
             fit_s = (time.perf_counter() - start) / len(fitted)
         else:
             fitted = None
-        for j, eps in enumerate(GRIDS[name]):
+        for j, eps in enumerate(grids[name]):
             start = time.perf_counter()
-            m = fitted[j] if fitted else dptext.mechanism(name, epsilon=eps).fit()
+            m = fitted[j] if fitted else dptext.mechanism(name, epsilon=eps, space=space).fit()
             seconds = fit_s if fitted else time.perf_counter() - start
             d = plausible_deniability(m, words, runs=runs, rng=np.random.default_rng(seed + 1))
             s = d.summary()
@@ -105,12 +110,21 @@ def main() -> None:
     ap.add_argument("--words", type=int, default=200)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--space", help="a named space (default: the default space)")
+    ap.add_argument("--grid", action="append", default=[], metavar="NAME=EPS,EPS",
+                    help="epsilons of one mechanism instead of its default grid (repeatable)")
     args = ap.parse_args()
+    grids = {}
+    for item in args.grid:
+        name, _, values = item.partition("=")
+        if name not in GRIDS or not values:
+            ap.error(f"--grid takes NAME=EPS,EPS with NAME one of {', '.join(GRIDS)}")
+        grids[name] = [float(v) for v in values.split(",")]
     import torch
 
     torch.set_num_threads(1)
     if args.what == "unchanged":
-        unchanged(args.mechanisms, args.words, args.runs, args.seed)
+        unchanged(args.mechanisms, args.words, args.runs, args.seed, args.space, grids)
     else:
         santext_names()
 

@@ -74,7 +74,7 @@ def test_packaged_matrix_and_index_line_up(index):
     matrix = resources.glove_matrix()
     assert matrix.shape == (400_000, 50) and matrix.dtype == np.float32
     assert len(index) == 400_000 and len(set(index)) == 400_000
-    assert index[:4] == ["the", ",", ".", "of"]
+    assert index[:4] == ("the", ",", ".", "of")
     # glove.6B.50d.txt, first line: "the 0.418 0.24968 -0.41242 0.1217 0.34527 -0.044457 ..."
     np.testing.assert_allclose(matrix[0, :6], [0.418, 0.24968, -0.41242, 0.1217, 0.34527,
                                                -0.044457], rtol=0, atol=1e-6)
