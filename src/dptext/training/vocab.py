@@ -45,7 +45,10 @@ class Vocabulary:
         unk, eos = index[UNK], index[EOS]
         out = torch.zeros(len(sentences), max_len + 1, dtype=torch.long)
         for i, s in enumerate(sentences):
-            ids = [index.get(normalize_word(w), unk) for w in split_words(s)][: max_len - 1]
+            # split_words gives [glue, word, glue, ..., glue]: the words are at odd positions
+            # (until issue 35 every glue string - the spaces, ", " - was encoded too, as <unk>:
+            # half the tokens of a sentence, and perplexities read off mostly that alternation)
+            ids = [index.get(normalize_word(w), unk) for w in split_words(s)[1::2]][: max_len - 1]
             row = [eos, *ids, eos]
             out[i, : len(row)] = torch.tensor(row)
         return out
