@@ -165,9 +165,9 @@ def test_every_help_shows_each_default_once_from_the_parser():
     """Item 5: one source per default. Where an option has a default, --help shows it once,
     from the parser ("(default: X)"); the hand-written text never states it again (it drifted:
     "(default: 1; ...) (default: auto)", "(default 0.99) (default: 0.99)")."""
-    from dptext.cli.common import DefaultsFormatter
-
     import argparse
+
+    from dptext.cli.common import DefaultsFormatter
 
     checked, wrong = 0, []
     for name, p, action in _every_option():
@@ -256,3 +256,92 @@ def test_audit_says_what_each_draw_count_is_for():
     tests = [line for line in text.splitlines() if " in E; " in line]
     assert tests and all("/1000 estimation draws of x and " in line for line in tests)
     assert all(t.n_x == 1000 and t.n_x_prime == 1000 for t in r.tests)
+
+
+_FAKE_BUILD = r"""
+import shutil, sys, time
+from pathlib import Path
+from dptext import cache
+
+target, seconds, every = Path(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+with cache.build_lock(target, "the fake model", report_every=every):
+    if not target.is_dir():
+        tmp = target.with_name(f".{target.name}.build")
+        try:
+            tmp.mkdir()
+            (tmp / "part").write_text("half", encoding="utf-8")
+            print("building", flush=True)
+            time.sleep(seconds)
+            (tmp / "done").write_text(sys.argv[4], encoding="utf-8")
+            cache.publish_dir(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+print("built", flush=True)
+"""
+
+
+def test_sigterm_stops_a_build_at_once_and_the_waiter_says_what_it_waits_for(tmp_path):
+    """Item 8: a second process waiting on a build lock says for whom, for what and how long
+    it has waited; SIGTERM stops the builder at once, its half-written temporary is removed and
+    the lock released, so the waiter builds the entry itself (a fake slow build, no model)."""
+    import signal
+    import time
+
+    env = dict(os.environ, DPTEXT_CACHE=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    target = tmp_path / "cache" / "models" / "fake-v1"
+    target.parent.mkdir(parents=True)
+
+    def build(seconds, every, mark, **kw):
+        return subprocess.Popen([sys.executable, "-c", _FAKE_BUILD, str(target), str(seconds),
+                                 str(every), mark], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+    first = build(300, 15, "first")
+    import threading
+
+    watchdog = threading.Timer(120, first.kill)  # a waiter that never reports cannot hang us
+    watchdog.start()
+    try:
+        assert first.stdout.readline() == "building\n", first.stderr.read()
+        second = build(0, 0.5, "second")
+        deadline = time.monotonic() + 60
+        waited = []
+        while time.monotonic() < deadline:  # until the waiter has said how long it waited
+            line = second.stderr.readline()
+            waited.append(line)
+            if "so far" in line:
+                break
+        first.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        first.wait(timeout=30)
+        took = time.monotonic() - stopped
+    finally:
+        watchdog.cancel()
+        first.kill()
+    out, err = second.communicate(timeout=60)
+    assert took < 10, took
+    assert first.returncode != 0
+    assert second.returncode == 0 and out == "building\nbuilt\n", err
+    assert waited[0].strip() == (f"dptext: waiting for process {first.pid} (building for "
+                                 f"{waited[0].split('building for ')[1].split(' s)')[0]} s) "
+                                 f"to finish building the fake model")
+    assert re.fullmatch(rf"dptext: still waiting for process {first.pid} \(building for \d+ s\) "
+                        r"to finish building the fake model: waited \d+ s so far",
+                        waited[-1].strip()), waited
+    assert (target / "done").read_text(encoding="utf-8") == "second"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["fake-v1"]  # no temporary
+    assert not list((tmp_path / "cache" / ".locks").glob("*.owner"))
+
+
+def test_a_killed_builders_temporary_is_removed_by_the_next_build(tmp_path, monkeypatch):
+    """Item 8: SIGKILL leaves a temporary no handler can remove: the next holder of the lock
+    removes it before building (nobody else can be writing it)."""
+    from dptext import cache
+
+    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
+    target = tmp_path / "models" / "fake-v1"
+    orphan = target.with_name(f".{target.name}.abc123")
+    orphan.mkdir(parents=True)
+    (orphan / "model.safetensors").write_bytes(b"half")
+    with cache.build_lock(target, "the fake model"):
+        assert not orphan.exists()

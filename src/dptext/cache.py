@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import time
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -163,32 +164,115 @@ def _reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+class BuildTerminated(KeyboardInterrupt):
+    """SIGTERM while this process builds a cache entry: raised (like ^C) so the build's
+    temporary files are removed and its lock released before the process ends."""
+
+
 @contextlib.contextmanager
-def build_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[None]:
+def build_lock(path: str | os.PathLike, what: str | None = None, *,
+               report_every: float = 15.0) -> Iterator[None]:
     """Hold an exclusive lock for building ``path`` (a file under the cache's ``.locks``):
     a second process building the same entry waits for the first, then finds it built.
-    Without a writable cache there is nothing to share, hence no lock."""
+    Without a writable cache there is nothing to share, hence no lock.
+
+    The waiter says what it waits for, for whom (the builder's pid and how long it has been
+    building) and, every ``report_every`` seconds, how long it has waited. The holder turns
+    SIGTERM into :class:`BuildTerminated` while it builds (where SIGTERM would otherwise end
+    the process on the spot), so the build's ``finally`` blocks remove its temporary files and
+    the lock is released at once; temporaries a killed builder left (``.NAME.*`` beside
+    ``path``) are removed by the next holder before it builds.
+    """
     from filelock import FileLock, Timeout
 
     from dptext.resources import cache_dir
 
     path = Path(path)
+    what = what or path.name
     lock_dir = cache_dir() / LOCK_DIR
+    owner = lock_dir / f"{path.name}.owner"
     try:
         lock_dir.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(lock_dir / f"{path.name}.lock"))
-        lock.acquire(timeout=1)
-    except Timeout:
-        print(f"dptext: waiting for another process building {what or path.name}",
-              file=sys.stderr, flush=True)
-        lock.acquire(timeout=-1)
+        try:
+            lock.acquire(timeout=1)
+        except Timeout:
+            _wait_for(lock, owner, what, report_every)
     except OSError:  # read-only cache: no lock file can be made, and nothing will be written
         yield
         return
     try:
+        with contextlib.suppress(OSError):
+            owner.write_text(f"{os.getpid()} {time.time():.3f}\n", encoding="ascii")
+        _remove_orphans(path)
+        with _sigterm_raises():
+            yield
+    finally:
+        with contextlib.suppress(OSError):
+            owner.unlink()
+        lock.release()
+
+
+def _holder(owner: Path) -> str:
+    """Who holds a build lock, from the holder's ``.owner`` note."""
+    try:
+        pid, since = owner.read_text(encoding="ascii").split()
+        return f"process {int(pid)} (building for {time.time() - float(since):.0f} s)"
+    except (OSError, ValueError):
+        return "another process"
+
+
+def _wait_for(lock, owner: Path, what: str, report_every: float) -> None:
+    from filelock import Timeout
+
+    started = time.monotonic()
+    print(f"dptext: waiting for {_holder(owner)} to finish building {what}",
+          file=sys.stderr, flush=True)
+    while True:
+        try:
+            lock.acquire(timeout=report_every)
+            return
+        except Timeout:
+            print(f"dptext: still waiting for {_holder(owner)} to finish building {what}: "
+                  f"waited {time.monotonic() - started:.0f} s so far", file=sys.stderr, flush=True)
+
+
+def _remove_orphans(path: Path) -> None:
+    """Temporaries of ``path`` a killed builder left behind (we hold the lock: none is live)."""
+    import shutil
+
+    with contextlib.suppress(OSError):
+        for item in path.parent.glob(f".{path.name}.*"):
+            if item.is_dir() and not item.is_symlink():
+                shutil.rmtree(item, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    item.unlink()
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`BuildTerminated` in the main thread while the block runs, where it
+    would otherwise end the process at once (a handler someone installed is left alone)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous not in (signal.SIG_DFL, None):
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise BuildTerminated()
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
         yield
     finally:
-        lock.release()
+        signal.signal(signal.SIGTERM, previous)
 
 
 # ------------------------------------------------------------ directories (converted models)

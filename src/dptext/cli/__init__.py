@@ -74,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{err.filename}: " if err.filename else ""
         print(f"dptext: error: {where}{err.strerror or err}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        from dptext.cache import BuildTerminated
+
+        if isinstance(err, BuildTerminated):
+            print("dptext: terminated while building a cache entry; its temporary files are "
+                  "removed and the next run builds it", file=sys.stderr)
+            return 143
         print("dptext: interrupted; no partial output was written", file=sys.stderr)
         return 130
 
