@@ -157,19 +157,7 @@ ALLOWED_CIRCLES: set[frozenset[str]] = {
                "dptext.mechanisms.word"}),
     frozenset({"dptext.mechanisms.int8_search", "dptext.mechanisms.nearest"}),
 }
-ALLOWED_PRIVATE: set[tuple[str, str]] = {
-    ("dptext.cli.ledger", "_secret_arg"),
-    ("dptext.cli.ledger", "_spent_hashed"),
-    ("dptext.corpus.shared", "_geometry"),
-    ("dptext.corpus.shared", "_geometry_k"),
-    ("dptext.corpus.shared", "_lookup_cache"),
-    ("dptext.corpus.shared", "_tables"),
-    ("dptext.corpus.shared", "_use_tables"),
-    ("dptext.mechanisms.custext", "_prepared"),
-    ("dptext.resources", "_geometry"),
-    ("dptext.resources", "_prepared"),
-    ("dptext.resources", "_reason"),
-}
+ALLOWED_PRIVATE: set[tuple[str, str]] = set()
 
 
 def _modname(path: Path) -> str:

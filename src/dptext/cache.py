@@ -76,7 +76,7 @@ def record_digest(path: str | os.PathLike) -> bool:
         with atomic_write(digest_path(path), encoding="ascii") as f:
             f.write(line)
     except (OSError, DPTextError) as err:
-        warn(f"cannot record the digest of {path} ({_reason(err)})")
+        warn(f"cannot record the digest of {path} ({reason(err)})")
         return False
     return True
 
@@ -127,9 +127,9 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
     except CorruptArtefact:
         raise
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, MemoryError) as err:
-        raise CorruptArtefact(f"{path} is not a readable .npz ({_reason(err)})") from None
+        raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
     except Exception as err:  # zlib.error, struct.error: any other damage of the archive
-        raise CorruptArtefact(f"{path} is not a readable .npz ({_reason(err)})") from None
+        raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
     return arrays
 
 
@@ -151,13 +151,13 @@ def save_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> bool:
         with atomic_write(path, "wb") as f:
             np.savez(f, **arrays)
     except (OSError, DPTextError) as err:
-        warn(f"the cache is not writable ({_reason(err)}): {path.name} is used in memory only "
+        warn(f"the cache is not writable ({reason(err)}): {path.name} is used in memory only "
              "and rebuilt next time")
         return False
     return record_digest(path)
 
 
-def _reason(err: BaseException) -> str:
+def reason(err: BaseException) -> str:
     if isinstance(err, OSError) and err.strerror:
         return f"{err.strerror}: {err.filename}" if err.filename else err.strerror
     text = str(err).splitlines()[0] if str(err) else ""

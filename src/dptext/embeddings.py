@@ -144,7 +144,8 @@ class EmbeddingSpace:
         return self.index.get(normalize_word(word), -1)
 
     # --------------------------------------------------------------- distances
-    def _prepared(self) -> np.ndarray:
+    def prepared(self) -> np.ndarray:
+        """The vectors as the metric compares them: unit-normalised for cosine, else as they are."""
         if self.metric == "cosine":
             norms = np.linalg.norm(self.vectors, axis=1, keepdims=True)
             return self.vectors / np.maximum(norms, 1e-12)
@@ -225,6 +226,16 @@ class EmbeddingSpace:
         return out
 
     # ---------------------------------------------------------------- geometry
+    @property
+    def cached_geometry(self) -> Geometry | None:
+        """The kNN table computed (or loaded) so far, without computing one; None if none."""
+        return self._geometry
+
+    def install_geometry(self, geometry: Geometry) -> None:
+        """Use a kNN table computed elsewhere for this space (another process's, shared)."""
+        self._geometry = geometry
+        self._geometry_k = geometry.neighbors.shape[1]
+
     def geometry(self, k: int = 64, *, progress: bool = False) -> Geometry:
         """Exact k-nearest-neighbour table (word itself first), Delta_max and Delta_min.
 
@@ -238,7 +249,7 @@ class EmbeddingSpace:
 
         n = len(self)
         extra = min(n, k + 16)
-        x = torch.from_numpy(np.ascontiguousarray(self._prepared()))
+        x = torch.from_numpy(np.ascontiguousarray(self.prepared()))
         sq = (x * x).sum(1)
         neighbors = np.empty((n, k), dtype=np.int32)
         distances = np.empty((n, k), dtype=np.float32)

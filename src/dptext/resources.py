@@ -128,7 +128,7 @@ def build_default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True
     try:
         space.save(path)
     except (OSError, DPTextError) as err:
-        cache.warn(f"the cache is not writable ({cache._reason(err)}): the default space is "
+        cache.warn(f"the cache is not writable ({cache.reason(err)}): the default space is "
                    "used in memory only and rebuilt next time")
     else:
         cache.record_digest(path)
@@ -332,7 +332,7 @@ def validate_space(space: EmbeddingSpace, *, spot_checks: int = 64) -> None:
         raise DPTextError("vectors hold NaN or infinite values")
     if any(not w for w in space.words) or len(set(space.words)) != n:
         raise DPTextError("words are empty or repeated")
-    geo = space._geometry
+    geo = space.cached_geometry
     if geo is None:
         return
     nb, d = np.asarray(geo.neighbors), np.asarray(geo.distances)
@@ -343,7 +343,7 @@ def validate_space(space: EmbeddingSpace, *, spot_checks: int = 64) -> None:
     if (np.diff(d, axis=1) < -1e-5).any():
         raise DPTextError("kNN distances are not sorted")
     rows = np.random.default_rng(0).choice(n, size=min(n, spot_checks), replace=False)
-    x = space._prepared()
+    x = space.prepared()
     ref = np.linalg.norm(x[rows, None, :].astype(np.float64) - x[nb[rows]], axis=2)
     if not np.allclose(ref, d[rows], rtol=1e-3, atol=1e-4):
         raise DPTextError("kNN distances do not match the vectors")

@@ -73,7 +73,7 @@ def cmd_init(args) -> int:
         if isinstance(backend, SQLiteBackend):
             from dptext.ledger.keys import SECRET_ENV, secret_path
 
-            where = (f"${SECRET_ENV}" if ledger._secret_arg is not None
+            where = (f"${SECRET_ENV}" if ledger.secret_given
                      else str(secret_path(backend.path)))
             print(f"secret: {where} (keep it with the ledger: unit ids cannot be matched "
                   "without it)")
@@ -120,7 +120,7 @@ def cmd_users(args) -> int:
 def cmd_show(args) -> int:
     with _open(args) as ledger:
         unit = args.unit if args.hashed else ledger.unit_hash(args.unit)
-        spent = ledger._spent_hashed(unit, owner=args.owner, dataset=args.dataset)
+        spent = ledger.spent_hashed(unit, owner=args.owner, dataset=args.dataset)
         history = ledger.history(unit, hashed=True)
         remaining = None
         if args.owner and args.dataset and not args.hashed:

@@ -5,13 +5,10 @@ A fitted word mechanism pickles to over 100 MB (the space's vectors and the samp
 read-only (:func:`attach`), so the operating system shares one copy in the page cache between
 every process of the machine. What is pickled is the mechanism without its arrays (a few kB).
 
-The space comes through the public :meth:`~dptext.mechanisms.word.WordMechanism.fitted_space`;
-the word pipeline has no public hook yet to hand out its fitted tables and to take tables fitted
-elsewhere without copying them (``sample_rows`` samples, it does not share), nor has
-``EmbeddingSpace`` one for its neighbour table, so :func:`fitted_tables`, :func:`_install` and
-:func:`_geometry_of` / :func:`_set_geometry` below are the only places that touch the private
-``_tables``, ``_use_tables``, ``_lookup_cache`` and ``_geometry`` (docs/scale.md names the public
-hooks that would replace them). Mechanisms that are not word mechanisms (the language-model
+The space comes through the public :meth:`~dptext.mechanisms.word.WordMechanism.fitted_space`,
+the tables through ``export_tables`` / ``install_tables`` (no copy of the arrays) and the
+space's neighbour table through ``EmbeddingSpace.cached_geometry`` / ``install_geometry``.
+Mechanisms that are not word mechanisms (the language-model
 ones) are rebuilt in each worker from their name and parameters, and load their model there.
 """
 
@@ -39,15 +36,12 @@ def _save(path: Path, array: np.ndarray) -> None:
     np.save(path, np.ascontiguousarray(array), allow_pickle=False)
 
 
-# ---- the only uses of private attributes of the word pipeline (see the module docstring)
 def fitted_tables(m: WordMechanism) -> dict[str, np.ndarray]:
-    return dict(m._tables)
+    return m.export_tables()
 
 
 def _install(m: WordMechanism, space: EmbeddingSpace, tables: dict[str, np.ndarray]) -> None:
-    m.space = space
-    m._use_tables(tables)  # validated when the driver fitted or loaded them
-    m._lookup_cache = {}
+    m.install_tables(space, tables)  # validated when the driver fitted or loaded them
 
 
 def _strip(m: WordMechanism) -> WordMechanism:
@@ -55,17 +49,16 @@ def _strip(m: WordMechanism) -> WordMechanism:
     for key, value in list(vars(bare).items()):
         if isinstance(value, np.ndarray | EmbeddingSpace):
             setattr(bare, key, None)
-    bare._tables, bare._lookup_cache = None, {}
+    bare.install_tables(None, None)
     return bare
 
 
 def _geometry_of(space: EmbeddingSpace) -> Geometry | None:
-    return space._geometry
+    return space.cached_geometry
 
 
 def _set_geometry(space: EmbeddingSpace, geometry: Geometry) -> None:
-    space._geometry = geometry
-    space._geometry_k = geometry.neighbors.shape[1]
+    space.install_geometry(geometry)
 
 
 def export(m: Mechanism, directory: Path, spec: tuple[str, dict] | None = None) -> dict:

@@ -85,6 +85,12 @@ class Ledger(LedgerStore, LedgerBudgets, LedgerWrites, LedgerQueries):
         self._reset_caches()
         self._open(create, DEFAULT_DELTA if delta is None else delta)
 
+    @property
+    def secret_given(self) -> bool:
+        """Whether the unit secret came from the caller or ``$DPTEXT_LEDGER_SECRET`` (not from
+        the ledger's key file or table)."""
+        return self._secret_arg is not None
+
     def __repr__(self) -> str:
         return f"Ledger({self.where!r})"
 

@@ -39,10 +39,10 @@ class LedgerQueries:
               pld: bool = True) -> Spent:
         """What ``unit_id`` has been charged in releases by ``owner`` of ``dataset`` (None:
         all), pending included; with the PLD epsilon at the ledger's delta when ``pld``."""
-        return self._spent_hashed(self.unit_hash(unit_id), owner=owner, dataset=dataset,
+        return self.spent_hashed(self.unit_hash(unit_id), owner=owner, dataset=dataset,
                                   pld=pld)
 
-    def _spent_hashed(self, unit: str, *, owner: str | None = None,
+    def spent_hashed(self, unit: str, *, owner: str | None = None,
                       dataset: str | None = None, pld: bool = True) -> Spent:
         where, params = sql_filters(unit, owner, dataset)
         with self._read("read the ledger") as b:

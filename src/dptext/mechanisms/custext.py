@@ -265,7 +265,7 @@ def build_output_sets(space: EmbeddingSpace, k: int, order: np.ndarray) -> np.nd
     geo = space.geometry()
     assigned = np.zeros(n, dtype=bool)
     sets = []
-    x = space._prepared()
+    x = space.prepared()
     sq = (x * x).sum(1)
     for leader in order:
         if assigned[leader]:

@@ -289,6 +289,21 @@ class WordMechanism(Mechanism):
         self._tables = tables
         self._token_guarantee = self.guarantee  # fixed once fitted; every report shares it
 
+    def export_tables(self) -> dict[str, np.ndarray]:
+        """The fitted tables (name -> array), for another process to install."""
+        return dict(self._tables)
+
+    def install_tables(self, space: EmbeddingSpace | None,
+                       tables: dict[str, np.ndarray] | None) -> None:
+        """Sample from ``tables`` fitted elsewhere on ``space`` (checked by whoever fitted or
+        loaded them: :meth:`validate_tables`); ``None`` drops the tables (a bare copy)."""
+        self.space = space
+        if tables is None:
+            self._tables = None
+        else:
+            self._use_tables(tables)
+        self._lookup_cache = {}
+
     def _cache_path(self, space: EmbeddingSpace) -> Path:
         from dptext.resources import cache_dir
 
