@@ -22,7 +22,7 @@ from dptext.evaluation.inversion import (
     word_prior,
 )
 from dptext.evaluation.utility import bleu, cosine_similarity, downstream_accuracy
-from dptext.mechanisms.base import WordMechanism
+from dptext.mechanisms.word import WordMechanism
 
 
 def tiny_space(n: int = 60, dim: int = 6, seed: int = 1) -> EmbeddingSpace:

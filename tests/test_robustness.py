@@ -11,7 +11,7 @@ import torch
 from dptext.datasets import Dataset
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import mechanism
+from dptext.mechanisms.registry import mechanism
 from dptext.robustness import (
     CNNClassifier,
     ExperimentConfig,

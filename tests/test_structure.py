@@ -148,13 +148,6 @@ ALLOWED_UPWARD: set[tuple[str, str]] = {
 ALLOWED_CIRCLES: set[frozenset[str]] = {
     frozenset({"dptext.cache", "dptext.datasets", "dptext.lm.loading",
                "dptext.lm.mlm_build", "dptext.resources"}),
-    frozenset({"dptext.evaluation.grid", "dptext.evaluation.parallel"}),
-    frozenset({"dptext.mechanisms", "dptext.mechanisms.base", "dptext.mechanisms.custext",
-               "dptext.mechanisms.document", "dptext.mechanisms.dpmlm",
-               "dptext.mechanisms.dpprompt",
-               "dptext.mechanisms.laplace", "dptext.mechanisms.registry",
-               "dptext.mechanisms.santext", "dptext.mechanisms.truncated_gumbel",
-               "dptext.mechanisms.word"}),
     frozenset({"dptext.mechanisms.int8_search", "dptext.mechanisms.nearest"}),
 }
 ALLOWED_PRIVATE: set[tuple[str, str]] = set()

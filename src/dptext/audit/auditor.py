@@ -37,7 +37,9 @@ from dptext.audit.pairs import Pair, both_directions, choose_pairs, privatized
 from dptext.audit.results import AuditResult, ExactTest, SampledTest, split_draws
 from dptext.audit.stats import log_ratio_estimate, log_ratio_lower_bound
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import Mechanism, WordMechanism, check_int, check_probability
+from dptext.mechanisms.base import Mechanism
+from dptext.mechanisms.word import WordMechanism
+from dptext.validation import check_int, check_probability
 
 QUICK_PAIRS, FULL_PAIRS = 8, 32
 TESTED = 4

@@ -31,7 +31,8 @@ import numpy as np
 
 from dptext.accounting.events import GuaranteeKind
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import Mechanism, WordMechanism
+from dptext.mechanisms.base import Mechanism
+from dptext.mechanisms.word import WordMechanism
 
 # Public words for the LM mechanisms' one-word texts (any text is a valid input).
 LM_TEXTS = ("good", "bad", "London", "Paris", "doctor", "teacher", "Alice", "Bob")

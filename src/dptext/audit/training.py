@@ -29,7 +29,7 @@ import numpy as np
 from dptext.audit.results import CONSISTENT, VIOLATION
 from dptext.audit.stats import cp_upper, epsilon_from_error_rates
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import check_int
+from dptext.validation import check_int
 
 
 @dataclass

@@ -29,7 +29,7 @@ def _params(items: list[str] | None) -> dict:
 
 
 def _build(name: str, epsilon: float | None, params: dict):
-    from dptext.mechanisms.base import mechanism, parameters, registered
+    from dptext.mechanisms.registry import mechanism, parameters, registered
 
     table = registered()
     if name not in table:
@@ -52,7 +52,7 @@ def _write_json(path: str, payload) -> None:
 
 def cmd_audit(args) -> int:
     from dptext.audit import audit, audit_exact
-    from dptext.mechanisms.base import registered
+    from dptext.mechanisms.registry import registered
 
     if args.all == bool(args.mechanism):
         raise DPTextError("name one MECHANISM, or give --all")

@@ -19,36 +19,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.evaluation import ENCODERS
 from dptext.evaluation import metrics as _metrics  # noqa: F401  (registers the runners)
-from dptext.evaluation.cells import Cell, GridConfig, cell_seed, cells_of
+from dptext.evaluation.cells import Cell, GridConfig, cells_of
 from dptext.evaluation.context import GridContext
 from dptext.evaluation.encoders import CachedEncoder
-from dptext.evaluation.metrics import runner
+from dptext.evaluation.metrics import run_cell
 from dptext.evaluation.results import flat_rows, write_results
 from dptext.evaluation.store import CellStore
 from dptext.io import atomic_write
 
 __all__ = ["Cell", "GridConfig", "GridContext", "cells_of", "flat_rows", "run_cell", "run_grid"]
-
-
-def run_cell(ctx: GridContext, cell: Cell) -> dict[str, Any]:
-    record: dict[str, Any] = {"key": cell.key, "mechanism": cell.mechanism,
-                              "epsilon": cell.epsilon, "metric": cell.metric}
-    start = time.perf_counter()
-    try:
-        m, fit_seconds = ctx.mechanism(cell.mechanism, cell.epsilon)
-    except DPTextError as err:  # e.g. an epsilon below what truncated Gumbel admits
-        return {**record, "status": "skipped", "reason": str(err), "values": {}, "seconds": 0.0}
-    rng = np.random.default_rng(cell_seed(ctx.config.seed, cell))
-    values = runner(cell.metric)(ctx, m, rng, cell.metric)
-    values["guarantee"] = m.guarantee.describe()
-    return {**record, "status": "ok", "values": values, "fit_seconds": fit_seconds,
-            "seconds": time.perf_counter() - start}
 
 
 def _settings_check(out: Path, config: GridConfig) -> None:

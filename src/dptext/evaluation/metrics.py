@@ -4,10 +4,14 @@ function decorated with :func:`metric` (and its name in ``dptext.evaluation.METR
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from dptext.errors import DPTextError
+from dptext.evaluation.cells import Cell, cell_seed
 from dptext.evaluation.context import GridContext
 from dptext.mechanisms.base import Mechanism
 from dptext.mechanisms.word import WordMechanism
@@ -128,3 +132,20 @@ def _run_lm_inference(ctx: GridContext, m: Mechanism, rng, metric_name: str) -> 
     model, tokenizer = ctx.lm()
     return token_inference(model, tokenizer, test.texts, sanitized,
                            lambda w: space.lookup(w) >= 0, kind=ctx.config.lm_kind).summary()
+
+
+def run_cell(ctx: GridContext, cell: Cell) -> dict[str, Any]:
+    """One cell of the grid: its mechanism (fitted once per context), its registered runner on
+    the cell's own generator, the result record."""
+    record: dict[str, Any] = {"key": cell.key, "mechanism": cell.mechanism,
+                              "epsilon": cell.epsilon, "metric": cell.metric}
+    start = time.perf_counter()
+    try:
+        m, fit_seconds = ctx.mechanism(cell.mechanism, cell.epsilon)
+    except DPTextError as err:  # e.g. an epsilon below what truncated Gumbel admits
+        return {**record, "status": "skipped", "reason": str(err), "values": {}, "seconds": 0.0}
+    rng = np.random.default_rng(cell_seed(ctx.config.seed, cell))
+    values = runner(cell.metric)(ctx, m, rng, cell.metric)
+    values["guarantee"] = m.guarantee.describe()
+    return {**record, "status": "ok", "values": values, "fit_seconds": fit_seconds,
+            "seconds": time.perf_counter() - start}

@@ -91,7 +91,7 @@ def _init_worker(config: GridConfig, space: EmbeddingSpace | None, encoder: str,
 
 
 def _run(cells: list[Cell]) -> list[dict[str, Any]]:
-    from dptext.evaluation.grid import run_cell
+    from dptext.evaluation.metrics import run_cell
 
     try:
         import torch

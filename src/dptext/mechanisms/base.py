@@ -9,9 +9,9 @@ Optional abilities are declared, not probed: ``capabilities`` names them and
 :meth:`Mechanism.supports` answers; a method a mechanism does not support raises
 ``NotImplementedError``.
 
-The validation checks, the random generators and the registry used to live here; they are in
-:mod:`dptext.validation`, :mod:`dptext.rng` and :mod:`dptext.mechanisms.registry` and are
-re-exported below for code written against the old module.
+The validation checks, the random generators, the registry and the word pipeline are in
+:mod:`dptext.validation`, :mod:`dptext.rng`, :mod:`dptext.mechanisms.registry` and
+:mod:`dptext.mechanisms.word` (this module re-exports none of them: that closed import circles).
 """
 
 from __future__ import annotations
@@ -24,14 +24,7 @@ from typing import ClassVar
 from dptext.accounting.events import TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-from dptext.mechanisms.registry import mechanism, parameters, register, registered  # noqa: F401
-from dptext.rng import RngLike, as_generator  # noqa: F401
-from dptext.validation import (  # noqa: F401
-    check_choice,
-    check_epsilon,
-    check_int,
-    check_probability,
-)
+from dptext.rng import RngLike
 
 #: Names a mechanism may list in ``capabilities``:
 #: ``distribution`` - ``distribution(word)`` gives the exact output law;
@@ -135,11 +128,3 @@ class Mechanism(ABC):
         one-line message where no progress bar can be shown."""
         return None
 
-
-def __getattr__(name: str):
-    # WordMechanism moved to dptext.mechanisms.word; imported lazily (word imports this module)
-    if name == "WordMechanism":
-        from dptext.mechanisms.word import WordMechanism
-
-        return WordMechanism
-    raise AttributeError(name)

@@ -27,18 +27,9 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import (
-    Mechanism,
-    Result,
-    RngLike,
-    TypicalEpsilon,
-    as_generator,
-    check_choice,
-    check_epsilon,
-    check_int,
-    check_probability,
-    register,
-)
+from dptext.mechanisms.base import Mechanism, Result, TypicalEpsilon
+from dptext.mechanisms.registry import register
+from dptext.rng import RngLike, as_generator
 from dptext.text import (
     apply_case,
     capitalize_first,
@@ -49,6 +40,7 @@ from dptext.text import (
     starts_sentence,
     trailing_glue,
 )
+from dptext.validation import check_choice, check_epsilon, check_int, check_probability
 
 BACKENDS = ("causal", "mlm")
 CONTEXTS = ("concat", "none")

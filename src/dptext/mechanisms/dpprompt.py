@@ -27,15 +27,11 @@ import numpy as np
 
 from dptext.accounting.events import TokenEvent
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import (
-    Result,
-    RngLike,
-    TypicalEpsilon,
-    as_generator,
-    check_int,
-    register,
-)
+from dptext.mechanisms.base import Result, TypicalEpsilon
 from dptext.mechanisms.dpmlm import LMMechanism, RewriteReport
+from dptext.mechanisms.registry import register
+from dptext.rng import RngLike, as_generator
+from dptext.validation import check_int
 
 
 def control_token_ids(tokenizer) -> set[int]:

@@ -29,8 +29,11 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import TypicalEpsilon, WordMechanism, check_choice, register
+from dptext.mechanisms.base import TypicalEpsilon
+from dptext.mechanisms.registry import register
+from dptext.mechanisms.word import WordMechanism
 from dptext.rng import chacha_generator, is_secure
+from dptext.validation import check_choice
 
 
 @register

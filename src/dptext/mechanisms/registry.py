@@ -48,9 +48,8 @@ def unregister(name: str) -> None:
 
 
 def registered() -> dict[str, type[Mechanism]]:
-    """Every registered mechanism by name (importing the built-in ones first)."""
-    import dptext.mechanisms  # noqa: F401  (registers the built-in mechanisms)
-
+    """Every registered mechanism by name (the built-in ones are registered by
+    ``dptext/mechanisms/__init__.py``, which Python runs before this module)."""
     return dict(sorted(_REGISTRY.items()))
 
 

@@ -48,9 +48,11 @@ from dptext import exact_sampling
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import TypicalEpsilon, WordMechanism, check_probability, register
+from dptext.mechanisms.base import TypicalEpsilon
 from dptext.mechanisms.frequency import frequency_order
-from dptext.validation import check_bool
+from dptext.mechanisms.registry import register
+from dptext.mechanisms.word import WordMechanism
+from dptext.validation import check_bool, check_probability
 
 #: spaces at least this large keep their epsilon-free part on disk (reading it beats the
 #: frequency lookups, ~6 s for 50k words); smaller ones recompute it in milliseconds

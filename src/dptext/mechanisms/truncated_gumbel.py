@@ -25,7 +25,10 @@ import numpy as np
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.base import TypicalEpsilon, WordMechanism, check_epsilon, register
+from dptext.mechanisms.base import TypicalEpsilon
+from dptext.mechanisms.registry import register
+from dptext.mechanisms.word import WordMechanism
+from dptext.validation import check_epsilon
 
 
 def bound(b: float, *, vocab_size: int, delta_max: float, delta_min: float) -> float:

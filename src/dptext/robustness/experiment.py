@@ -107,7 +107,7 @@ def run_experiment(train_set, test_set, space: EmbeddingSpace, config: Experimen
                    progress: Callable[[str], None] | None = None) -> list[Row]:
     """One row per (epsilon, defence). ``train_set``/``test_set``: datasets (``texts``,
     ``labels``); the subsampling of ``config`` is applied here."""
-    from dptext.mechanisms.base import mechanism
+    from dptext.mechanisms.registry import mechanism
 
     say = progress or (lambda _msg: None)
     seeds = iter(int(v) for v in np.random.SeedSequence(config.seed).generate_state(64))
