@@ -38,6 +38,14 @@ class CorruptArtefact(DPTextError):
     """A cached file is unreadable or does not match its recorded content hash."""
 
 
+def cache_dir() -> Path:
+    """``$DPTEXT_CACHE``, else ``$XDG_CACHE_HOME/dptext``, else ``~/.cache/dptext``."""
+    if os.environ.get("DPTEXT_CACHE"):
+        return Path(os.environ["DPTEXT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "dptext"
+
+
 def warn(message: str) -> None:
     warnings.warn(message, CacheWarning, stacklevel=3)
 
@@ -184,8 +192,6 @@ def build_lock(path: str | os.PathLike, what: str | None = None, *,
     ``path``) are removed by the next holder before it builds.
     """
     from filelock import FileLock, Timeout
-
-    from dptext.resources import cache_dir
 
     path = Path(path)
     what = what or path.name

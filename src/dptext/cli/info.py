@@ -26,9 +26,10 @@ def cmd_mechanisms(args) -> int:
 
 
 def cmd_resources(args) -> int:
+    from dptext.lm.loading import masked_lm_resource
     from dptext.resources import default_space, list_resources
 
-    for r in list_resources():
+    for r in list_resources(masked_lm_resource()):
         status = "ready" if r.ready else "missing"
         print(f"{r.name:22s} {status:8s} {r.what}\n{'':31s} {r.location}")
     _print_cpu()

@@ -46,7 +46,7 @@ def _minilm(batch_size: int = 64) -> Callable[[list[str]], np.ndarray]:
         if model is None:
             from sentence_transformers import SentenceTransformer
 
-            from dptext.lm.loading import quiet_loading
+            from dptext.lm.quiet import quiet_loading
             from dptext.resources import minilm_dir
 
             with quiet_loading():

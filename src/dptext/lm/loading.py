@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 from dptext.errors import DPTextError
+from dptext.lm.quiet import quiet_loading
 
 DEFAULT_CAUSAL = "smollm2-135m-instruct"
 DEFAULT_MASKED = "minilm-mlm"
@@ -142,18 +142,19 @@ def default_name(*, causal: bool) -> str:
     return DEFAULT_CAUSAL if causal else DEFAULT_MASKED
 
 
-@contextmanager
-def quiet_loading():
-    """Without transformers' per-tensor "Loading weights" bars (restored afterwards)."""
-    from transformers.utils import logging
+def masked_lm_resource():
+    """The default masked LM's entry of ``dptext resources``
+    (:func:`dptext.resources.list_resources`)."""
+    from dptext.resources import Resource
 
-    enabled = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()
     try:
-        yield
-    finally:
-        if enabled:
-            logging.enable_progress_bar()
+        mlm = default_masked_dir(build=False)
+        return Resource(DEFAULT_MASKED, "masked LM: MiniLM + shipped MLM head (assembled "
+                        "on first use; `dptext resources build mlm` re-trains the head)",
+                        str(mlm), (mlm / "model.safetensors").is_file())
+    except DPTextError:  # the head file or the encoder is missing
+        return Resource("minilm-mlm", "masked LM (MiniLM + shipped MLM head)",
+                        "not installed", False)
 
 
 def resolve_model(name_or_path: str | None, *, causal: bool, progress: bool = False) -> str:

@@ -75,7 +75,7 @@ def base_model(seed: int = 0):
     from transformers import BertForMaskedLM
     from transformers.utils import logging
 
-    from dptext.lm.loading import quiet_loading
+    from dptext.lm.quiet import quiet_loading
     from dptext.resources import minilm_dir
 
     torch.manual_seed(seed)
@@ -453,7 +453,7 @@ def assemble(target: Path, head: Path | None = None) -> Path:
     import torch
     from transformers import AutoTokenizer
 
-    from dptext.lm.loading import quiet_loading
+    from dptext.lm.quiet import quiet_loading
     from dptext.resources import minilm_dir
 
     tensors, meta = read_head(head or shipped_head_path())

@@ -101,7 +101,7 @@ def minilm_embeddings(sentences: list[str], batch_size: int = 64) -> torch.Tenso
     """Normalized all-MiniLM-L6-v2 sentence embeddings from the packaged model (offline)."""
     from sentence_transformers import SentenceTransformer
 
-    from dptext.lm.loading import quiet_loading
+    from dptext.lm.quiet import quiet_loading
     from dptext.resources import minilm_dir
 
     with quiet_loading():
