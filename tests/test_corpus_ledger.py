@@ -328,3 +328,103 @@ def test_a_seeded_identical_rerun_is_charged_too_whatever_its_output_path(mech, 
     assert b.read_bytes() == bytes_a
     assert ledger.spent("u1", owner="clinic", dataset="notes",
                         pld=False).epsilon_basic == pytest.approx(3 * once)
+
+
+# ------------------------------------------------ pending charges (issue 32 item 6)
+def _killed_before_its_first_shard(mech, src, out, ledger, monkeypatch):
+    """A run killed (as by kill -9: nothing cleaned up) after its first reserve, before its
+    first shard is committed."""
+    from dptext.corpus import driver
+
+    def killed(self, wd, shard):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(driver.Driver, "_commit_shard", killed)
+        with pytest.raises(KeyboardInterrupt):
+            run(job(mech, src, out, ledger, batch_size=8, shard_records=8))
+
+
+def test_a_run_killed_before_its_first_shard_is_continued_not_orphaned(mech, tmp_path,
+                                                                      monkeypatch):
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src, out = write(tmp_path / "in.jsonl", 20), tmp_path / "o.jsonl"
+    _killed_before_its_first_shard(mech, src, out, ledger, monkeypatch)
+    assert ledger.pending() and len(ledger.releases()) == 1
+    run(job(mech, src, out, ledger, batch_size=8, shard_records=8))
+    assert len(ledger.releases()) == 1 and ledger.pending() == []  # the same release, done
+    one = sum((i % 4 + 1) * 1.0 for i in range(20) if i % 5 == 0)
+    assert ledger.spent("u0", owner="clinic", dataset="notes",
+                        pld=False).epsilon_basic == pytest.approx(one)
+    ledger.verify()
+
+
+def test_ledger_pending_lists_and_void_clears_what_provably_never_left(mech, tmp_path,
+                                                                      monkeypatch, capsys):
+    from dptext.cli import main
+    from dptext.ledger import Ledger
+
+    path = tmp_path / "ledger.sqlite"
+    ledger = Ledger(path)
+    src, out = write(tmp_path / "in.jsonl", 20), tmp_path / "o.jsonl"
+    _killed_before_its_first_shard(mech, src, out, ledger, monkeypatch)
+    pending = ledger.pending()
+    before = ledger.spent("u0", owner="clinic", dataset="notes", pld=False)
+    assert before.pending > 0
+    capsys.readouterr()
+    assert main(["ledger", "pending", "--ledger", str(path), "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 1 and rows[0]["count"] == len(pending)
+    assert rows[0]["owner"] == "clinic" and rows[0]["age_seconds"] >= 0
+    release = rows[0]["release_id"]
+    workdir = tmp_path / "o.jsonl.partial"
+    assert (workdir / "release.json").is_file()
+    # evidence from another job's directory is refused; a reason is required
+    other = tmp_path / "other.partial"
+    other.mkdir()
+    (other / "release.json").write_text(json.dumps({"release_key": "x", "job_key": "y"}))
+    assert main(["ledger", "void", release, "--ledger", str(path), "--job-dir", str(other),
+                 "--reason", "killed"]) == 2
+    assert "not the work directory of release" in capsys.readouterr().err
+    assert main(["ledger", "void", release, "--ledger", str(path), "--job-dir",
+                 str(workdir), "--reason", "server killed; job abandoned"]) == 0
+    said = capsys.readouterr().out
+    assert f"voided {len(pending)} pending charges" in said and "removed" in said
+    ledger = Ledger(path)
+    assert ledger.pending() == [] and not workdir.exists()
+    after = ledger.spent("u0", owner="clinic", dataset="notes", pld=False)
+    assert after.pending == 0 and after.epsilon_basic == pytest.approx(
+        before.epsilon_basic - before.epsilon_pending)
+    entry = [e for e in ledger.entries() if e["kind"] == "void"]
+    assert len(entry) == 1 and "job abandoned" in entry[0]["body"]
+    ledger.verify()
+    # a voided record is never released later: withheld in its release, its commit refused
+    rid, ids = release, pending
+    with pytest.raises(DPTextError, match="voided"):
+        ledger.commit(rid, ids[:1])
+    # a rerun is a new release, every record charged again and written
+    run(job(mech, src, out, ledger, batch_size=8, shard_records=8))
+    assert len(out.read_text().splitlines()) == 20 and ledger.pending() == []
+    ledger.verify()
+
+
+def test_void_refuses_released_charges_and_a_reason_is_kept(tmp_path):
+    from dptext.accounting.events import PrivacyEvent
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "l.sqlite")
+    rid = ledger.open_release(owner="o", dataset="d", mechanism="m", params={})
+    ev = [PrivacyEvent("pure", 1.0)]
+    d = ledger.reserve(rid, [("r1", "ann", ev), ("r2", "ann", ev)])
+    ledger.commit(rid, [d[0].charge_id])
+    with pytest.raises(DPTextError, match="not pending"):
+        ledger.void(rid, [d[0].charge_id, d[1].charge_id], reason="x")
+    with pytest.raises(DPTextError, match="reason"):
+        ledger.void(rid, [d[1].charge_id], reason=" ")
+    assert ledger.void(rid, [d[1].charge_id], reason="never sent", by="op") == 1
+    assert ledger.spent("ann", owner="o", dataset="d", pld=False).epsilon_basic == 1.0
+    again = ledger.reserve(rid, [("r2", "ann", ev)])[0]
+    assert not again.allowed and "voided" in again.reason
+    ledger.verify()

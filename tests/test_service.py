@@ -348,3 +348,42 @@ def test_unknown_id_and_wrong_secret_cost_the_same_hash(tmp_path, monkeypatch):
         before = len(calls)
         assert keys.authenticate(key) is None
         assert len(calls) == before + 1, key
+
+
+def test_a_privatize_charge_left_pending_is_listed_and_voidable(service, monkeypatch,
+                                                                capsys):
+    # issue 32 item 6: the server dies (here: the commit fails) between the reserve and the
+    # commit - nothing was sent (the commit comes first), the charge stays pending; the
+    # operator lists it and voids it, logged in the ledger
+    from dptext.cli import main
+    from dptext.errors import DPTextError
+
+    app, _, a, _ = service
+    ledger = app.state.ledger
+
+    def dies(*args, **kw):
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(ledger, "commit", dies)
+    client = TestClient(app, raise_server_exceptions=False)
+    assert _privatize(client, a, [TEXT], units=["alice"]).status_code == 500
+    monkeypatch.undo()
+    assert _charged(app) == Counter({"pending": 1})
+    where = ledger.where
+    capsys.readouterr()
+    assert main(["ledger", "pending", "--ledger", where, "--json"]) == 0
+    (row,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert row["owner"] == "clinic-a" and row["count"] == 1
+    assert main(["ledger", "void", row["release_id"], "--ledger", where,
+                 "--service-privatize", "--reason", "server killed mid-request"]) == 0
+    assert "voided 1 pending charges" in capsys.readouterr().out
+    assert _charged(app) == Counter({"voided": 1})
+    assert ledger.spent("alice", owner="clinic-a").epsilon_basic == 0.0
+    ledger.verify()
+    # only a /v1/privatize release: a job's (or any other) release needs its own evidence
+    other = ledger.open_release(owner="clinic-a", dataset="default", mechanism="custext",
+                                params={})
+    from dptext.service.reconcile import void_unsent
+
+    with pytest.raises(DPTextError, match="not a /v1/privatize release"):
+        void_unsent(ledger, other, reason="x")

@@ -1,4 +1,4 @@
-"""``dptext ledger init|budget|users|show|spent|export|verify``: the budget ledger from the shell.
+"""``dptext ledger init|budget|users|show|spent|pending|void|export|verify``: the ledger.
 
 Every command takes ``--ledger URL`` (a path, ``sqlite:///PATH`` or ``postgresql://...``;
 default ``$DPTEXT_LEDGER``, else ``<data dir>/ledger.sqlite``). Only ``init`` creates a ledger:
@@ -154,13 +154,17 @@ def cmd_show(args) -> int:
             "withheld": 0})
         if h["kind"] == "withhold":
             r["withheld"] += 1
+        elif h["status"] == "voided":  # never released: not spent
+            r["voided"] = r.get("voided", 0) + 1
         else:
             r["epsilon"] += h["epsilon"]
             r["released" if h["status"] == "released" else "pending"] += 1
     for rid, r in by_release.items():
+        voided = f", {r['voided']} voided" if r.get("voided") else ""
         print(f"  release {rid[:12]} {r['first'][:19]} owner {r['owner']!r} dataset "
               f"{r['dataset']!r} {r['mechanism']}: epsilon {r['epsilon']:.6g} over "
-              f"{r['released']} released, {r['pending']} pending, {r['withheld']} withheld")
+              f"{r['released']} released, {r['pending']} pending, {r['withheld']} withheld"
+              f"{voided}")
     return 0
 
 
@@ -220,6 +224,83 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_pending(args) -> int:
+    from datetime import UTC, datetime
+
+    with _open(args) as ledger:
+        rows = ledger.pending_releases(owner=args.owner)
+    now = datetime.now(UTC)
+    for r in rows:
+        try:
+            oldest = datetime.fromisoformat(r["oldest"])
+            if oldest.tzinfo is None:
+                oldest = oldest.replace(tzinfo=UTC)
+            r["age_seconds"] = max(0, int((now - oldest).total_seconds()))
+        except (TypeError, ValueError):
+            r["age_seconds"] = None
+    if args.json:
+        for r in rows:
+            print(json.dumps({k: v for k, v in r.items() if k != "ids"} | {
+                "first_id": r["ids"][0], "last_id": r["ids"][-1]}))
+        return 0
+    if not rows:
+        print("no pending charges")
+        return 0
+    print(f"{'release':<34}{'owner':<14}{'dataset':<14}{'mechanism':<11}{'pending':>8}"
+          f"{'epsilon':>10}  oldest (age)")
+    for r in rows:
+        age = "-" if r["age_seconds"] is None else _age(r["age_seconds"])
+        print(f"{r['release_id']:<34}{r['owner']:<14}{r['dataset']:<14}{r['mechanism']:<11}"
+              f"{r['count']:>8}{_num(r['epsilon']):>10}  {r['oldest']} ({age})")
+    return 0
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def cmd_void(args) -> int:
+    import getpass
+
+    from dptext.corpus.reconcile import void_unreleased
+
+    try:
+        by = getpass.getuser()
+    except (KeyError, OSError):
+        by = "unknown"
+    if args.service_privatize:
+        from dptext.service.reconcile import void_unsent
+
+        with _open(args) as ledger:
+            out = void_unsent(ledger, args.release, reason=args.reason, by=by,
+                              dry_run=args.dry_run)
+        verb = "would void" if args.dry_run else "voided"
+        print(f"{verb} {out['voidable'] if args.dry_run else out['voided']} pending charges "
+              f"of /v1/privatize release {args.release} (committed before sending: never "
+              f"sent)" + ("" if args.dry_run else f"; reason: {' '.join(args.reason.split())};"
+                          f" by {by}; logged as a chained 'void' entry"))
+        return 0
+    with _open(args) as ledger:
+        out = void_unreleased(ledger, args.release, args.job_dir, reason=args.reason, by=by,
+                              dry_run=args.dry_run)
+    if args.dry_run:
+        print(f"would void {out['voidable']} pending charges of release {args.release} "
+              f"(never written: not in a committed shard of {args.job_dir}); "
+              f"{out['kept']} in committed shards would stay pending")
+        return 0
+    print(f"voided {out['voided']} pending charges of release {args.release} (reason: "
+          f"{' '.join(args.reason.split())}; by {by}; logged as a chained 'void' entry)")
+    if out["kept"]:
+        print(f"{out['kept']} pending charges are in committed shards (their records were "
+              f"written): not voided - rerun the job to commit them")
+    if out["removed_workdir"]:
+        print(f"removed {args.job_dir} (no committed shard): a rerun is a new release")
+    return 0
+
+
 def cmd_verify(args) -> int:
     with _open(args) as ledger:
         r = ledger.verify()
@@ -271,6 +352,30 @@ def register(subparsers) -> None:
     _scope(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_spent)
+
+    p = sub.add_parser("pending", help="pending charges (charged, never marked released) by "
+                                       "release, with their age")
+    _common(p)
+    p.add_argument("--owner", help="only releases by this owner")
+    p.add_argument("--json", action="store_true", help="one JSON object per release")
+    p.set_defaults(func=cmd_pending)
+
+    p = sub.add_parser("void", help="void the pending charges of a killed job that provably "
+                                    "never left (not in a committed shard of its work "
+                                    "directory); logged in the ledger")
+    _common(p)
+    p.add_argument("release", help="the release id (from `dptext ledger pending`)")
+    evidence = p.add_mutually_exclusive_group(required=True)
+    evidence.add_argument("--job-dir", metavar="DIR",
+                          help="the job's work directory (OUTPUT.partial): its manifest or "
+                               "release.json names the release, its committed shards the "
+                               "charges that left")
+    evidence.add_argument("--service-privatize", action="store_true",
+                          help="a /v1/privatize release: committed before its response is "
+                               "sent, so its pending charges were never sent")
+    p.add_argument("--reason", required=True, help="why (kept in the ledger's entry)")
+    p.add_argument("--dry-run", action="store_true", help="only say what would be voided")
+    p.set_defaults(func=cmd_void)
 
     p = sub.add_parser("export", help="every entry as JSON lines (hashes included)")
     _common(p)

@@ -64,7 +64,7 @@ from dptext.corpus.records import TEXT_FIELD, Record, RecordReader
 from dptext.corpus.shards import Shard
 from dptext.corpus.sources import Source, expand
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout
-from dptext.corpus.workdir import WorkDir, changed_input, changed_settings
+from dptext.corpus.workdir import RELEASE, WorkDir, changed_input, changed_settings
 from dptext.corpus.writers import RecordWriter, output_format
 from dptext.errors import DPTextError
 from dptext.mechanisms.word import WordMechanism
@@ -341,6 +341,7 @@ class Driver:
             if manifest is not None and j.resume is False:
                 manifest = None
                 wd.clean(None)
+                (wd.path / RELEASE).unlink(missing_ok=True)  # --restart: a new release
             if manifest is not None:
                 change = changed_input(manifest["inputs"], fingerprints)
                 if change is not None:
@@ -378,8 +379,13 @@ class Driver:
                 self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
                     [settings, fingerprints, str(plan.output.resolve())],
                     sort_keys=True).encode()).hexdigest())
-            else:
-                self.ledger = self._ledger_session(None, job_key)
+            else:  # a run killed before its first shard is continued (release.json)
+                earlier = wd.read_release()
+                adopt = earlier is not None and earlier.get("job_key") == job_key
+                self.ledger = self._ledger_session(earlier["release_key"] if adopt else None,
+                                                   job_key)
+                if self.ledger is not None and not adopt:
+                    wd.write_release(self.ledger.release_key, job_key)
             if self.ledger is not None:
                 manifest["release_key"] = self.ledger.release_key
             self._commit_pending_charges(wd)
@@ -396,8 +402,9 @@ class Driver:
                 raise self._resumable(err) from None
             return self._result_from(self.manifest, resumed)
         finally:
-            if wd.path.is_dir() and not (wd.path / "manifest.json").is_file():
-                wd.remove()  # nothing was committed: nothing to resume
+            if wd.path.is_dir() and not (wd.path / "manifest.json").is_file() and not (
+                    wd.path / RELEASE).is_file():
+                wd.remove()  # nothing was committed or charged: nothing to resume
             wd.close()
 
     def _resumable(self, err: OSError) -> ResumableError:

@@ -24,6 +24,7 @@ from dptext.corpus.paths import write_durably
 from dptext.errors import DPTextError
 
 MANIFEST = "manifest.json"
+RELEASE = "release.json"
 FORMAT = 1
 
 
@@ -96,6 +97,29 @@ class WorkDir:
                               f"{self.path} to start again")
         return manifest
 
+    def read_release(self) -> dict | None:
+        """``release.json``: the ledger release key of the run in this directory, written
+        before its first charge (so a run killed before its first shard is continued, not
+        left pending in a release nobody continues), with the job key it belongs to."""
+        try:
+            data = json.loads((self.path / RELEASE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("release_key") else None
+
+    def write_release(self, release_key: str, job_key: str) -> None:
+        tmp = self.path / (RELEASE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"release_key": release_key, "job_key": job_key}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path / RELEASE)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def write(self, manifest: dict) -> None:
         manifest["format"] = FORMAT
         write_durably(self.path / MANIFEST, json.dumps(manifest, separators=(",", ":")).encode())
@@ -103,7 +127,8 @@ class WorkDir:
     def clean(self, manifest: dict | None) -> None:
         """Delete what the manifest does not list (an interrupted shard's files; everything
         when ``manifest`` is None)."""
-        keep = {"lock"} if manifest is None else {"lock", MANIFEST, "units.sqlite"}
+        keep = {"lock", RELEASE} if manifest is None else {"lock", RELEASE, MANIFEST,
+                                                           "units.sqlite"}
         if manifest is not None:
             for shard in manifest["shards"]:
                 keep.update(n for n in (shard["part"], shard.get("rejects"),

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 
 from dptext.accounting.composition import br_epsilon, pld_epsilon
 from dptext.accounting.events import PrivacyEvent
+from dptext.errors import DPTextError
 from dptext.ledger.amounts import checked_name, delta_of, eps_of, events_cost
 from dptext.ledger.batches import batch_range
 from dptext.ledger.chain import ENTRY_COLUMNS
@@ -108,7 +109,7 @@ class LedgerQueries:
         for body, times in b.execute(
                 "SELECT v.body, COUNT(*) FROM ledger_charges c JOIN ledger_entries e ON "
                 "e.seq = c.entry JOIN ledger_events v ON v.digest = c.events WHERE c.unit = ? "
-                f"AND c.status <> 'withheld' AND {where} GROUP BY v.body",
+                f"AND c.status IN ('pending', 'released') AND {where} GROUP BY v.body",
                 (unit, *params)).fetchall():
             add(body, int(times))
         return [PrivacyEvent(k, eps, dl, c, bounded_range=br)
@@ -211,6 +212,48 @@ class LedgerQueries:
             out += [int(r[0]) for r in b.execute(sql + " WHERE c.status = 'pending'",
                                                   params).fetchall()]
         return sorted(out)
+
+    def pending_releases(self, *, owner: str | None = None) -> list[dict]:
+        """Per release with charges still pending (charged, never marked released): its
+        ``release_id``, ``owner``, ``dataset``, ``mechanism``, when it was opened
+        (``created``), the pending charges' ``count``, ``ids``, summed ``epsilon`` and the time
+        of the oldest batch that holds one (``oldest``), oldest first. Version-2 charge rows
+        only (a version-1 entry still pending is listed by :meth:`pending`)."""
+        where, params = ("", ()) if owner is None else (" AND r.owner = ?", (owner,))
+        with self._read("read the ledger") as b:
+            rows = b.execute(
+                "SELECT r.release_id, r.owner, r.dataset, r.mechanism, r.created, c.id, "
+                "c.eps_n, e.created FROM ledger_charges c JOIN ledger_entries e ON "
+                "e.seq = c.entry JOIN ledger_releases r ON r.release_id = e.release_id "
+                f"WHERE c.status = 'pending'{where} ORDER BY c.id", params).fetchall()
+        out: dict[str, dict] = {}
+        for rel, o, d, mech, created, cid, e, batch_created in rows:
+            r = out.setdefault(rel, {"release_id": rel, "owner": o, "dataset": d,
+                                     "mechanism": mech, "created": created, "count": 0,
+                                     "ids": [], "epsilon": 0.0, "oldest": batch_created})
+            r["count"] += 1
+            r["ids"].append(int(cid))
+            r["epsilon"] += eps_of(int(e))
+            r["oldest"] = min(r["oldest"], batch_created)
+        return sorted(out.values(), key=lambda r: r["oldest"])
+
+    def release_origin(self, release_id: str) -> str:
+        """The ``origin`` a release was opened with ('' when none was given)."""
+        with self._read("read the ledger") as b:
+            row = b.execute("SELECT e.body FROM ledger_releases r JOIN ledger_entries e ON "
+                            "e.seq = r.seq WHERE r.release_id = ?", (str(release_id),)
+                            ).fetchone()
+        if row is None:
+            raise DPTextError(f"unknown release {release_id!r}")
+        return str(json.loads(row[0]).get("origin", ""))
+
+    def release_of_key(self, release_key: str) -> str | None:
+        """The release opened with ``release_key`` (a job's, from its manifest), else None."""
+        key_hash = self._keys.release_key(str(release_key))
+        with self._read("read the ledger") as b:
+            row = b.execute("SELECT release_id FROM ledger_releases WHERE key_hash = ?",
+                            (key_hash,)).fetchone()
+        return row[0] if row else None
 
     def charges(self, release_id: str | None = None) -> Iterator[dict]:
         """Every per-record decision (a charge or a withheld record), v1 entries and v2 charge

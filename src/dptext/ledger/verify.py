@@ -17,7 +17,7 @@ from dptext.ledger.batches import charge_line, digest, events_digest, expand_ran
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
 from dptext.ledger.results import VerifyResult
 
-KINDS = ("budget", "open", "charge", "withhold", "batch", "commit")  # charge/withhold: v1
+KINDS = ("budget", "open", "charge", "withhold", "batch", "commit", "void")  # charge/withhold: v1
 
 
 def _broken(msg: str) -> DPTextError:
@@ -131,7 +131,20 @@ def verify(b, meta: dict[str, str]):
                     if c is None or c[0] != release_id or c[7] == "withheld":
                         raise _broken(f"entry {seq} commits charge {cid}, which is not a "
                                       f"charge of release {release_id}")
+                    if c[7] == "voided":
+                        raise _broken(f"entry {seq} commits charge {cid}, which was voided")
                     c[7] = "released"  # (committing a released charge again changes nothing)
+            elif kind == "void":
+                rel = releases.get(release_id)
+                if rel is None or (rel[1], rel[2]) != (owner, dataset):
+                    raise _broken(f"entry {seq} voids charges of release {release_id} that "
+                                  "was not opened before it (or for another owner/dataset)")
+                for cid in expand_ranges(data["charges"]):
+                    c = charges.get(cid)
+                    if c is None or c[0] != release_id or c[7] != "pending":
+                        raise _broken(f"entry {seq} voids charge {cid}, which is not a "
+                                      f"pending charge of release {release_id}")
+                    c[7] = "voided"
             else:
                 raise _broken(f"entry {seq} has an unknown kind {kind!r}")
     last = expected - 1
@@ -163,6 +176,8 @@ def verify(b, meta: dict[str, str]):
         acc = units[(c[2], c[3], c[4])]
         if c[7] == "withheld":
             acc[3] += 1
+        elif c[7] == "voided":  # never released: out of the unit's totals
+            continue
         else:
             acc[0] += c[5]
             acc[1] += c[6]
@@ -183,8 +198,8 @@ def verify(b, meta: dict[str, str]):
     if got_r != releases:
         raise DPTextError("ledger table ledger_releases disagrees with the release entries")
     return VerifyResult(entries=last, head_hash=prev, releases=len(releases), units=len(
-        {c[4] for c in charges.values() if c[7] != "withheld"}),
-        charges=sum(c[7] != "withheld" for c in charges.values()),
+        {c[4] for c in charges.values() if c[7] not in ("withheld", "voided")}),
+        charges=sum(c[7] not in ("withheld", "voided") for c in charges.values()),
         pending=sum(c[7] == "pending" for c in charges.values()))
 
 

@@ -32,10 +32,13 @@ class LedgerWrites:
 
     # ----------------------------------------------------------------------- releases
     def open_release(self, *, owner: str, dataset: str, mechanism: str, params: dict,
-                     release_key: str | None = None, exclusive: bool = False) -> str:
+                     release_key: str | None = None, exclusive: bool = False,
+                     origin: str = "") -> str:
         """Start a release (or, with the ``release_key`` of an earlier one, continue it;
         ``exclusive``: raise :class:`ReleaseExists` instead - in the same transaction, so two
-        writers cannot both start the release of one key)."""
+        writers cannot both start the release of one key). ``origin`` (kept in the chained
+        entry): what released it, e.g. ``service-privatize`` (a release that is committed
+        before its text is sent: ``dptext ledger void`` may void its pending charges)."""
         owner, dataset = checked_name("owner", owner), checked_name("dataset", dataset)
         try:
             params_text = canonical(params)
@@ -60,7 +63,8 @@ class LedgerWrites:
             version = tool_version()
             seq = tx.append("open", release_id=release_id, owner=owner, dataset=dataset,
                             body={"mechanism": mechanism, "params": json.loads(params_text),
-                                  "tool_version": version, "release_key": key_hash})
+                                  "tool_version": version, "release_key": key_hash,
+                                  **({"origin": str(origin)} if origin else {})})
             b.execute("INSERT INTO ledger_releases (release_id, key_hash, owner, dataset, "
                       "mechanism, params, tool_version, created, seq) VALUES "
                       "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -271,6 +275,9 @@ class LedgerWrites:
                     f"({sql_marks(len(chunk))})", chunk).fetchall():
                 if status == "withheld":
                     seen[record] = Decision(False, None, reason, True)
+                elif status == "voided":  # never released: it must not be released now
+                    seen[record] = Decision(False, None, "its charge was voided (dptext "
+                                            "ledger void): never released", True)
                 else:
                     seen[record] = Decision(True, int(cid), None, True)
         if self._legacy:  # version-1 entries, one per record (its own index)
@@ -365,6 +372,11 @@ class LedgerWrites:
             new = [[max(lo, base + 1), hi] for lo, hi in runs if hi > base]
             old = [[lo, min(hi, base)] for lo, hi in runs if lo <= base]
             for lo, hi in new:
+                voided = b.execute("SELECT MIN(id) FROM ledger_charges WHERE id BETWEEN ? AND ? "
+                                   "AND status = 'voided'", (lo, hi)).fetchone()[0]
+                if voided is not None:
+                    raise DPTextError(f"charge {voided} was voided (dptext ledger void): its "
+                                      "record must not be released; nothing was committed")
                 entries = {}
                 for entry, n, withheld in b.execute(
                         "SELECT entry, COUNT(*), SUM(CASE WHEN status = 'withheld' THEN 1 "
@@ -390,6 +402,62 @@ class LedgerWrites:
                         "AND status = 'pending'", (lo, hi)).rowcount
             if changed:
                 tx.append("commit", release_id=release_id, body={"charges": runs})
+
+    def void(self, release_id: str, charge_ids: Sequence[int], *, reason: str,
+             by: str = "") -> int:
+        """Void pending charges of ``release_id`` whose records were provably never released
+        (the caller's evidence; ``dptext ledger void`` checks a job's work directory): each
+        becomes ``voided``, its amount leaves its unit's totals, and one chained ``void``
+        entry names them with ``reason`` and ``by``. A voided record is never released later:
+        a reserve of it in this release answers withheld, a commit of it is an error. Only
+        pending charges (not released, not withheld, not of a version-1 entry) can be voided;
+        anything else is an error and nothing is voided. Returns the number voided."""
+        release_id = str(release_id)
+        ids = sorted({int(c) for c in charge_ids})
+        reason = " ".join(str(reason or "").split())
+        if not reason:
+            raise DPTextError("a void needs a reason (it is kept in the ledger)")
+        if not ids:
+            return 0
+        with self._write("void charges") as tx:
+            b = self._backend
+            rows = {}
+            for chunk in chunks(ids):
+                for cid, entry, unit, e, n, status in b.execute(
+                        "SELECT id, entry, unit, eps_n, delta_n, status FROM ledger_charges "
+                        f"WHERE id IN ({sql_marks(len(chunk))})", chunk).fetchall():
+                    rows[int(cid)] = (int(entry), unit, int(e), int(n), status)
+            for cid in ids:
+                row = rows.get(cid)
+                if row is None:
+                    raise DPTextError(f"charge {cid} is not a charge of this ledger's batches "
+                                      "(a version-1 entry or unknown): nothing was voided")
+                if self._entry_release(row[0]) != release_id:
+                    raise DPTextError(f"charge {cid} belongs to release "
+                                      f"{self._entry_release(row[0])}, not {release_id}: "
+                                      "nothing was voided")
+                if row[4] != "pending":
+                    raise DPTextError(f"charge {cid} is {row[4]}, not pending: only pending "
+                                      "charges can be voided; nothing was voided")
+            owner, dataset = self._release(release_id)
+            per_unit: dict[str, list[int]] = {}
+            for cid in ids:
+                _, unit, e, n, _ = rows[cid]
+                acc = per_unit.setdefault(unit, [0, 0, 0])
+                acc[0] += e
+                acc[1] += n
+                acc[2] += 1
+            runs = ranges(ids)
+            for lo, hi in runs:
+                b.execute("UPDATE ledger_charges SET status = 'voided' WHERE id BETWEEN ? AND ? "
+                          "AND status = 'pending'", (lo, hi))
+            b.executemany("UPDATE ledger_units SET eps_n = eps_n - ?, delta_n = delta_n - ?, "
+                          "charges = charges - ? WHERE unit = ? AND owner = ? AND dataset = ?",
+                          [(e, n, c, u, owner, dataset) for u, (e, n, c) in per_unit.items()])
+            self._unit_rows.clear()  # the cached unit totals no longer hold
+            tx.append("void", release_id=release_id, owner=owner, dataset=dataset,
+                      body={"charges": runs, "reason": reason, "by": str(by)})
+        return len(ids)
 
     def _entry_release(self, seq: int) -> str | None:
         rel = self._entry_releases.get(seq)

@@ -30,6 +30,7 @@ from dptext.errors import DPTextError
 from dptext.service.keys import KeyStore, key_id
 from dptext.service.limits import AuthFailures, LimitExceeded, Limits, RateLimiter
 from dptext.service.pool import LM_MECHANISMS, MechanismPool
+from dptext.service.reconcile import SERVICE_PRIVATIZE
 from dptext.service.spans import spans
 
 
@@ -73,6 +74,7 @@ class BudgetRequest(BaseModel):
 
 
 _NO_KEY = "a valid API key is needed: Authorization: Bearer KEY"
+
 
 
 def _token(authorization: str | None) -> str | None:
@@ -269,7 +271,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     for text, unit, r in zip(body.texts, units, results, strict=True)]
         _encode({"results": released})  # a response that cannot be sent fails here, uncharged
         release = ledger.open_release(owner=owner, dataset=body.dataset,
-                                      mechanism=body.mechanism, params=params)
+                                      mechanism=body.mechanism, params=params,
+                                      origin=SERVICE_PRIVATIZE)
         decisions = ledger.reserve(release, [
             (f"{request_id}:{i}", unit, r.report.privacy_events())
             for i, (unit, r) in enumerate(zip(units, results, strict=True))])
