@@ -345,3 +345,31 @@ def test_a_killed_builders_temporary_is_removed_by_the_next_build(tmp_path, monk
     (orphan / "model.safetensors").write_bytes(b"half")
     with cache.build_lock(target, "the fake model"):
         assert not orphan.exists()
+
+
+def test_ledger_spent_and_verify_count_the_same_units(tmp_path, capsys):
+    """Item 6: a unit is a person with a record in the ledger, charged or withheld; `spent`
+    said 586 units and `verify` 585 on one ledger (the person whose only record was withheld)."""
+    from dptext.accounting.events import PrivacyEvent
+    from dptext.ledger import Ledger
+
+    path = str(tmp_path / "l.sqlite")
+    assert main(["ledger", "init", "--ledger", path]) == 0
+    assert main(["ledger", "budget", "--ledger", path, "--owner", "clinic", "--dataset",
+                 "notes", "--epsilon", "5"]) == 0
+    ledger = Ledger(path)
+    rid = ledger.open_release(owner="clinic", dataset="notes", mechanism="custext",
+                              params={"epsilon": 1})
+    small, large = [PrivacyEvent("pure", 2.0)], [PrivacyEvent("pure", 6.0)]
+    ds = ledger.reserve(rid, [("n1", "Ada", small), ("n2", "Alan", small),
+                              ("n3", "Grace", large)])  # Grace's only record: withheld
+    assert [d.charge_id is None for d in ds] == [False, False, True]
+    ledger.commit(rid, [d.charge_id for d in ds if d.charge_id is not None])
+    ledger.close()
+    capsys.readouterr()
+    assert main(["ledger", "spent", "--ledger", path, "--json"]) == 0
+    spent = json.loads(capsys.readouterr().out)
+    assert main(["ledger", "verify", "--ledger", path]) == 0
+    verified = capsys.readouterr().out
+    assert spent["units"] == 3 and spent["withheld"] == 1
+    assert "3 units" in verified

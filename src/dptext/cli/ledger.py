@@ -191,8 +191,8 @@ def cmd_spent(args) -> int:
     scope = ", ".join(f"{k} {v!r}" for k, v in (("owner", args.owner),
                                                 ("dataset", args.dataset)) if v) or "all"
     print(f"spent per unit ({scope}; basic composition, pending included)")
-    print(f"  units {out['units']}, records {out['released']} released, {out['pending']} "
-          f"pending, {out['withheld']} withheld")
+    print(f"  units {out['units']} (charged or withheld), records {out['released']} released, "
+          f"{out['pending']} pending, {out['withheld']} withheld")
     print(f"  epsilon per unit: max {_num(out['max_epsilon'])}, median "
           f"{_num(out['median_epsilon'])}, p95 {_num(out['p95_epsilon'])}; largest delta "
           f"{out['max_delta']:.3g}")
@@ -304,8 +304,9 @@ def cmd_void(args) -> int:
 def cmd_verify(args) -> int:
     with _open(args) as ledger:
         r = ledger.verify()
-    print(f"ledger OK: {r.entries} entries chained, {r.releases} releases, {r.units} units, "
-          f"{r.charges} charges ({r.pending} pending); head {r.head_hash}")
+    print(f"ledger OK: {r.entries} entries chained, {r.releases} releases, {r.units} units "
+          f"(charged or withheld), {r.charges} charges ({r.pending} pending); head "
+          f"{r.head_hash}")
     return 0
 
 

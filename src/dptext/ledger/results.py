@@ -94,6 +94,6 @@ class VerifyResult:
     entries: int
     head_hash: str
     releases: int
-    units: int
+    units: int  # people with a record in the ledger, charged or withheld (as `ledger spent`)
     charges: int
     pending: int

@@ -197,9 +197,11 @@ def verify(b, meta: dict[str, str]):
                                 "tool_version, seq FROM ledger_releases")}
     if got_r != releases:
         raise DPTextError("ledger table ledger_releases disagrees with the release entries")
-    return VerifyResult(entries=last, head_hash=prev, releases=len(releases), units=len(
-        {c[4] for c in charges.values() if c[7] not in ("withheld", "voided")}),
-        charges=sum(c[7] not in ("withheld", "voided") for c in charges.values()),
+    # a unit: a person with a record in the ledger - charged, withheld or voided - counted as
+    # `ledger spent` counts them (the rows of ledger_units, checked above, grouped by unit)
+    return VerifyResult(entries=last, head_hash=prev, releases=len(releases),
+                        units=len({key[2] for key in units}),
+                        charges=sum(c[7] not in ("withheld", "voided") for c in charges.values()),
         pending=sum(c[7] == "pending" for c in charges.values()))
 
 
