@@ -202,7 +202,7 @@ def verify(b, meta: dict[str, str]):
     return VerifyResult(entries=last, head_hash=prev, releases=len(releases),
                         units=len({key[2] for key in units}),
                         charges=sum(c[7] not in ("withheld", "voided") for c in charges.values()),
-        pending=sum(c[7] == "pending" for c in charges.values()))
+                        pending=sum(c[7] == "pending" for c in charges.values()))
 
 
 def _charge_rows(b):
