@@ -160,3 +160,11 @@ def test_custext_builds_its_output_sets_once_for_every_epsilon(space):
     assert not a._tables["members"].flags.writeable
     other_k = dptext.mechanism("custext", space=space, k=4, epsilon=1).fit(cache=False)
     assert other_k._tables["members"].shape[1] == 4
+
+
+def test_demo_takes_a_document_epsilon(tmp_path, space):
+    space.save(tmp_path / "space.npz")
+    r = _cli(tmp_path, "demo", "-m", "custext", "-p", "k=5", "--space",
+             str(tmp_path / "space.npz"), "--document-epsilon", "5", "--seed", "0")
+    assert r.returncode == 0, r.stderr
+    assert "Sanitized (custext, document epsilon=5)" in r.stdout

@@ -326,11 +326,14 @@ def cmd_demo(args) -> int:
     from importlib.resources import files
 
     text = files("dptext").joinpath("data/sample.txt").read_text(encoding="utf-8")
-    args.epsilon = args.epsilon or 2.0
+    if args.document_epsilon is None:
+        args.epsilon = args.epsilon or 2.0
     m = build_mechanism(args)
     result = m.privatize(text, rng=rng_choice(args))
     print("Original:\n" + text)
-    print(f"Sanitized ({args.mechanism}, epsilon={args.epsilon:g}):\n" + result.text)
+    how = (f"epsilon={args.epsilon:g}" if args.document_epsilon is None
+           else f"document epsilon={args.document_epsilon:g}")
+    print(f"Sanitized ({args.mechanism}, {how}):\n" + result.text)
     print(result.report)
     return 0
 
