@@ -79,6 +79,9 @@ def test_short_local_phone_needs_a_context_word():
     ("SSN on file is 402-19-8877.", "402-19-8877", "US_SSN"),
     ("written as 402 19 8877 on the form", "402 19 8877", "US_SSN"),
     ("last seen at 10.34.201.7 today", "10.34.201.7", "IP_ADDRESS"),
+    ("was last reachable at 10.34.201.7. Device", "10.34.201.7", "IP_ADDRESS"),
+    ("Compared with 8/79-- the QRS", "8/79", "DATE"),
+    ("Dictated by:  FILBERT BRIGHT, M.D.", "FILBERT BRIGHT", "PERSON"),
     ("or at 2001:db8::8a2e:370:7334 today", "2001:db8::8a2e:370:7334", "IP_ADDRESS"),
     ("see https://portal.example.org/u/anna.", "https://portal.example.org/u/anna", "URL"),
     ("write to anna.lee+labs@corvid.example now", "anna.lee+labs@corvid.example",
@@ -421,3 +424,25 @@ def test_gold_readers_on_the_shipped_i2b2_notes(tmp_path):
     bad.write_text(json.dumps({"text": "abc", "spans": [{"start": 2, "end": 9}]}))
     with pytest.raises(DPTextError, match="outside the text"):
         read_gold(bad)
+
+
+def test_note_generator_is_seeded_and_its_gold_spans_hold_the_values():
+    import re
+
+    from dptext.deid.notes import NoteGenerator, generate_notes
+
+    a, b = generate_notes(25, seed=3), generate_notes(25, seed=3)
+    assert [r.text for r in a] == [r.text for r in b]
+    assert [r.text for r in a] != [r.text for r in generate_notes(25, seed=4)]
+    assert {r.id for r in a} == set(NoteGenerator.FORMATS)
+    cats = {s.category for r in a for s in r.spans}
+    assert {"NAME", "PHONE", "ID", "DATE", "AGE"} <= cats
+    phones = [r.text[s.start:s.end] for r in generate_notes(200, seed=0) for s in r.spans
+              if s.category == "PHONE"]
+    shapes = {re.sub(r"\d", "N", p) for p in phones}
+    assert len(shapes) >= 4 and "+N NNN NNN NNNN" in shapes and "+NNNNNNNNNNN" in shapes
+    for r in a:
+        assert 30 <= len(r.text.split()) <= 90
+        for s in r.spans:
+            value = r.text[s.start:s.end]
+            assert value.strip() == value and value

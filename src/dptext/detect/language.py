@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
-CONFIDENT = 0.9
+CONFIDENT = 0.6
 _SCRIPTS = {"CJK": "zh", "HIRAGANA": "ja", "KATAKANA": "ja", "HANGUL": "ko", "CYRILLIC": "ru",
             "ARABIC": "ar", "HEBREW": "he", "GREEK": "el", "DEVANAGARI": "hi", "THAI": "th"}
 

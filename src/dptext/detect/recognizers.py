@@ -240,6 +240,7 @@ _STREET_TYPES = (r"(?:St|Street|Rd|Road|Ave|Avenue|Blvd|Boulevard|Dr|Drive|Ln|La
 _US_STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE "
               "NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR")
 _NAME_WORD = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
+_CAPS_WORD = r"[A-Z][A-Za-z]+(?:[-'][A-Z][A-Za-z]+)?"  # "Bright" or "BRIGHT"
 
 ID_CONTEXTS: dict[str, tuple[str, ...]] = {
     "MEDICAL_RECORD": ("mrn", "mr#", "mr #", "medical record", "record number", "record no",
@@ -272,7 +273,7 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
         PatternRecognizer("url-domain", "URL",
                           r"(?i)(?<![@\w.-])(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|us|uk|de|"
                           r"info|health|example)(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
-        PatternRecognizer("ipv4", "IP_ADDRESS", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])",
+        PatternRecognizer("ipv4", "IP_ADDRESS", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d)",
                           validate=_ipv4),
         PatternRecognizer("ipv6", "IP_ADDRESS",
                           r"(?i)(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:])",
@@ -295,7 +296,7 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
         PatternRecognizer(
             "date-numeric", "DATE",
             r"(?<![\w/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/-]\d{1,2}[/-]\d{2,4}|"
-            r"\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{2}(?!\d)|\d{1,2}/\d{4})(?![\w/-])"),
+            r"\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{2}(?!\d)|\d{1,2}/\d{4})(?![\w/]|-\d)"),
         PatternRecognizer(
             "date-words", "DATE",
             rf"\b(?:{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
@@ -320,7 +321,7 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
             rf"\b(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Doctor|Nurse|Patient)\.?\s+"
             rf"(?P<v>(?:[A-Z]\.\s*)?{_NAME_WORD}(?:\s+(?:[A-Z]\.\s*)?{_NAME_WORD})?)"),
         PatternRecognizer("signature", "PERSON",
-                          rf"(?P<v>{_NAME_WORD}(?:\s+[A-Z]\.?)?\s+{_NAME_WORD}),?\s+"
+                          rf"(?P<v>{_CAPS_WORD}(?:\s+[A-Z]\.?)?\s+{_CAPS_WORD}),?\s+"
                           r"(?:M\.?D\.?|D\.?O\.?|R\.?N\.?|N\.?P\.?|P\.?A\.?|Ph\.?D\.?)\b"),
         PatternRecognizer("dictation", "PERSON",
                           r"(?m)\b[A-Z]{2,4}:(?P<v>[a-z]{2,}(?:/[a-z]{2,})?)\b"),

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.detect.categories import (
+    CATEGORY_GROUPS,
     DEFAULT_CATEGORIES,
     DETECTABLE,
     PHI_CATEGORIES,
@@ -142,8 +143,18 @@ class TargetedMechanism(Mechanism):
         extra = frozenset(r.category for r in user)
         rules = (builtin_recognizers() if self.recognizers else ()) + tuple(user)
         self.categories: frozenset[str] | None
+        entities = None if entities is None else list(entities)
         if entities:
-            self.categories = resolve_categories(list(entities)) | extra
+            self.categories = resolve_categories(entities) | extra
+            # a group (PHI, PII, ...) is narrowed to what the detector finds; a category
+            # named on its own that it never finds is an error
+            named = [e for e in entities if e.strip().upper() not in CATEGORY_GROUPS
+                     and e.strip().upper() != "ALL"]
+            if backend and len(named) < len(list(entities)):
+                grouped = resolve_categories([e for e in entities if e not in named])
+                drop = set(undetectable(grouped, backend, self.recognizers, extra))
+                drop -= set(resolve_categories(named)) if named else set()
+                self.categories -= drop
             missing = undetectable(self.categories, backend, self.recognizers, extra) \
                 if backend else []
             if missing:
