@@ -54,7 +54,8 @@ def custext(space, tmp_path, monkeypatch):
 # ------------------------------------------------------------ recognizers
 @pytest.mark.parametrize("phone", ["(212) 555-0187", "212-555-0187", "212.555.0187",
                                    "+1 212 555 0187", "+12125550187", "2125550187",
-                                   "+44 20 7946 0123", "+49 30 12345678"])
+                                   "+44 20 7946 0123", "+49 30 12345678",
+                                   "+1 219 155 0187", "(219) 155-0187", "219 155 0187"])
 def test_phones_in_every_format(phone):
     text = f"Call her at {phone} tomorrow."
     assert ("PHONE_NUMBER", phone) in found(text)

@@ -96,7 +96,8 @@ def _context_re(words: Iterable[str]) -> re.Pattern:
 @dataclass
 class PhoneRecognizer(Recognizer):
     """Phone and fax numbers through ``phonenumbers`` (national formats of ``region`` and every
-    international one), plus short local numbers ("555-0142") after a phone context word."""
+    international one), the North American shapes and E.164 whether or not the number is
+    assigned, and short local numbers ("555-0142") after a phone context word."""
 
     region: str = "US"
 
@@ -108,12 +109,18 @@ class PhoneRecognizer(Recognizer):
             for m in phonenumbers.PhoneNumberMatcher(text, self.region,
                                                      leniency=phonenumbers.Leniency.VALID):
                 out.append(self._entity(text, m.start, m.end))
+        # the North American shapes and E.164 whatever the number's assignment (libphonenumber
+        # refuses unassigned area codes and exchanges; a made-up or new number is still one)
+        for m in _NANP_PHONE.finditer(text):
+            out.append(self._entity(text, m.start(), m.end()))
         for m in _LOCAL_PHONE.finditer(text):
             if _PHONE_CONTEXT.search(text[max(0, m.start() - _CONTEXT_WINDOW):m.start()]):
                 out.append(self._entity(text, m.start(), m.end()))
         return out
 
 
+_NANP_PHONE = re.compile(r"(?<![\w+])(?:(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])"
+                         r"\d{3}[\s.-]\d{4}|\+\d{10,15})(?![\w-])")
 _LOCAL_PHONE = re.compile(r"(?<![\w/.-])(?:\d{3}[-.\s]\d{4}|x\d{4,5}|\d{5})(?![\w/-])")
 _PHONE_CONTEXT = _context_re(("phone", "tel", "telephone", "call", "cell", "mobile", "pager",
                               "beeper", "fax", "ext", "extension", "contact", "number"))
