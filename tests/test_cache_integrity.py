@@ -305,3 +305,62 @@ def test_concurrent_builds_of_one_entry_happen_once(cache_dir, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cache_files.verify(next((cache_dir / "fitted").glob("*.npz")))
+
+
+# ------------------------------------------------------- checked once (issue 36)
+def test_tables_validated_once_are_not_validated_again_until_their_bytes_change(
+        cache_dir, space, monkeypatch):
+    """A cached table file is validated on its first cached load and then recorded (its
+    sha256, the checking code) in NAME.checked; later loads of the same bytes skip
+    validate_tables. A plant written with a fresh digest has another sha256: validated, and
+    refused. The mapped arrays equal the ones read through the zip reader."""
+    from dptext.mechanisms.custext import CusText
+
+    fitted = custext(space).fit()
+    path = fitted_file(cache_dir)
+    calls = []
+    real = CusText.validate_tables
+    monkeypatch.setattr(CusText, "validate_tables",
+                        lambda self, t: calls.append(1) or real(self, t))
+    for _ in range(3):
+        m = custext(space).fit()
+        assert same_tables(m._tables, fitted._tables)
+    assert len(calls) == 1 and path.with_name(path.name + ".checked").is_file()
+    assert same_tables(cache_files.load_npz(path, verified=True), cache_files.load_npz(path))
+    _plant(path, _identity_custext({k: np.array(v) for k, v in fitted._tables.items()}))
+    with pytest.raises(DPTextError, match="failed validation"):
+        custext(space).fit()
+    assert len(calls) == 2
+    from dptext.resources import clear_cache
+
+    clear_cache(["fitted"])
+    assert not list((cache_dir / "fitted").iterdir())
+
+
+def test_default_space_checked_once_keeps_its_fingerprint(cache_dir, space, monkeypatch):
+    from dptext import resources
+
+    resources._loaded.clear()
+    path = resources.default_space_path(60)
+    space.save(path)
+    cache_files.record_digest(path)
+    checks = []
+    real = resources.validate_space
+    monkeypatch.setattr(resources, "validate_space", lambda s: checks.append(1) or real(s))
+    loaded = []
+    for _ in range(2):
+        resources._loaded.clear()
+        loaded.append(resources.default_space(60))
+    assert len(checks) == 1
+    first, second = loaded
+    assert second.words == space.words and second.index == space.index
+    assert np.array_equal(second.vectors, space.vectors) and not second.vectors.flags.writeable
+    assert first.fingerprint() == second.fingerprint() == space.fingerprint()
+    # another space written in its place (a fresh digest): checked again, a new fingerprint
+    other = EmbeddingSpace(space.words, space.vectors * 2, name=space.name)
+    other.save(path)
+    cache_files.record_digest(path)
+    resources._loaded.clear()
+    assert resources.default_space(60).fingerprint() == other.fingerprint()
+    assert len(checks) == 2
+    resources._loaded.clear()

@@ -110,10 +110,75 @@ def verify(path: str | os.PathLike) -> bool:
     return True
 
 
-def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` written by np.savez; anything else (truncated, bad CRC,
-    object arrays, an array larger than its zip member) is a :class:`CorruptArtefact`."""
+CHECKED_SUFFIX = ".checked"
+
+
+def checker_key(*modules: str) -> str:
+    """A key naming the code that validated a file: dptext's version and the bytes of the
+    given modules' source files (a changed check is a new key, so the file is checked again)."""
+    import sys
+
+    from dptext.version import __version__
+
+    h = hashlib.sha256(__version__.encode())
+    for name in modules:
+        module = sys.modules.get(name)
+        source = getattr(module, "__file__", None)
+        try:
+            h.update(Path(source).read_bytes() if source else name.encode())
+        except OSError:
+            h.update(name.encode())
+    return h.hexdigest()[:16]
+
+
+def checked(path: str | os.PathLike, key: str) -> dict | None:
+    """What :func:`mark_checked` recorded for ``path`` under ``key``, or None. Call it only
+    after :func:`verify` returned True: the record names the sha256 the file's digest file
+    holds, so it applies to these bytes only (any other content has another digest)."""
+    import json
+
     path = Path(path)
+    record = _read_record(path)
+    if record is None:
+        return None
+    try:
+        data = json.loads(path.with_name(path.name + CHECKED_SUFFIX).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or data.get("sha256") != record[0] or data.get("key") != key:
+        return None
+    return data
+
+
+def mark_checked(path: str | os.PathLike, key: str, **facts) -> None:
+    """Record that ``path`` (its current digest) passed the structural checks of ``key``'s code,
+    with ``facts`` found on the way (a fingerprint); best effort - a read-only cache just checks
+    again next time (issue 36: the checks were most of a cached command's start-up)."""
+    import json
+
+    path = Path(path)
+    record = _read_record(path)
+    if record is None:
+        return
+    try:
+        with atomic_write(path.with_name(path.name + CHECKED_SUFFIX), encoding="utf-8") as f:
+            json.dump({"sha256": record[0], "key": key, **facts}, f)
+    except (OSError, DPTextError):
+        pass
+
+
+def load_npz(path: str | os.PathLike, *, verified: bool = False) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` written by np.savez; anything else (truncated, bad CRC,
+    object arrays, an array larger than its zip member) is a :class:`CorruptArtefact`.
+
+    ``verified``: the file just matched its sha256 (:func:`verify` returned True). Its stored
+    members are then mapped (copy on write) instead of read and CRC-checked again: the same
+    arrays, without copying or checksumming the bytes a second time (issue 36)."""
+    path = Path(path)
+    if verified:
+        mapped = _mapped_npz(path)
+        if mapped is not None:
+            return mapped
     arrays: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
@@ -138,6 +203,51 @@ def load_npz(path: str | os.PathLike) -> dict[str, np.ndarray]:
         raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
     except Exception as err:  # zlib.error, struct.error: any other damage of the archive
         raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
+    return arrays
+
+
+def _mapped_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of an uncompressed ``.npz`` as copy-on-write views of the mapped file, with
+    :func:`load_npz`'s checks; None where a member is compressed (then read as usual)."""
+    import io
+    import mmap
+    import struct
+
+    arrays: dict[str, np.ndarray] = {}
+    try:
+        with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
+            infos = zf.infolist()
+            if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
+                return None
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+        for info in infos:
+            if not info.filename.endswith(".npy"):
+                raise CorruptArtefact(f"{path}: unexpected member {info.filename!r}")
+            local = mm[info.header_offset: info.header_offset + 30]
+            if len(local) != 30 or local[:4] != b"PK\x03\x04":
+                raise CorruptArtefact(f"{path}: {info.filename} has no local header")
+            name_len, extra_len = struct.unpack("<HH", local[26:30])
+            start = info.header_offset + 30 + name_len + extra_len
+            end = start + info.file_size
+            if end > len(mm):
+                raise CorruptArtefact(f"{path}: {info.filename} runs past the end of the file")
+            head = io.BytesIO(mm[start: min(end, start + 65536)])
+            version = np.lib.format.read_magic(head)
+            shape, fortran, dtype = _read_header(head, version)
+            if dtype.hasobject:
+                raise CorruptArtefact(f"{path}: {info.filename} holds Python objects")
+            count = int(np.prod(shape, dtype=np.int64))
+            if count * dtype.itemsize > info.file_size - head.tell():
+                raise CorruptArtefact(
+                    f"{path}: {info.filename} declares {count * dtype.itemsize} bytes in a "
+                    f"{info.file_size}-byte member")
+            flat = np.frombuffer(mm, dtype=dtype, count=count, offset=start + head.tell())
+            arrays[info.filename[:-4]] = (flat.reshape(shape[::-1]).transpose() if fortran
+                                          else flat.reshape(shape))
+    except CorruptArtefact:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, MemoryError) as err:
+        raise CorruptArtefact(f"{path} is not a readable .npz ({_reason(err)})") from None
     return arrays
 
 

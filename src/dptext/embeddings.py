@@ -113,6 +113,26 @@ class EmbeddingSpace:
         self._geometry: Geometry | None = None
         self._x64: np.ndarray | None = None
         self._geometry_k = 0
+        self._fingerprint: tuple[np.ndarray, str] | None = None  # (vectors, fingerprint)
+
+    @classmethod
+    def _checked(cls, words: list[str], vectors: np.ndarray, *, metric: str, name: str,
+                 aliases: dict[str, str]) -> EmbeddingSpace:
+        """A space from words and vectors that already passed these checks (see :meth:`load`):
+        the words as stored, no finiteness scan of the vectors."""
+        space = cls.__new__(cls)
+        space.words, space.vectors = words, np.ascontiguousarray(vectors, dtype=np.float32)
+        space.metric, space.name, space.aliases = metric, name, dict(aliases or {})
+        space.index = dict(zip(words, range(len(words)), strict=True))
+        if len(space.index) != len(words) or metric not in METRICS:
+            raise DPTextError(f"embedding space {name!r} is not the one validated before")
+        for alias, target in space.aliases.items():
+            if target not in space.index:
+                raise DPTextError(f"alias {alias!r} points to unknown word {target!r}")
+            space.index.setdefault(normalize_word(alias), space.index[target])
+        space._geometry, space._x64, space._geometry_k = None, None, 0
+        space._fingerprint = None
+        return space
 
     # ----------------------------------------------------------------- basics
     def __len__(self) -> int:
@@ -131,13 +151,29 @@ class EmbeddingSpace:
         return f"{kind} in the {self.name} space ({len(self)} words, {self.dim}-d)"
 
     def fingerprint(self) -> str:
-        """A content hash (words, vectors, metric, aliases) naming fitted tables of this space."""
+        """A content hash (words, vectors, metric, aliases) naming fitted tables of this space.
+
+        Kept once computed where the vectors are read-only (the cached default space): they
+        cannot change under it."""
+        kept = self._fingerprint
+        if kept is not None and kept[0] is self.vectors and not self.vectors.flags.writeable:
+            return kept[1]
         h = hashlib.sha256()
         h.update(self.metric.encode())
         h.update("\n".join(self.words).encode())
         h.update(json.dumps(sorted(self.aliases.items())).encode())
-        h.update(self.vectors.tobytes())
-        return h.hexdigest()[:16]
+        h.update(memoryview(self.vectors).cast("B"))
+        digest = h.hexdigest()[:16]
+        if not self.vectors.flags.writeable:
+            self._fingerprint = (self.vectors, digest)
+        return digest
+
+    def adopt_fingerprint(self, fingerprint: str) -> None:
+        """Take ``fingerprint`` as :meth:`fingerprint`'s value, computed earlier from these
+        same bytes (the cache records it beside a checked file); kept only while the vectors
+        are this read-only array."""
+        if not self.vectors.flags.writeable:
+            self._fingerprint = (self.vectors, fingerprint)
 
     def lookup(self, word: str) -> int:
         """Row of ``word`` (case-insensitive, aliases resolved), or -1 if out of vocabulary."""
@@ -393,16 +429,26 @@ class EmbeddingSpace:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> EmbeddingSpace:
-        """Load a space written by :meth:`save`."""
+    def load(cls, path: str | os.PathLike, *, arrays: dict[str, np.ndarray] | None = None,
+             checked: bool = False) -> EmbeddingSpace:
+        """Load a space written by :meth:`save`. ``arrays``: the file's arrays, already read
+        (``dptext.cache.load_npz`` maps a file that matched its sha256). ``checked``: these
+        very bytes passed ``resources.validate_space`` before (finite vectors, distinct words,
+        normalised as :meth:`save` wrote them): the constructor does not check them again."""
+        from contextlib import nullcontext
+
         path = Path(path)
         if not path.is_file():
             raise DPTextError(f"no such embedding space file: {path}")
         try:
-            with np.load(path, allow_pickle=False) as z:
+            if arrays is not None:
+                opened = nullcontext(arrays)
+            else:
+                opened = np.load(path, allow_pickle=False)
+            with opened as z:
                 meta = json.loads(str(z["meta"]))
-                space = cls(
-                    list(z["words"]),
+                space = (cls._checked if checked else cls)(
+                    z["words"].tolist(),
                     z["vectors"],
                     metric=meta["metric"],
                     name=meta["name"],

@@ -293,18 +293,31 @@ def _cached_space(path: Path, what: str = "the default space") -> EmbeddingSpace
 
     if not path.is_file():
         return None
+    key = cache.checker_key(__name__, "dptext.embeddings")
     try:
         legacy = not cache.verify(path)
-        space = EmbeddingSpace.load(path)
+        # validated before, byte for byte (the same digest) by the same code: not again, and
+        # its fingerprint (a hash of every vector) recorded then
+        seen = None if legacy else cache.checked(path, key)
+        if seen is not None and not isinstance(seen.get("fingerprint"), str):
+            seen = None
+        space = EmbeddingSpace.load(path, arrays=None if legacy else cache.load_npz(
+            path, verified=True), checked=seen is not None)
     except DPTextError as err:  # CorruptArtefact, or not a saved space (truncated, zeroed)
         cache.warn(f"{err}; rebuilding {what}")
         return None
+    space.vectors.flags.writeable = False  # the fingerprint names these bytes
+    if seen is not None:
+        space.adopt_fingerprint(seen["fingerprint"])
+        return space
     try:
         validate_space(space)
     except DPTextError as err:
         raise DPTextError(f"{path}: the cached {what.removeprefix('the ')} failed validation "
                           f"({err}); "
                           f"{cache.rebuild_hint('space')}") from None
+    if not legacy:
+        cache.mark_checked(path, key, fingerprint=space.fingerprint())
     if legacy:
         cache.warn(f"{path} had no content hash (written by an older dptext); it passed "
                    "validation and its hash is now recorded")
@@ -410,19 +423,21 @@ def cache_entries() -> list[CacheEntry]:
     root = cache_dir()
     if not root.is_dir():
         return []
-    from dptext.cache import DIGEST_SUFFIX, LOCK_DIR
+    from dptext.cache import CHECKED_SUFFIX, DIGEST_SUFFIX, LOCK_DIR
 
-    def size(item: Path) -> int:  # an entry's bytes include its digest file
-        digest = item.with_name(item.name + DIGEST_SUFFIX)
-        return _tree_size(item) + (digest.stat().st_size if digest.is_file() else 0)
+    beside = (DIGEST_SUFFIX, CHECKED_SUFFIX)  # files that belong to the entry they name
+
+    def size(item: Path) -> int:  # an entry's bytes include its digest and checked files
+        extra = [item.with_name(item.name + suffix) for suffix in beside]
+        return _tree_size(item) + sum(p.stat().st_size for p in extra if p.is_file())
 
     out = []
     for child in sorted(root.iterdir()):
-        if child.is_symlink() or child.name == LOCK_DIR or child.name.endswith(DIGEST_SUFFIX):
+        if child.is_symlink() or child.name == LOCK_DIR or child.name.endswith(beside):
             continue
         if child.is_dir() and child.name in ("fitted", "models", "bounds"):
             for item in sorted(child.iterdir()):
-                if not item.is_symlink() and not item.name.endswith(DIGEST_SUFFIX):
+                if not item.is_symlink() and not item.name.endswith(beside):
                     out.append(CacheEntry(child.name, item, size(item)))
         elif child.is_file() and child.name.startswith("space-"):
             out.append(CacheEntry("space", child, size(child)))
@@ -436,7 +451,7 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
     Only regular files and directories inside the cache are removed; symlinks are left."""
     import shutil
 
-    from dptext.cache import DIGEST_SUFFIX
+    from dptext.cache import CHECKED_SUFFIX, DIGEST_SUFFIX
 
     known = {"space", "fitted", "models", "bounds", "other"}
     unknown = sorted(set(kinds or []) - known)
@@ -450,7 +465,8 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
             shutil.rmtree(entry.path)
         else:
             entry.path.unlink()
-        entry.path.with_name(entry.path.name + DIGEST_SUFFIX).unlink(missing_ok=True)
+        for suffix in (DIGEST_SUFFIX, CHECKED_SUFFIX):
+            entry.path.with_name(entry.path.name + suffix).unlink(missing_ok=True)
         freed += entry.bytes
         removed += 1
     _loaded.clear()

@@ -7,6 +7,7 @@ code it calls (``dptext.sanitize``, ``dptext.training.run``, ``dptext.evaluation
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from dptext.cli import audit, check, evaluate, info, ledger, lm, robustness, service, train
@@ -29,9 +30,22 @@ def _version() -> str:
         return __version__
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (importlib.metadata
+    costs a noticeable share of a command's start-up; issue 36)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):  # noqa: A002
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(f"dptext {_version()}\n", sys.stdout)
+        parser.exit()
+
+
 def parser() -> Parser:
     p = Parser(prog="dptext", description="Differentially private text.")
-    p.add_argument("--version", action="version", version=f"dptext {_version()}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for module in COMMANDS:
         module.register(sub)

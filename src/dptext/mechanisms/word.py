@@ -11,6 +11,7 @@ silently reuse tables fitted with another value.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import itertools
@@ -61,7 +62,31 @@ PIPELINE_PARAMETERS = frozenset({"space", "keep_stopwords", "stopwords", "oov", 
                                  "keep_case"})
 
 
+@functools.cache
 def _version(package: str) -> str:
+    """The installed version of ``package`` (part of the tables' cache key), read from the
+    first ``NAME-VERSION.dist-info`` on ``sys.path`` - what importlib.metadata finds, without
+    importing it (a noticeable share of a cached command's start-up; issue 36)."""
+    import sys
+
+    prefix = package.replace("-", "_").lower() + "-"
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.lower().startswith(prefix) and name.endswith(".dist-info"):
+                try:
+                    with open(os.path.join(entry or ".", name, "METADATA"),
+                              encoding="utf-8") as f:
+                        for line in f:
+                            if line.startswith("Version:"):
+                                return line.split(":", 1)[1].strip()
+                            if not line.strip():
+                                break
+                except OSError:
+                    pass
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -380,10 +405,14 @@ class WordMechanism(Mechanism):
             return None
         try:
             legacy = not cache_files.verify(path)
-            tables = cache_files.load_npz(path)
+            tables = cache_files.load_npz(path, verified=not legacy)
         except cache_files.CorruptArtefact as err:
             cache_files.warn(f"{err}; rebuilding {self.name} tables")
             return None
+        # validated before, byte for byte (the same digest) by the same code: not again
+        key = cache_files.checker_key(type(self).__module__, __name__)
+        if not legacy and cache_files.checked(path, key) is not None:
+            return tables
         try:
             self.validate_tables(tables)
         except DPTextError as err:
@@ -391,6 +420,8 @@ class WordMechanism(Mechanism):
                 f"{path}: cached {self.name} tables failed validation ({err}); "
                 f"{cache_files.rebuild_hint('fitted')}"
             ) from None
+        if not legacy:
+            cache_files.mark_checked(path, key)
         if legacy:
             cache_files.warn(f"{path} had no content hash (written by an older dptext); "
                              "its tables passed validation and their hash is now recorded")
@@ -484,16 +515,14 @@ class WordMechanism(Mechanism):
         raise NotImplementedError(f"{self.name} has no closed-form output distribution")
 
     # ------------------------------------------------------------ pipeline
-    def _vocab_objects(self) -> tuple[np.ndarray, np.ndarray]:
-        """The vocabulary as numpy object arrays, as stored and capitalised (fancy-indexed when
-        rendering outputs; built once per space)."""
+    def _vocab_objects(self) -> np.ndarray:
+        """The vocabulary as a numpy object array (fancy-indexed when rendering outputs; built
+        once per space). Capitalised forms are made per drawn word where a sentence starts:
+        all 50k of them up front cost a cached command's start-up ~0.1 s (issue 36)."""
         if getattr(self, "_vocab_space", None) is not self.space or self._vocab_array is None:
-            words = self.space.words
-            self._vocab_array = np.array(words, dtype=object)
-            self._vocab_capitalized = np.array([capitalize_first(w) for w in words],
-                                               dtype=object)
+            self._vocab_array = np.array(self.space.words, dtype=object)
             self._vocab_space = self.space
-        return self._vocab_array, self._vocab_capitalized
+        return self._vocab_array
 
     def _classify(self, word: str) -> int:
         """Row to privatize (>= 0), -2 for a kept stopword, -1 for out-of-vocabulary."""
@@ -524,7 +553,7 @@ class WordMechanism(Mechanism):
         space = self.space
         flat, lower, initial, originals = batch.codes, batch.lower, batch.initial, batch.slots
         words = np.fromiter(originals, dtype=object, count=len(originals))  # filled in below
-        vocab, vocab_capitalized = self._vocab_objects()
+        vocab = self._vocab_objects()
         case_copied = np.zeros(len(flat), dtype=bool)
 
         def render(positions: np.ndarray, rows: np.ndarray) -> None:
@@ -538,7 +567,10 @@ class WordMechanism(Mechanism):
                                              strict=True)]
             else:  # the input's case unused: capitalised only where a sentence starts
                 first = initial[positions]
-                words[positions[first]] = vocab_capitalized[rows[first]]
+                at = positions[first]
+                capitalized = np.empty(len(at), dtype=object)
+                capitalized[:] = [capitalize_first(w) for w in vocab[rows[first]].tolist()]
+                words[at] = capitalized
 
         in_vocab = np.flatnonzero(flat >= 0)
         rows = flat[in_vocab]
