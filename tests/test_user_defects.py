@@ -373,3 +373,30 @@ def test_ledger_spent_and_verify_count_the_same_units(tmp_path, capsys):
     verified = capsys.readouterr().out
     assert spent["units"] == 3 and spent["withheld"] == 1
     assert "3 units" in verified
+
+
+def test_evaluate_asks_for_a_label_only_where_a_metric_uses_it(tmp_path, monkeypatch):
+    """Item 4: `--metrics cost,deniability` on a file without `label` runs (it failed with
+    "no column 'label'"), the report gives the split sizes used (it said n_train=1000,
+    n_test=500 for a 200-record file), and `utility` still asks for the label in one line."""
+    import numpy as np
+
+    from dptext.embeddings import EmbeddingSpace
+
+    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path / "cache"))
+    words = [f"w{i:03d}" for i in range(40)]
+    space = EmbeddingSpace(words, np.random.default_rng(5).standard_normal((40, 3)),
+                           name="eval37")
+    space.save(tmp_path / "space.npz")
+    rng = np.random.default_rng(1)
+    data = tmp_path / "notes.jsonl"
+    data.write_text("".join(json.dumps({"text": " ".join(rng.choice(words, 6))}) + "\n"
+                            for _ in range(200)), encoding="utf-8")
+    base = ["evaluate", "--data", str(data), "--mechanisms", "custext", "--epsilons", "2",
+            "--space", str(tmp_path / "space.npz"), "--no-baselines", "--no-progress",
+            "--deniability-words", "5", "--deniability-runs", "10", "--encoder", "hashing"]
+    out = tmp_path / "grid"
+    assert main([*base, "--metrics", "cost,deniability", "--out", str(out)]) == 0
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "n_train=160 (of 1000 asked)" in report and "n_test=40 (of 500 asked)" in report
+    assert main([*base, "--metrics", "utility", "--out", str(tmp_path / "u")]) == 2

@@ -320,28 +320,50 @@ def read_conll(path: str | os.PathLike) -> list[TaggedSentence]:
 
 
 def load_file_dataset(path: str | os.PathLike, *, text_field: str = "text",
-                      label_field: str = "label", split: str = "train", seed: int = 0
-                      ) -> Dataset:
+                      label_field: str = "label", split: str = "train", seed: int = 0,
+                      require_label: bool = True) -> Dataset:
     """A user's own labelled file (CSV with a header, or JSONL by its suffix) as a
-    :class:`Dataset`, split like the packaged ones (stratified 80/20, seeded)."""
+    :class:`Dataset`, split like the packaged ones (stratified 80/20, seeded).
+
+    ``require_label=False`` (nothing downstream uses a label): a file without the label field
+    is read unlabelled (every label ``""``, so the split is a seeded random 80/20); a file
+    with it is split as always, so the same file gives the same split either way."""
     path = Path(path)
     if not path.is_file():
         raise DPTextError(f"no such file: {path}")
     suffix = path.suffix.lower()
+    labelled = require_label or _has_field(path, suffix, label_field)
+    # unlabelled: read the text field twice, then drop the copy
+    label = label_field if labelled else text_field
     if suffix in (".jsonl", ".ndjson"):
-        full = read_jsonl(path, text_field, label_field)
+        full = read_jsonl(path, text_field, label)
     elif suffix == ".csv":
-        full = read_csv(path, text_field, label_field)
+        full = read_csv(path, text_field, label)
     elif suffix == ".tsv":
-        full = read_tsv_glue(path, text_field, label_field)
+        full = read_tsv_glue(path, text_field, label)
     else:
         raise DPTextError(f"{path}: expected a .csv, .tsv or .jsonl file with a text and a "
                           f"label field")
+    if not labelled:
+        full = Dataset(full.name, full.texts, [""] * len(full.texts))
     rows = [(t, y) for t, y in zip(full.texts, full.labels, strict=True)
-            if t.strip() and y.strip()]
+            if t.strip() and (y.strip() or not labelled)]
     if len(rows) < 2:
-        raise DPTextError(f"{path}: fewer than 2 labelled texts")
+        raise DPTextError(f"{path}: fewer than 2 {'labelled ' if labelled else ''}texts")
     labels = [y for _, y in rows]
     idx = split_indices(labels, split, seed)
     return Dataset(name=f"file:{path.name}", texts=[rows[i][0] for i in idx],
                    labels=[labels[i] for i in idx])
+
+
+def _has_field(path: Path, suffix: str, field: str) -> bool:
+    """Whether a JSONL file's first record, or a CSV/TSV header, has ``field``."""
+    if suffix in (".jsonl", ".ndjson"):
+        for _, row in read_json_objects(path):
+            return field in row
+        return False
+    for _, line in read_lines(path, strip_bom=True):
+        if suffix == ".tsv":
+            return field in line.rstrip("\r\n").split("\t")
+        return field in next(csv.reader([line]), [])
+    return False

@@ -94,8 +94,9 @@ def cmd_evaluate(args) -> int:
         from dptext.datasets import load_file_dataset
 
         data_file = args.data
-        args.dataset = load_file_dataset(data_file, text_field=args.text_field,
-                                         label_field=args.label_field, split="all").name
+        args.dataset = load_file_dataset(
+            data_file, text_field=args.text_field, label_field=args.label_field, split="all",
+            require_label="utility" in _names(args.metrics)).name
     datasets = ([] if data_file else [args.dataset]) + _names(args.attribute_datasets)
     for name in datasets:
         if name not in dataset_names():

@@ -64,6 +64,12 @@ class GridConfig:
             if name not in BASELINES and not self.epsilons.get(name):
                 raise DPTextError(f"no epsilon for mechanism {name!r}")
 
+    @property
+    def needs_labels(self) -> bool:
+        """Whether a metric of the grid reads the dataset's labels (only ``utility`` does; the
+        attribute metric's labels are its own packaged datasets')."""
+        return "utility" in self.metrics
+
     def result_settings(self) -> dict[str, Any]:
         """Everything a cell's result depends on besides its own (mechanism, epsilon, metric)."""
         d = asdict(self)

@@ -45,7 +45,8 @@ class GridContext:
             if c.data_file is not None and name == c.dataset:
                 self._data[key] = load_file_dataset(c.data_file, text_field=c.text_field,
                                                     label_field=c.label_field, split=split,
-                                                    seed=c.split_seed)
+                                                    seed=c.split_seed,
+                                                    require_label=c.needs_labels)
             else:
                 self._data[key] = load_dataset(name, split=split, seed=c.split_seed)
         return self._data[key].head(n)

@@ -66,9 +66,29 @@ def _mechanisms(records: list[dict[str, Any]]) -> list[str]:
                               if r["mechanism"] not in ("noiseless", "random")))
 
 
+def _split_sizes(config) -> dict[str, Any]:
+    """The train and test sizes the cells used: ``n_train=1000`` of a 200-record file is 160
+    (80% of it), said with what was asked."""
+    from dptext.datasets import load_dataset, load_file_dataset
+
+    out: dict[str, Any] = {}
+    for key, split, asked in (("n_train", "train", config.n_train),
+                              ("n_test", "test", config.n_test)):
+        if config.data_file is not None:
+            data = load_file_dataset(config.data_file, text_field=config.text_field,
+                                     label_field=config.label_field, split=split,
+                                     seed=config.split_seed, require_label=config.needs_labels)
+        else:
+            data = load_dataset(config.dataset, split=split, seed=config.split_seed)
+        used = len(data.head(asked))
+        out[key] = used if asked is None or used == asked else f"{used} (of {asked} asked)"
+    return out
+
+
 def write_report(out: Path, records: list[dict[str, Any]], config, plots: list[Path], *,
                  run_seconds: float) -> Path:
     s = config.result_settings()
+    s.update(_split_sizes(config))
     total = sum(r.get("seconds", 0.0) for r in records)
     lines = [
         f"# Evaluation on {config.dataset}", "",
