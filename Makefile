@@ -30,6 +30,9 @@ bench: setup
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --backends causal,dpprompt --baseline-words 100
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --long 500 --busy --modes independent,independent-int8,sequential
 	$(BIN)/python benchmarks/bench_lm.py --hostile
+	$(BIN)/python benchmarks/bench_mlm_speed.py --build results/roberta-stand-in
+	$(BIN)/python benchmarks/bench_mlm_speed.py --compare 3 --words 30 --model results/roberta-stand-in
+	$(BIN)/python benchmarks/bench_mlm_speed.py --compare 3 --words 30 --model results/roberta-stand-in --busy
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lm_targets.py
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_lm_targets.py --only a,b --precision bf16
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_lm.py --quantization 300

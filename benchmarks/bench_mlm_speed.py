@@ -28,6 +28,12 @@ notes; e.g. ``/usr/bin/time -v`` on each side in turn).
     python benchmarks/bench_mlm_speed.py --build /tmp/roberta-stand-in
     python benchmarks/bench_mlm_speed.py --side dptext --model /tmp/roberta-stand-in
     python benchmarks/bench_mlm_speed.py --side dpmlm --model /tmp/roberta-stand-in
+    python benchmarks/bench_mlm_speed.py --compare 3 --model /tmp/roberta-stand-in [--busy]
+
+``--compare N``: both sides as child processes in turn (dptext, dpmlm, dptext, ...), N each;
+per run the wall and CPU seconds of the child (``RUSAGE_CHILDREN``), then the medians and the
+median of the pairwise ratios, with ``uptime`` and the CPU model/flags (``lscpu``) before and
+after. ``--busy``: beside a busy loop started here on one core (killed afterwards).
 """
 
 from __future__ import annotations
@@ -172,6 +178,53 @@ def dpmlm_side(model: str, texts: list[str]) -> int:
     return n
 
 
+def _shell(cmd: list[str]) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+    except OSError:
+        return ""
+
+
+def compare(args) -> None:
+    import statistics
+    import subprocess
+
+    cpu_lines = [line for line in _shell(["lscpu"]).splitlines()
+                 if line.startswith(("Model name", "Flags"))]
+    print("\n".join(cpu_lines))
+    print(f"load before: {_shell(['uptime']).strip()}")
+    spin = (subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if args.busy else None)
+    runs: dict[str, list[tuple[float, float]]] = {"dptext": [], "dpmlm": []}
+    try:
+        for _ in range(args.compare):
+            for side in ("dptext", "dpmlm"):
+                cmd = [sys.executable, __file__, "--side", side, "--model", args.model,
+                       "--words", str(args.words), "--texts", str(args.texts)]
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                start = time.perf_counter()
+                out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+                wall = time.perf_counter() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                runs[side].append((wall, cpu))
+                print(f"  {out.strip()} | whole process {wall:.1f} s wall, {cpu:.1f} s CPU",
+                      flush=True)
+    finally:
+        if spin is not None:
+            spin.kill()
+            spin.wait()
+    for k, name in ((0, "wall"), (1, "CPU")):
+        a = [r[k] for r in runs["dptext"]]
+        b = [r[k] for r in runs["dpmlm"]]
+        ratio = statistics.median(y / x for x, y in zip(a, b, strict=True))
+        print(f"{name}: dptext median {statistics.median(a):.1f} s, dpmlm 1.3.0's approach "
+              f"median {statistics.median(b):.1f} s; speed-up (pairwise median) {ratio:.2f}x")
+    print(f"load after: {_shell(['uptime']).strip()}"
+          f"{' (beside a busy loop on one core)' if args.busy else ''}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", metavar="DIR", help="write the stand-in model to DIR and stop")
@@ -180,13 +233,18 @@ def main() -> None:
     p.add_argument("--words", type=int, default=100)
     p.add_argument("--texts", type=int, default=0, help="N headlines as N texts instead")
     p.add_argument("--batch-size", type=int, default=64, help="dptext's batch_size")
+    p.add_argument("--compare", type=int, default=0, metavar="N",
+                   help="run both sides N times each, in turn, and print the ratios")
+    p.add_argument("--busy", action="store_true", help="--compare beside a busy loop")
     args = p.parse_args()
     if args.build:
         Path(args.build).mkdir(parents=True, exist_ok=True)
         stand_in_mlm(args.build)
         return
+    if args.compare and args.model:
+        return compare(args)
     if not (args.side and args.model):
-        p.error("give --build DIR, or --side and --model DIR")
+        p.error("give --build DIR, or --side (or --compare N) and --model DIR")
     texts = texts_of(args)
     start = time.perf_counter()
     n = (dptext_side(args.model, texts, args.batch_size) if args.side == "dptext"
