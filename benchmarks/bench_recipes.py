@@ -2,7 +2,8 @@
 and the comparison of the algorithms at matched epsilon (docs/uedp.md, "Comparison").
 
     .venv/bin/python benchmarks/bench_recipes.py recipes [--only NAME ...] [--workdir DIR]
-    .venv/bin/python benchmarks/bench_recipes.py compare [--epsilons 1 3 10] [--workdir DIR]
+    .venv/bin/python benchmarks/bench_recipes.py compare [--epsilons 1 3 10] [--algos ...]
+        [--workdir DIR]
 
 Each run is one ``dptext train`` process (``python -m dptext.cli``, 1 torch thread), timed from
 outside (wall seconds, the child's peak resident memory from ``wait4``); the figures printed are
@@ -43,6 +44,10 @@ RECIPES = {
                                   "--delta", "1e-10", *LSTM_SMALL],
     "notes-uedp": NOTES_ARGS + ["--algo", "uedp", "--q-e", "0.5", "--q-s", "1", "--rounds", "4",
                                 "--epsilon", "8", "--delta", "1e-10", *LSTM_SMALL],
+    # the MiniLM classifier: a speech's party from its frozen sentence embedding
+    "hoc-cls-userdp": HOC + ["--limit", "250", "--task", "cls", "--algo", "userdp",
+                             "--rounds", "4", "--epsilon", "8", "--delta", "1e-10", "--q-u", "1",
+                             "--beta", "1", "--local-lr", "5", "--seed", "0"],
     # 16 accounts only: user-level DP over 15 training accounts
     "tweets-userdp": ["--data", "dataset:health_tweets", "--limit", "3000", "--algo", "userdp",
                       "--rounds", "4", "--epsilon", "8", "--delta", "1e-10", *LSTM_SMALL],
@@ -85,8 +90,10 @@ def run(name: str, argv: list[str], workdir: Path) -> dict:
     row = {"name": name, "algo": c["algo"], "users": s["users"], "test_users": s["test_users"],
            "rounds": c["rounds"], "z": c["z"], "wall_s": wall, "peak_mb": peak_mb,
            "round_s": sum(r["seconds"] for r in s["rounds"]) / len(s["rounds"]),
-           "untrained_ppl": s["untrained"]["perplexity"],
-           "ppl": s["rounds"][-1]["perplexity"], "learned": s["learning"]["learned"],
+           "untrained_ppl": s["untrained"].get("perplexity", s["untrained"]["loss"]),
+           "ppl": s["rounds"][-1].get("perplexity", s["rounds"][-1]["loss"]),
+           "error_rate": s["rounds"][-1].get("error_rate"),
+           "learned": s["learning"]["learned"],
            "headline": s["headline"], "warning": s.get("warning")}
     if c["algo"] in ("uedp", "uedp-naive", "userdp"):
         p = TrainingPrivacy(c["algo"], c["q_u"], c["z"], c["q_e"], c["q_s"], c["entity_users"])
@@ -115,7 +122,9 @@ def show(row: dict) -> None:
     peak = "?" if row["peak_mb"] is None else f"{row['peak_mb']:.0f} MB"
     print(f"| {row['name']} | {row['users']} (+{row['test_users']} held out) | "
           f"{row['untrained_ppl']:.1f} -> **{row['ppl']:.1f}** "
-          f"({'learned' if row['learned'] else 'NOT learned'}) | {eps} | {wide_s} | "
+          f"({'learned' if row['learned'] else 'NOT learned'}"
+          + ("" if row.get("error_rate") is None else
+             f"; cross-entropy, error rate {row['error_rate']:.3f}") + f") | {eps} | {wide_s} | "
           f"{row['wall_s']:.0f} s ({row['round_s']:.0f} s/round), {peak} |", flush=True)
     if row.get("warning"):
         print(f"    warning: {row['warning']}", flush=True)
@@ -127,6 +136,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="+", help="recipes to run (default: all)")
     ap.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0, 10.0],
                     help="compare: user-level epsilons at delta 1e-10")
+    ap.add_argument("--algos", nargs="+", default=["noiseless", "deid", "userdp", "uedp-naive",
+                                                   "uedp"],
+                    help="compare: the algorithms (default all)")
     ap.add_argument("--workdir", default="/tmp/dptext-recipes")
     args = ap.parse_args()
     work = Path(args.workdir)
@@ -143,10 +155,12 @@ def main() -> None:
         jobs = {k: v for k, v in RECIPES.items() if not args.only or k in args.only}
     else:  # the same corpus and split (seed 0) for every algorithm
         base = HOC + ["--limit", "250", "--rounds", "4", *LSTM_SMALL]
-        jobs = {"noiseless": base + ["--algo", "noiseless"],
-                "deid": base + ["--algo", "deid"]}
+        jobs = {algo: base + ["--algo", algo] for algo in ("noiseless", "deid")
+                if algo in args.algos}
         for eps in args.epsilons:
             for algo in ("userdp", "uedp-naive", "uedp"):
+                if algo not in args.algos:
+                    continue
                 extra = [] if algo == "userdp" else ["--q-e", "0.5", "--q-s", "1"]
                 jobs[f"{algo}-eps{eps:g}"] = base + ["--algo", algo, "--epsilon", f"{eps:g}",
                                                      "--delta", "1e-10", *extra]
