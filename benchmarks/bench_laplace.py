@@ -95,7 +95,7 @@ def split(n: int, block: int, workers: int) -> list[tuple[int, int]]:
     """The blocks the search gives its threads (``nearest._blocks``; before it existed: equal
     blocks of min(block, n / workers))."""
     try:
-        from dptext.mechanisms.nearest import _blocks
+        from dptext.mechanisms.search.base import blocks as _blocks
     except ImportError:
         size = min(block, -(-n // workers))
         return [(s, min(n, s + size)) for s in range(0, n, size)]
@@ -181,12 +181,16 @@ def certified_survivors(points: np.ndarray, words: np.ndarray, best: np.ndarray,
 
 
 def previous_search(rev: str, words: np.ndarray):
-    """``ExactSearch`` of ``src/dptext/mechanisms/nearest.py`` at git revision ``rev``."""
+    """``ExactSearch`` at git revision ``rev`` (``mechanisms/search/exact.py``, before issue 29
+    ``mechanisms/nearest.py``)."""
     import subprocess
     import types
 
-    code = subprocess.run(["git", "show", f"{rev}:src/dptext/mechanisms/nearest.py"],
-                          capture_output=True, text=True, check=True).stdout
+    for path in ("src/dptext/mechanisms/search/exact.py", "src/dptext/mechanisms/nearest.py"):
+        done = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+        if done.returncode == 0:
+            break
+    code = done.stdout
     module = types.ModuleType(f"nearest_{rev}")
     exec(compile(code, module.__name__, "exec"), module.__dict__)  # noqa: S102 - our own file
     return module.ExactSearch(words)
@@ -282,7 +286,8 @@ def main() -> None:
     import torch
 
     import dptext
-    from dptext.mechanisms.nearest import ExactSearch, _blas_threads, make_search
+    from dptext.mechanisms.search import ExactSearch, make_search
+    from dptext.mechanisms.search.base import blas_threads as _blas_threads
     from dptext.resources import default_space
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

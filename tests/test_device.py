@@ -12,7 +12,7 @@ import dptext
 from dptext.devices import check_device, resolve_device
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.nearest import ExactSearch, TorchExactSearch
+from dptext.mechanisms.search import ExactSearch, TorchExactSearch
 
 GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU on this machine")

@@ -1,4 +1,4 @@
-"""Certified int8 nearest-word search (dptext.mechanisms.int8_search): the exact search's words.
+"""Certified int8 nearest-word search (dptext.mechanisms.search.int8): the exact search's words.
 
 Every test compares with a brute-force float64 search or with ``ExactSearch`` on points where
 the int8 approximation alone would often pick another word (high noise: near ties among many
@@ -14,9 +14,8 @@ import pytest
 from dptext import mechanism
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms import int8_search
-from dptext.mechanisms.int8_search import Int8Search
-from dptext.mechanisms.nearest import ExactSearch, make_search
+from dptext.mechanisms.search import ExactSearch, Int8Search, make_search
+from dptext.mechanisms.search import int8 as int8_search
 
 pytest.importorskip("torch")
 try:

@@ -1,4 +1,4 @@
-"""Nearest-word search of the multivariate Laplace mechanism (dptext.mechanisms.nearest)."""
+"""Nearest-word search of the multivariate Laplace mechanism (dptext.mechanisms.search)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from dptext import mechanism
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
-from dptext.mechanisms.nearest import ExactSearch, make_search
+from dptext.mechanisms.search import ExactSearch, make_search
 
 
 def _brute_force(points64: np.ndarray, words: np.ndarray) -> np.ndarray:
@@ -173,7 +173,7 @@ def test_search_blocks_makes_each_blocks_points_in_a_worker_thread():
 def test_gpu_and_indexed_searches_get_the_same_noisy_points():
     """The searches without per-block points (torch, faiss) are given all the points at
     once: the same noise as the exact CPU search, so the torch search gives its words."""
-    from dptext.mechanisms.nearest import TorchExactSearch
+    from dptext.mechanisms.search import TorchExactSearch
 
     m, space = _laplace(seed=22)
     rows = np.random.default_rng(1).integers(0, len(space), 700)
@@ -182,7 +182,9 @@ def test_gpu_and_indexed_searches_get_the_same_noisy_points():
     np.testing.assert_array_equal(m.sample_rows(rows, rng=3), cpu)
     seen = []
 
-    class Whole:  # a search that takes points only all at once, like FaissSearch
+    from dptext.mechanisms.search import Search
+
+    class Whole(Search):  # a search that takes points only all at once, like FaissSearch
         def __call__(self, points):
             seen.append(len(points))
             return _brute_force(points, space.vectors)
@@ -223,7 +225,7 @@ def test_noise_streams_are_seeded_independent_and_secure_when_asked():
 
 
 def test_blocks_cover_the_points_on_chunk_bounds_and_balance_the_threads():
-    from dptext.mechanisms.nearest import _blocks
+    from dptext.mechanisms.search.base import blocks as _blocks
 
     for n, block, workers, unit in [(4104, 1024, 2, 128), (3000, 1024, 2, 128),
                                     (1000, 100, 3, 128), (200, 1024, 2, 1), (5, 7, 4, 1)]:

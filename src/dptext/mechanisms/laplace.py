@@ -5,11 +5,11 @@ noise kappa with density proportional to exp(-epsilon * |kappa|): a direction u 
 unit sphere of R^n and a radius r ~ Gamma(shape=n, scale=1/epsilon); the output is the word
 nearest (Euclidean) to phi(w) + r*u, possibly w itself. Guarantee: epsilon*d metric DP with
 d = Euclidean distance between word vectors. The nearest-word search
-(:mod:`dptext.mechanisms.nearest`) is exact by default (blocked float32 GEMM with a fused
+(:mod:`dptext.mechanisms.search`) is exact by default (blocked float32 GEMM with a fused
 top-two, near ties re-checked in float64: the exact nearest word to the float64 noisy point);
 ``device="cuda"`` (or ``"auto"`` with a GPU) runs the exact search in torch on the GPU, same
 result; ``search="int8"`` finds the same words faster on the CPU through a certified int8
-pre-filter (:mod:`dptext.mechanisms.int8_search`); ``search="ivf"`` / ``"hnsw"`` use a faiss
+pre-filter (:mod:`dptext.mechanisms.search.int8`); ``search="ivf"`` / ``"hnsw"`` use a faiss
 index built from the public word vectors instead (approximate, faster). Either way the word is
 a function of the noisy vector alone - post-processing - so it cannot weaken the guarantee.
 
@@ -52,7 +52,7 @@ class MultivariateLaplace(WordMechanism):
     def __init__(self, *, epsilon: float = 75.0, search: str = "exact", device: str = "cpu",
                  **common) -> None:
         from dptext.devices import check_device
-        from dptext.mechanisms.nearest import SEARCHES
+        from dptext.mechanisms.search import SEARCHES
 
         super().__init__(epsilon=epsilon, **common)
         self.search = check_choice(search, "search", SEARCHES)
@@ -108,7 +108,7 @@ class MultivariateLaplace(WordMechanism):
 
     def _searcher(self):
         if self._search is None:
-            from dptext.mechanisms.nearest import make_search
+            from dptext.mechanisms.search import make_search
 
             self._search = make_search(self._fitted_space().vectors, self.search,
                                        device="cpu" if self.search != "exact" else self.device)
@@ -130,10 +130,7 @@ class MultivariateLaplace(WordMechanism):
             points += vectors[rows[start:stop]]  # the noisy point in float64
             return points
 
-        search = self._searcher()
-        if hasattr(search, "search_blocks"):
-            return search.search_blocks(len(rows), points_of, unit=NOISE_CHUNK)
-        return search(points_of(0, len(rows)))
+        return self._searcher().search_blocks(len(rows), points_of, unit=NOISE_CHUNK)
 
 
 NOISE_CHUNK = 128  # points per noise generator (see NoiseStreams)

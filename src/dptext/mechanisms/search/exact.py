@@ -17,10 +17,11 @@ capped by the cores this process may use), each searching whole blocks with a on
 one-thread BLAS). Two independent single-thread GEMMs beat one two-thread GEMM on this machine
 (no barrier per call, and the argmax passes run in parallel too): see
 ``benchmarks/bench_laplace.py``, which measures both layouts as the bound. The blocks are
-balanced over the threads (:func:`_blocks`: full blocks while every thread gets one, the rest
-shared, no short last block searched alone). :meth:`ExactSearch.search_blocks` takes a
-function that makes a block's points and calls it in the thread that searches the block: the
-Laplace mechanism draws its noise there (in parallel, and no array of all the points).
+balanced over the threads (:func:`~dptext.mechanisms.search.base.blocks`: full blocks while
+every thread gets one, the rest shared, no short last block searched alone).
+:meth:`ExactSearch.search_blocks` takes a function that makes a block's points and calls it in
+the thread that searches the block: the Laplace mechanism draws its noise there (in parallel,
+and no array of all the points).
 
 Exactness: a float32 score differs from the exact one by at most
 ``B = (d + 4) * u * (|p| * r + r^2 / 2) * 1.01`` (u = 2^-24, r the largest word norm, d the
@@ -32,15 +33,15 @@ re-scored in float64 (|p - y|^2 from the differences, row by row) over every wor
 float32 score is within ``2B`` of the best. The result equals a brute-force float64 search
 (the point itself taken in float64; exact ties: the lowest index).
 
-On a GPU (``device="cuda"``, :class:`TorchExactSearch`) the same search runs with torch: the
-word matrix stays on the device, each block of points is one float32 GEMM (full float32: TF32
-is switched off for the call, so the bound above holds) with a top-two, and the near ties are
-re-checked in float64 on the CPU exactly as above.
+On a GPU (``device="cuda"``, :mod:`~dptext.mechanisms.search.torch`) the same search runs
+with torch: the word matrix stays on the device, each block of points is one float32 GEMM
+(full float32: TF32 is switched off for the call, so the bound above holds) with a top-two, and
+the near ties are re-checked in float64 on the CPU exactly as above.
 
-Certified int8 search (``search="int8"``, :mod:`dptext.mechanisms.int8_search`): the same words
+Certified int8 search (``search="int8"``, :mod:`dptext.mechanisms.search.int8`): the same words
 as the exact search, through an int8 pre-filter with rigorous error bounds.
 
-Indexed search (``search="ivf"`` or ``"hnsw"``, faiss-cpu, optional extra ``faiss``): an
+Indexed search (``search="ivf"`` or ``"hnsw"``, :mod:`~dptext.mechanisms.search.faiss`): an
 approximate nearest neighbour over an index built from the public word vectors alone. The word
 returned is still a function of the noisy point alone - post-processing of the Laplace
 output - so the metric-DP guarantee is unchanged; only the agreement with the exact nearest
@@ -51,76 +52,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
-from dptext.devices import usable_cores
 from dptext.errors import DPTextError
+from dptext.mechanisms.search.base import (
+    Search,
+    blas_threads,
+    blocks,
+    exact_sq_distances,
+    one_blas_thread,
+)
 
-SEARCHES = ("exact", "int8", "ivf", "hnsw")  # int8: the exact words (int8_search)
 _U32 = 2.0**-24
-_MIN_ROWS = 128  # fewer points per worker than this: one worker
-_blas = None  # threadpoolctl's controller of the BLAS numpy uses (found once)
 
 
-def _blas_controller():
-    global _blas
-    if _blas is None:
-        from threadpoolctl import ThreadpoolController
-
-        _blas = ThreadpoolController().select(user_api="blas")
-    return _blas
-
-
-def _blas_threads() -> int:
-    """Threads the BLAS may use now (its setting: ``OMP_NUM_THREADS``, threadpoolctl), at
-    most the cores this process may run on."""
-    threads = [c.num_threads for c in _blas_controller().lib_controllers]
-    return max(1, min(usable_cores(), min(threads) if threads else 1))
-
-
-def _one_blas_thread() -> AbstractContextManager:
-    """The BLAS at one thread for the duration (each worker thread runs its own GEMMs)."""
-    controller = _blas_controller()
-    return controller.limit(limits=1) if controller.lib_controllers else nullcontext()
-
-
-def exact_sq_distances(words: np.ndarray, cand: np.ndarray, points64: np.ndarray) -> np.ndarray:
-    """|p - y|^2 in float64 for the words ``words[cand]`` and ``points64`` (one point, or one
-    row per candidate), from the differences, row by row: not a BLAS product, whose kernels
-    round identical rows differently at different positions, which would break exact ties.
-    numpy's einsum sums each row alone in an order fixed by its length, so every search that
-    ranks through this function ranks alike."""
-    diff = words[cand].astype(np.float64)
-    diff -= points64
-    return np.einsum("ij,ij->i", diff, diff)
-
-
-def _blocks(n: int, block: int, workers: int, unit: int = 1) -> list[tuple[int, int]]:
-    """The blocks [start, stop) of ``n`` points for ``workers`` threads, on multiples of
-    ``unit``: rounds of one full block (``block`` rows, rounded down to a multiple of
-    ``unit``) per worker; what is left after them is split evenly over the workers (at least
-    ``_MIN_ROWS`` rows each) or, if that is too little to share, spread over the last round's
-    blocks (up to ``_MIN_ROWS`` rows more than ``block``) - so that the threads finish
-    together instead of one searching a last block alone (3,000 points, 2 threads: 1024,
-    1024, 512, 440 instead of 1024, 1024, 952; 4,104: 1024, 1024, 1024, 1032 instead of a
-    fifth block of 8 points)."""
-    size = max(unit, block - block % unit)
-    least = min(_MIN_ROWS, size)
-    rounds = n // (workers * size)
-    rest = n - rounds * workers * size
-    if rounds and rest < workers * least:  # spread over the last round (blocks <= size + least)
-        rounds -= 1
-        rest += workers * size
-    start = rounds * workers * size
-    spans = [(i * size, (i + 1) * size) for i in range(rounds * workers)]
-    k = min(workers, -(-rest // least))  # threads that share the rest
-    cuts = [start + round(i * rest / k / unit) * unit for i in range(k)] + [n]
-    return spans + [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-
-
-class ExactSearch:
+class ExactSearch(Search):
     """Exact nearest word, float32 GEMM with a certified float64 re-check of near ties.
 
     ``block`` points x ``tile`` words per GEMM; ``workers`` threads, each searching whole
@@ -165,7 +112,7 @@ class ExactSearch:
         if len(self.words) == 0:
             raise DPTextError("cannot search an empty vocabulary")
         workers = self._workers()
-        spans = _blocks(n, self.block, workers, unit)
+        spans = blocks(n, self.block, workers, unit)
 
         def run(span: tuple[int, int]) -> int:  # one block, near ties re-checked here: how many
             s, e = span
@@ -182,14 +129,14 @@ class ExactSearch:
         if workers == 1:
             self.rechecked += sum(map(run, spans))
         else:
-            with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
+            with one_blas_thread(), ThreadPoolExecutor(workers) as pool:
                 self.rechecked += sum(pool.map(run, spans))
         return out
 
     def _workers(self) -> int:
         if self.workers is not None:
             return self.workers
-        return _blas_threads()
+        return blas_threads()
 
     def _search_block(self, points64: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Best word, float32 margin best - second best, and each tile's best score, for
@@ -258,110 +205,3 @@ class ExactSearch:
         cand = np.flatnonzero(approx >= best - bound2)
         exact = exact_sq_distances(self.words, cand, point64)
         return int(cand[np.argmin(exact)])  # the lowest index among exact ties
-
-
-class TorchExactSearch(ExactSearch):
-    """:class:`ExactSearch` with the float32 GEMM and top-two in torch on ``device``."""
-
-    def __init__(self, vectors: np.ndarray, *, device: str = "cuda", block: int = 4096) -> None:
-        import torch
-
-        super().__init__(vectors, block=block)
-        self.device = torch.device(device)
-        self._words = torch.from_numpy(self.words).to(self.device)
-        self._half_sq32 = torch.from_numpy(self.half_sq32).to(self.device)
-
-    def search_blocks(self, n: int, points_of: Callable[[int, int], np.ndarray], *,
-                      unit: int = 1) -> np.ndarray:
-        """All ``n`` points made at once (the GPU searches them in its own blocks)."""
-        return self(points_of(0, n)) if n else np.empty(0, dtype=np.int64)
-
-    def __call__(self, points: np.ndarray) -> np.ndarray:
-        import torch
-
-        points64 = np.asarray(points, dtype=np.float64)
-        n, m = len(points64), len(self.words)
-        out = np.empty(n, dtype=np.int64)
-        if n == 0:
-            return out
-        if m == 0:
-            raise DPTextError("cannot search an empty vocabulary")
-        bound2 = 2.0 * self.error_bound(np.linalg.norm(points64, axis=1))
-        tf32 = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = False  # the error bound is for float32
-        try:
-            for s in range(0, n, self.block):
-                p = points64[s: s + self.block].astype(np.float32)
-                sc = torch.from_numpy(p).to(self.device) @ self._words.T
-                sc -= self._half_sq32
-                if m >= 2:
-                    top, arg = sc.topk(2, dim=1)
-                    best, second = top[:, 0].cpu().numpy(), top[:, 1].cpu().numpy()
-                else:
-                    top, arg = sc.max(1, keepdim=True)
-                    best = top[:, 0].cpu().numpy()
-                    second = np.full(len(p), -np.inf, dtype=np.float32)
-                out[s: s + len(p)] = arg[:, 0].cpu().numpy()
-                close = np.flatnonzero(best.astype(np.float64) - second < bound2[s: s + len(p)])
-                for k in close:
-                    out[s + k] = self._recheck(points64[s + k], p[k], float(best[k]),
-                                               float(bound2[s + k]))
-                self.rechecked += len(close)
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = tf32
-        return out
-
-
-class FaissSearch:
-    """Approximate nearest word with a faiss index over the word vectors (public data only)."""
-
-    def __init__(self, vectors: np.ndarray, kind: str, *, nlist: int | None = None,
-                 nprobe: int = 8, hnsw_m: int = 32, ef_search: int = 64, seed: int = 0) -> None:
-        try:
-            import faiss
-        except ImportError:
-            raise DPTextError(f"search={kind!r} needs faiss: pip install 'dptext[faiss]'"
-                              ) from None
-        x = np.ascontiguousarray(vectors, dtype=np.float32)
-        d = x.shape[1]
-        if kind == "ivf":
-            nlist = nlist or max(1, int(4 * np.sqrt(len(x))))
-            quantizer = faiss.IndexFlatL2(d)
-            index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_L2)
-            index.cp.seed = seed  # k-means seeded: the index is a fixed function of the vectors
-            index.train(x)
-            index.add(x)
-            index.nprobe = nprobe
-        elif kind == "hnsw":
-            index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_L2)
-            index.add(x)
-            index.hnsw.efSearch = ef_search
-        else:
-            raise DPTextError(f"unknown faiss search {kind!r}")
-        self.index, self.kind = index, kind
-
-    def __call__(self, points: np.ndarray) -> np.ndarray:
-        q = np.ascontiguousarray(points, dtype=np.float32)
-        _, idx = self.index.search(q, 1)
-        return idx[:, 0].astype(np.int64)
-
-
-def make_search(vectors: np.ndarray, search: str = "exact", device: str = "cpu", **options):
-    """The nearest-word search ``search`` over ``vectors`` (one of :data:`SEARCHES`) on
-    ``device`` ("cpu", "cuda", "auto"; the faiss searches run on the CPU)."""
-    from dptext.devices import resolve_device
-
-    if resolve_device(device) == "cuda":
-        if search != "exact":
-            raise DPTextError(f"search={search!r} runs on the CPU; device='cuda' "
-                              "is for search='exact'")
-        return TorchExactSearch(vectors, device="cuda", **options)
-    if search == "exact":
-        return ExactSearch(vectors, **options)
-    if search == "int8":
-        from dptext.mechanisms.int8_search import Int8Search
-
-        return Int8Search(vectors, **options)
-    if search in ("ivf", "hnsw"):
-        return FaissSearch(vectors, search, **options)
-    raise DPTextError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")

@@ -4,8 +4,8 @@ The score of word y for point p is S(y) = p.y - |y|^2/2 (the nearest word maximi
 int8 pre-filter computes it approximately for all words, bounds the error of every
 approximation rigorously, rules out every word whose upper bound is below the best lower bound,
 and re-ranks the few words left exactly - in float64, by the formula and tie rule of
-:class:`~dptext.mechanisms.nearest.ExactSearch`. The result is the exact search's word for every
-point, not an approximation: the agreement with the exact search is 100% by construction
+:class:`~dptext.mechanisms.search.exact.ExactSearch`. The result is the exact search's word for
+every point, not an approximation: the agreement with the exact search is 100% by construction
 (tested on every epsilon the benchmarks use and on planted near ties), and like every search
 the word is a function of the noisy point alone, so the guarantee is unchanged.
 
@@ -84,7 +84,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dptext.errors import DPTextError
-from dptext.mechanisms.nearest import ExactSearch, _blas_threads, _blocks, exact_sq_distances
+from dptext.mechanisms.search.base import Search, blas_threads, blocks, exact_sq_distances
+from dptext.mechanisms.search.exact import ExactSearch
 
 _U32 = 2.0**-24
 _PROBE_ROWS = (1, 3, 17, 128, 1024)
@@ -199,7 +200,7 @@ def _sampled_dot(points: np.ndarray, words_t, counts: np.ndarray, cols: np.ndarr
     return out.values().numpy()
 
 
-class Int8Search:
+class Int8Search(Search):
     """Exact nearest word through a certified int8 pre-filter (module docstring)."""
 
     def __init__(self, vectors: np.ndarray, *, block: int = 2048, tile: int = 2048,
@@ -381,8 +382,8 @@ class Int8Search:
             return out
         if len(self.exact.words) == 0:
             raise DPTextError("cannot search an empty vocabulary")
-        workers = self.workers or _blas_threads()
-        spans = _blocks(n, self.block, workers, unit)
+        workers = self.workers or blas_threads()
+        spans = blocks(n, self.block, workers, unit)
         workers = min(workers, len(spans))
 
         def run(span: tuple[int, int]) -> tuple[int, int, bool]:

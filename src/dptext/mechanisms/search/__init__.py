@@ -1,0 +1,44 @@
+"""Nearest word (Euclidean) to many points: the searches of the multivariate Laplace mechanism,
+one module each - :mod:`~dptext.mechanisms.search.exact` (the default: certified float32 GEMM
+with a float64 re-check of near ties), :mod:`~dptext.mechanisms.search.torch` (the same on a
+GPU), :mod:`~dptext.mechanisms.search.int8` (the exact words through a certified int8
+pre-filter), :mod:`~dptext.mechanisms.search.faiss` (approximate, indexed) - on the interface of
+:mod:`~dptext.mechanisms.search.base`. :func:`make_search` builds one by name."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dptext.errors import DPTextError
+from dptext.mechanisms.search.base import Search
+from dptext.mechanisms.search.exact import ExactSearch
+from dptext.mechanisms.search.faiss import FaissSearch
+from dptext.mechanisms.search.int8 import Int8Search
+from dptext.mechanisms.search.torch import TorchExactSearch
+
+#: every search by name (``search=``); int8 gives the exact search's words
+SEARCHES: dict[str, type[Search]] = {"exact": ExactSearch, "int8": Int8Search,
+                                     "ivf": FaissSearch, "hnsw": FaissSearch}
+
+
+def make_search(vectors: np.ndarray, search: str = "exact", device: str = "cpu", **options):
+    """The nearest-word search ``search`` over ``vectors`` (one of :data:`SEARCHES`) on
+    ``device`` ("cpu", "cuda", "auto"; the faiss searches run on the CPU)."""
+    from dptext.devices import resolve_device
+
+    if resolve_device(device) == "cuda":
+        if search != "exact":
+            raise DPTextError(f"search={search!r} runs on the CPU; device='cuda' "
+                              "is for search='exact'")
+        return TorchExactSearch(vectors, device="cuda", **options)
+    if search == "exact":
+        return ExactSearch(vectors, **options)
+    if search == "int8":
+        return Int8Search(vectors, **options)
+    if search in ("ivf", "hnsw"):
+        return FaissSearch(vectors, search, **options)
+    raise DPTextError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
+
+
+__all__ = ["SEARCHES", "ExactSearch", "FaissSearch", "Int8Search", "Search", "TorchExactSearch",
+           "make_search"]
