@@ -158,7 +158,7 @@ class SanText(WordMechanism):
         import hashlib
         import json
 
-        from dptext.mechanisms.word import _version
+        from dptext.mechanisms.tables import _version
         from dptext.resources import cache_dir
 
         key = json.dumps({"santext-free": 1, "space": space.fingerprint(),
