@@ -31,9 +31,7 @@ from dptext.mechanisms.santext import SanText
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 def _pair_of_audits(real, broken, **kw):

@@ -16,9 +16,7 @@ from dptext.evaluation.finetune import finetune_accuracy  # noqa: E402
 FILLER = ["movie", "plot", "actor", "scene", "film", "story", "cast", "music"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,7 @@ TEXTS = ["the cat sat on a mat", "John went to Paris, by car.", "a quick brown f
 CORPUS = TEXTS + [" ".join(WORDS), HEAD + SECOND] * 3
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

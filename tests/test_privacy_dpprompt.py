@@ -19,9 +19,7 @@ CORPUS = ["the cat sat on the mat", "a dog ran to the big house", "my name is an
 CONTROL = ["<repo_name>", "<filename>", "<gh_stars>"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,7 @@ from dptext import mechanism  # noqa: E402
 from dptext.lm.sampling import clipped_log_probs  # noqa: E402
 from dptext.text import split_words  # noqa: E402
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -37,9 +37,7 @@ def make_space(dim: int = 8, seed: int = 0) -> EmbeddingSpace:
     return EmbeddingSpace(WORDS, v / np.linalg.norm(v, axis=1, keepdims=True), name="toy")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """Every test of this module runs with one torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

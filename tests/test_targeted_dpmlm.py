@@ -17,9 +17,7 @@ from dptext.text import split_words  # noqa: E402
 TEXT = "the big dog saw john and anna by the river, then went to paris"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

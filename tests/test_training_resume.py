@@ -17,10 +17,7 @@ from dptext.cli import main
 from dptext.errors import DPTextError
 from dptext.training.run import STATE_FILE
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,7 @@ GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not GPU, reason="no CUDA GPU on this machine")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread (tests/conftest.py)."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 def test_release_noise_is_the_numpy_generators_normals():

@@ -30,10 +30,7 @@ from dptext.training.tasks import ClassificationTask, NextWordTask, classificati
 from dptext.training.trainer import FederatedTrainer, TrainConfig
 from dptext.training.vocab import Vocabulary
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _single_thread(one_torch_thread):
-    """One torch thread: tiny models, and the same reduction order every run."""
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
 
 
 WORDS = ("alice bob carol went home the sky is blue likes tea a quiet day river runs dogs bark "
