@@ -215,9 +215,10 @@ GRAPH = _through_faces({mod: _edges(mod) for mod in FILES})
 
 
 def _doc_layers() -> dict[int, tuple[str, ...]]:
-    rows = {}
+    rows, inside = {}, False
     for line in DOC.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"\|\s*(\d+)\.\s[^|]*\|([^|]*)\|", line)
+        inside = line.startswith("| layer |") or (inside and line.startswith("|"))
+        m = inside and re.match(r"\|\s*(\d+)\.\s[^|]*\|([^|]*)\|", line)
         if m:
             names = []
             for ref in re.findall(r"`([^`]+)`", m.group(2)):
