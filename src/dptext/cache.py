@@ -247,7 +247,7 @@ def _mapped_npz(path: Path) -> dict[str, np.ndarray] | None:
     except CorruptArtefact:
         raise
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, MemoryError) as err:
-        raise CorruptArtefact(f"{path} is not a readable .npz ({_reason(err)})") from None
+        raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
     return arrays
 
 
