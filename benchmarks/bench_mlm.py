@@ -17,6 +17,12 @@ Top-k: the word (lower case) is among the k best candidate tokens (lower-cased s
 model's DP-MLM candidate set. ``content`` rows: the words DP-MLM privatizes (not stopwords).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_mlm.py [--texts 200] [--per-text 3]
+        [--mlm DIR] [--no-causal]
+
+``--mlm``: another masked LM (an ``AutoModelForMaskedLM`` directory, e.g. a head from
+``dptext resources build mlm --assemble DIR``) in place of the packaged minilm-mlm;
+``--no-causal``: skip SmolLM2 (its figures do not depend on the masked LM). The shared
+whole-word vocabulary needs both tokenizers, so SmolLM2's tokenizer is loaded either way.
 """
 
 from __future__ import annotations
@@ -120,6 +126,8 @@ def main() -> None:
     ap.add_argument("--per-text", type=int, default=3)
     ap.add_argument("--max-words", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--mlm", help="masked LM directory (default: the packaged minilm-mlm)")
+    ap.add_argument("--no-causal", action="store_true", help="skip SmolLM2's scores")
     args = ap.parse_args()
     import torch
 
@@ -128,8 +136,15 @@ def main() -> None:
     from dptext.lm.loading import load_model, resolve_model
     from dptext.text import resolve_stopwords
 
-    mlm, mtok = load_model(resolve_model(None, causal=False), causal=False)
-    clm, ctok = load_model(resolve_model(None, causal=True), causal=True)
+    mlm, mtok = load_model(args.mlm or resolve_model(None, causal=False), causal=False)
+    if args.no_causal:
+        from transformers import AutoTokenizer
+
+        from dptext.lm.loading import default_causal_dir
+
+        clm, ctok = None, AutoTokenizer.from_pretrained(str(default_causal_dir()))
+    else:
+        clm, ctok = load_model(resolve_model(None, causal=True), causal=True)
     mc, cc = candidate_set(mtok), candidate_set(ctok)
     m_lower = [w.lower() for w in mc.words]
     c_lower = [w.lower() for w in cc.words]
@@ -143,6 +158,8 @@ def main() -> None:
         for kind, fn, model, tok, cands, lower in (
                 ("masked_minilm_mlm", masked_scores, mlm, mtok, mc, m_lower),
                 ("causal_smollm2", causal_scores, clm, ctok, cc, c_lower)):
+            if model is None:
+                continue
             start = time.perf_counter()
             scores, words = fn(model, tok, cands, items)
             hits = rank_hits(scores, words, lower)
