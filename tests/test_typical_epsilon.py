@@ -49,11 +49,31 @@ def test_range_text_and_membership():
     assert open_.contains(194.5) and not open_.contains(194)
 
 
+GLOVE = "glove-6b-50d"
+
+
+def _glove_text(cls) -> str:
+    """The GloVe cell: the declared range on glove-6b-50d, or n/a for a mechanism without one."""
+    t = cls.typical_epsilon_spaces.get(GLOVE)
+    return t.text if t is not None else "n/a (no word space)"
+
+
 def test_readme_table_reads_the_declarations():
     rows = _table_rows((ROOT / "README.md").read_text("utf-8"), "name")
     assert set(rows) == set(registered())
     for name, cls in registered().items():
-        assert rows[name][-1].startswith(cls.typical_epsilon.text), (name, rows[name][-1])
+        *_, typical, on_glove = rows[name]
+        assert typical.startswith(cls.typical_epsilon.text), (name, typical)
+        assert on_glove.startswith(_glove_text(cls)), (name, on_glove)
+
+
+def test_word_mechanisms_declare_a_glove_range():
+    """Every word mechanism declares its range on the GloVe space as well (issue 34)."""
+    from dptext.mechanisms.word import WordMechanism
+
+    for name, cls in registered().items():
+        if issubclass(cls, WordMechanism):
+            assert isinstance(cls.typical_epsilon_spaces.get(GLOVE), TypicalEpsilon), name
 
 
 def test_privacy_doc_table_reads_the_declarations():
@@ -61,8 +81,9 @@ def test_privacy_doc_table_reads_the_declarations():
                        "mechanism | typical epsilon")
     assert set(rows) == set(registered())
     for name, cls in registered().items():
-        _, typical, default = rows[name]
+        _, typical, on_glove, default = rows[name]
         assert typical == cls.typical_epsilon.text, name
+        assert on_glove == _glove_text(cls), name
         declared = parameters(cls)["epsilon"]
         assert default == ("none: must be given" if declared == REQUIRED else f"{declared:g}")
 

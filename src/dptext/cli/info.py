@@ -17,6 +17,8 @@ def cmd_mechanisms(args) -> int:
         if cls.typical_epsilon is not None:
             t = cls.typical_epsilon
             print(f"{'':10s} typical epsilon: {t.text} ({t.evidence})")
+        for space, t in cls.typical_epsilon_spaces.items():
+            print(f"{'':10s} typical epsilon on {space}: {t.text} ({t.evidence})")
         params = ", ".join(f"{k} (required)" if v == REQUIRED else f"{k}={v!r}"
                            for k, v in parameters(cls).items())
         print(f"{'':10s} parameters: {params}")

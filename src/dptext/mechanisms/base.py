@@ -81,6 +81,9 @@ class Mechanism(ABC):
     capabilities: ClassVar[frozenset[str]] = frozenset()
     #: the measured useful per-token epsilon range (None: not measured)
     typical_epsilon: ClassVar[TypicalEpsilon | None] = None
+    #: the same, measured on other named spaces (``{"glove-6b-50d": ...}``): metric-DP
+    #: epsilons scale with the space's distances, so a range holds for one space only
+    typical_epsilon_spaces: ClassVar[dict[str, TypicalEpsilon]] = {}
 
     @classmethod
     def supports(cls, capability: str) -> bool:
