@@ -22,9 +22,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -53,16 +50,14 @@ from dptext.corpus.job import (
 )
 from dptext.corpus.paths import (
     OutputPlan,
-    file_mode,
     remove_stale_temps,
-    temp_beside,
-    write_durably,
 )
 from dptext.corpus.randomness import check_seed, seed_description
 from dptext.corpus.ranges import RANGE_FORMATS, scan
 from dptext.corpus.records import TEXT_FIELD, Record, RecordReader
 from dptext.corpus.shards import Shard
 from dptext.corpus.sources import Source, expand
+from dptext.corpus.stream import run_stream, stream_shared_dir
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout
 from dptext.corpus.workdir import RELEASE, WorkDir, changed_input, changed_settings
 from dptext.corpus.writers import RecordWriter, output_format
@@ -229,7 +224,7 @@ class Driver:
         from dptext.corpus.shared import export
 
         if shared_dir is None:  # streaming: no work directory for the tables
-            shared_dir = _stream_shared_dir()
+            shared_dir = stream_shared_dir()
         if j.engine == "ray":  # a cluster's workers run in another directory: absolute paths
             shared = export(self.m, shared_dir.resolve(), j.spec)
             layout = dataclasses.replace(layout, sources=[s.absolute() for s in layout.sources])
@@ -571,79 +566,7 @@ class Driver:
 
     # ---------------------------------------------------------- streaming (stdout)
     def _run_stream(self) -> JobResult:
-        j, plan = self.job, self.plan
-        for _, target in plan.targets():
-            remove_stale_temps(target)
-        self._start_pool()
-        self._fit()
-        self.units = UnitTotals(None, j.user_field)
-        settings = self.settings()
-        self.manifest = {"settings": settings, "inputs": [], "shards": []}
-        self.ledger = self._ledger_session(hashlib.sha256(json.dumps(
-            [settings, now()], sort_keys=True).encode()).hexdigest())
-        out = sys.stdout.buffer
-        rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
-        rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
-        executor = self._executor(None)
-        bar = self._progress(0)  # after the executor: see _loop
-        header_written = False
-        try:
-            for batch_out, decisions in self._charged(executor.map(self._batches(0))):
-                shard = Shard(0, 0, None, self.out_fmt)
-                payload = self._process(batch_out, shard, decisions)
-                if not header_written:
-                    out.write(self.writer.header_text().encode())
-                    header_written = True
-                out.write(payload)
-                out.flush()
-                if rejects_f is not None and shard.rejects:
-                    rejects_f.write(b"".join(shard.rejects))
-                if self.ledger is not None:
-                    self.ledger.commit(shard.charges)
-                c = self.agg.counts
-                c["records_in"] += batch_out.records_in
-                c["records_out"] += shard.records
-                c["rejected"] += shard.rejected
-                c["withheld"] += shard.withheld
-                if shard.units:
-                    self.units.add(0, shard.units)
-                if bar is not None:
-                    bar.update(batch_out.records_in)
-            if not header_written:
-                out.write(self.writer.header_text().encode())
-            out.flush()
-            report, summary = self._summary()
-            if rejects_f is not None:
-                rejects_f.flush()
-                os.fsync(rejects_f.fileno())
-                rejects_f.close()
-                rejects_f = None
-                os.chmod(rejects_tmp, file_mode())
-                os.replace(rejects_tmp, plan.rejects)
-            if plan.report is not None:
-                write_durably(plan.report, (json.dumps(summary, indent=2) + "\n").encode())
-        except BaseException:
-            if rejects_f is not None:
-                rejects_f.close()
-            if rejects_tmp is not None:
-                rejects_tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            if bar is not None:
-                bar.close()
-            executor.close()
-        return JobResult(report, summary, None, plan.report, 0,
-                         {k: summary[k] for k in ("records_in", "records", "records_rejected",
-                                                  "records_withheld")})
-
-
-def _stream_shared_dir() -> Path:
-    import atexit
-    import tempfile
-
-    d = Path(tempfile.mkdtemp(prefix="dptext-shared-"))
-    atexit.register(shutil.rmtree, d, ignore_errors=True)
-    return d
+        return run_stream(self)
 
 
 __all__ = ["Driver", "prepare", "run"]
