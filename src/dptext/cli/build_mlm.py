@@ -9,6 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+#: exit status of a checkpointed build that stopped at --max-minutes (run it again to continue)
+PAUSED = 3
+
 
 def cmd_build_mlm(args) -> int:
     import json
@@ -22,8 +25,17 @@ def cmd_build_mlm(args) -> int:
         if args.steps < 1:
             raise DPTextError(f"--steps must be >= 1, got {args.steps}")
         recipe["steps"] = args.steps
+    if args.max_minutes is not None and (args.max_minutes <= 0 or not args.checkpoint):
+        raise DPTextError("--max-minutes needs --checkpoint and a positive number of minutes")
     out = Path(args.output) if args.output else cache_dir() / "mlm" / mb.HEAD_FILE
-    tensors, figures = mb.train_head(recipe, progress=not args.no_progress)
+    try:
+        tensors, figures = mb.train_head(
+            recipe, progress=not args.no_progress,
+            checkpoint=Path(args.checkpoint) if args.checkpoint else None,
+            max_seconds=None if args.max_minutes is None else 60.0 * args.max_minutes)
+    except mb.Paused as paused:
+        print(f"dptext: {paused}", file=sys.stderr)
+        return PAUSED
     digest = mb.save_head(tensors, out, recipe=recipe, figures=figures)
     print(json.dumps({"fingerprint": digest, **figures}))
     shipped = mb.shipped_head_path()
@@ -52,5 +64,11 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=int, help="override the recipe's step count (a shorter run "
                    "for a try-out; the fingerprint then differs)")
     p.add_argument("--assemble", help="also write an AutoModelForMaskedLM directory here")
+    p.add_argument("--checkpoint", help="save the whole training state here every 20 steps and "
+                   "continue from it when it exists (same recipe): the result is bit-identical "
+                   "to one uninterrupted run")
+    p.add_argument("--max-minutes", type=float, help="with --checkpoint: stop after about this "
+                   "much training at a checkpoint, exit status 3; run the same command again "
+                   "to continue")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_build_mlm)
