@@ -178,3 +178,30 @@ def test_gguf_conversion_bar_only_on_a_terminal():
     assert drawn(False) == ""
     assert "Converting" in drawn(True)
     assert gguf_utils.tqdm is original
+
+
+def test_gguf_is_parsed_once_during_the_conversion(tmp_path):
+    """Issue 36: inside gguf_parsed_once() a GGUF file is parsed once however often
+    transformers opens it, the name map is built once per (arch, layers), the parsed content is
+    the file's, and both gguf names are restored afterwards."""
+    gguf = pytest.importorskip("gguf")
+    from dptext.lm.loading import gguf_parsed_once
+
+    path = tmp_path / "t.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_tensor("token_embd.weight", np.arange(12, dtype=np.float32).reshape(3, 4))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with gguf_parsed_once():
+        a, b = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
+        assert a is b
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+        (t,) = a.tensors
+        assert np.array_equal(np.asarray(t.data).ravel(), np.arange(12, dtype=np.float32))
+    assert gguf.GGUFReader is reader and gguf.get_tensor_name_map is name_map
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)
