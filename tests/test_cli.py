@@ -99,7 +99,7 @@ def test_sanitize_jsonl(work: Path) -> None:
     src.write_text("".join(json.dumps(r) + "\n" for r in records) + "\n", encoding="utf-8")
     out = work / "out.jsonl"
     r = ok(dptext(work, "sanitize", "--input", "in.jsonl", "--field", "text",
-                  "--output", "out.jsonl", "--seed", "3"))
+                  "--keep", "id,lang,meta", "--output", "out.jsonl", "--seed", "3"))
     assert "wrote out.jsonl and out.jsonl.report.json" in r.stderr
     lines = out.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3  # the blank line is skipped
@@ -124,8 +124,8 @@ def test_sanitize_jsonl(work: Path) -> None:
 
 def test_sanitize_jsonl_custom_field_and_report_path(work: Path) -> None:
     (work / "body.jsonl").write_text('{"body": "Alice met Bob", "text": 5}\n', encoding="utf-8")
-    ok(dptext(work, "sanitize", "-i", "body.jsonl", "-f", "body", "-o", "body.out.jsonl",
-              "--report", "custom.json"))
+    ok(dptext(work, "sanitize", "-i", "body.jsonl", "-f", "body", "--keep", "text", "-o",
+              "body.out.jsonl", "--report", "custom.json"))
     obj = json.loads((work / "body.out.jsonl").read_text(encoding="utf-8"))
     assert obj["text"] == 5 and len(_words_of(obj["body"])) == 3
     report = json.loads((work / "custom.json").read_text(encoding="utf-8"))
@@ -140,7 +140,7 @@ def test_sanitize_csv(work: Path) -> None:
         w.writerow(["id", "text", "label"])
         w.writerow(["1", "Alice met Bob in Paris.", "x,y"])
         w.writerow(["2", "The dog\nmet the river", "z"])  # a quoted multi-line field
-    ok(dptext(work, "sanitize", "-i", "in.csv", "-o", "out.csv"))
+    ok(dptext(work, "sanitize", "-i", "in.csv", "--keep", "id,label", "-o", "out.csv"))
     with open(work / "out.csv", encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [r["id"] for r in rows] == ["1", "2"]
@@ -153,7 +153,7 @@ def test_sanitize_csv(work: Path) -> None:
 
 def test_sanitize_csv_with_bom(work: Path) -> None:
     (work / "bom.csv").write_bytes(b"\xef\xbb\xbftext,id\r\nAlice met,1\r\n")
-    ok(dptext(work, "sanitize", "-i", "bom.csv", "-o", "bom.out.csv"))
+    ok(dptext(work, "sanitize", "-i", "bom.csv", "--keep", "id", "-o", "bom.out.csv"))
     rows = list(csv.DictReader(open(work / "bom.out.csv", encoding="utf-8", newline="")))
     assert list(rows[0]) == ["text", "id"] and rows[0]["id"] == "1"
 
@@ -242,9 +242,9 @@ def _error_setup(work: Path) -> dict[str, tuple[str, ...]]:
         "unknown_parameter": (*s, "-t", "Alice", "-p", "foo=1"),
         "bad_parameter_value": (*s, "-t", "Alice", "-p", "k=abc"),
         "parameter_without_value": (*s, "-t", "Alice", "-p", "k"),
-        "missing_field": (*s, "-i", "err/nofield.jsonl", "-o", "err/nf.out"),
+        "missing_field": (*s, "-i", "err/nofield.jsonl", "--drop", "body", "-o", "err/nf.out"),
         "missing_column": (*s, "-i", "err/nocol.csv", "-o", "err/nc.out"),
-        "extra_csv_fields": (*s, "-i", "err/extra.csv", "-o", "err/ex.out"),
+        "extra_csv_fields": (*s, "-i", "err/extra.csv", "--keep", "id", "-o", "err/ex.out"),
         "gumbel_below_bound": (*s, "-t", "Alice", "-m", "gumbel", "-e", "5"),
         "bad_line_3": (*s, "-i", "err/bad3.jsonl", "-o", "err/bad3.out.jsonl"),
         "keeps_previous": (*s, "-i", "err/prev.txt", "-o", "err/prev.out"),
@@ -258,7 +258,8 @@ def _error_setup(work: Path) -> dict[str, tuple[str, ...]]:
         "garbage_space": (*s, "-t", "Alice", "--space", "err/garbage.npz", "--no-progress"),
         "missing_space": (*s, "-t", "Alice", "--space", "err/missing.npz", "--no-progress"),
         # no --no-progress: with stderr not a terminal, no progress bar may clutter the error
-        "with_progress": (*s, "--space", "space.npz", "-i", "err/nofield.jsonl", "-o", "err/p"),
+        "with_progress": (*s, "--space", "space.npz", "-i", "err/nofield.jsonl", "--drop", "body",
+                          "-o", "err/p"),
     }
     for value in ("nan", "-1", "0", "inf", "abc"):
         cases[f"epsilon_{value}"] = (*s, "-t", "Alice", f"--epsilon={value}")

@@ -346,7 +346,7 @@ def test_sanitize_check_withholds_and_names_only_the_category(tmp_path, capsys, 
     out = tmp_path / "out.jsonl"
     # a deny-listed word that the placeholder policy replaces, a name the check must see
     assert main(["sanitize", "-m", "custext", "-e", "2", "--entities", "PHI", "--detector",
-                 "spacy", "--input", str(orig), "--output", str(out), "--check",
+                 "spacy", "--input", str(orig), "--keep", "id", "--output", str(out), "--check",
                  "--no-progress", "--seed", "1", "--space", space_file, "-p", "k=5"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     rejects = [json.loads(line) for line in
@@ -370,7 +370,8 @@ def test_sanitize_check_withholds_a_surviving_name(tmp_path, capsys, space_file)
     # the allow list lets the name through the detectors; the deny list of the check finds it
     out = tmp_path / "out.jsonl"
     assert main(["sanitize", "-m", "custext", "-e", "2", "--entities", "PERSON",
-                 "--input", str(orig), "--output", str(out), "--name-policy", "placeholder",
+                 "--input", str(orig), "--keep", "id", "--output", str(out), "--name-policy",
+                 "placeholder",
                  "--allow-list", str(allow), "--no-progress", "--space", space_file,
                  "-p", "k=5"]) == 0
     assert "Quillfeather" in out.read_text()

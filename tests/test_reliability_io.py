@@ -47,7 +47,7 @@ def test_csv_field_longer_than_the_csv_module_limit(tmp_path, mech):
     header, rows = dio.read_csv(src)
     rows = list(rows)
     assert header == ["id", "text"] and len(rows) == 2 and rows[0][2][1] == long
-    sanitize(mech, src, tmp_path / "out.csv", rng=0)
+    sanitize(mech, src, tmp_path / "out.csv", rng=0, keep="id")
     out = list(csv.reader(open(tmp_path / "out.csv", newline="", encoding="utf-8")))
     assert len(out) == 3 and len(out[1][1].split()) == 40_000
 
@@ -62,7 +62,7 @@ def test_csv_any_line_ending(tmp_path, mech, ending):
     assert [r[0] for r in got] == [1, 2, 3]
     assert [r[1] for r in got] == [2, 3, 7]  # first line of each record
     assert got[1][2][1] == "in\rparis\r\nmulti\nline"  # quoted line breaks kept exactly
-    report = sanitize(mech, src, tmp_path / "out.csv", rng=0)
+    report = sanitize(mech, src, tmp_path / "out.csv", rng=0, keep="id")
     assert report.records == 3
     out = list(csv.reader(open(tmp_path / "out.csv", newline="", encoding="utf-8")))
     assert [r[0] for r in out] == ["id", "1", "2", "3"]
@@ -71,7 +71,7 @@ def test_csv_any_line_ending(tmp_path, mech, ending):
 def test_csv_unterminated_quote_is_an_error_naming_the_row(tmp_path, mech):
     src = write(tmp_path / "in.csv", 'id,text\n1,alice\n2,"bob met\n3,paris\n4,x\n')
     with pytest.raises(DPTextError) as err:
-        sanitize(mech, src, tmp_path / "out.csv")
+        sanitize(mech, src, tmp_path / "out.csv", keep="id")
     msg = one_line(err)
     assert "CSV row 2 (line 3)" in msg and "quote is never closed" in msg
     assert not (tmp_path / "out.csv").exists()
@@ -88,7 +88,7 @@ def test_csv_duplicate_header_is_an_error(tmp_path, mech):
 def test_csv_ragged_rows_are_errors(tmp_path, mech, row, what):
     src = write(tmp_path / "in.csv", f"id,text,extra\n1,alice,z\n{row}\n")
     with pytest.raises(DPTextError) as err:
-        sanitize(mech, src, tmp_path / "out.csv")
+        sanitize(mech, src, tmp_path / "out.csv", keep="id,extra")
     msg = one_line(err)
     assert "CSV row 2 (line 3)" in msg and f"{what} fields than the header (3 columns)" in msg
 
@@ -124,7 +124,7 @@ def test_physical_lines_across_chunk_boundaries(tmp_path_factory, parts, chunk):
 def run_jsonl(tmp_path, mech, lines: list[str]) -> list[str]:
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sanitize(mech, src, tmp_path / "out.jsonl", rng=0)
+    sanitize(mech, src, tmp_path / "out.jsonl", rng=0, keep_other=True)
     raw = (tmp_path / "out.jsonl").read_bytes().decode("utf-8")  # strict UTF-8
     return raw.split("\n")[:-1]
 
@@ -150,7 +150,7 @@ def test_jsonl_defects_are_errors_naming_the_line(tmp_path, mech, line, needle):
     src = tmp_path / "in.jsonl"
     src.write_text('{"text": "alice"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(DPTextError) as err:
-        sanitize(mech, src, tmp_path / "out.jsonl")
+        sanitize(mech, src, tmp_path / "out.jsonl", keep_other=True)
     msg = one_line(err)
     assert "line 2" in msg and needle in msg
     assert not (tmp_path / "out.jsonl").exists()

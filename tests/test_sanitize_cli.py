@@ -79,8 +79,10 @@ def _setup(w: Path) -> dict:
     (w / "long.txt").write_text("alice\n" + "paris " * 400 + "\n", encoding="utf-8")
     s = ("--seed", "1")
     return {
-        "two_fields": ("-i", "notes.csv", "-f", "note", "-f", "patient", "-o", "two.csv", *s),
-        "comma_fields": ("-i", "notes.csv", "-f", "note,patient", "-o", "comma.csv", *s),
+        "two_fields": ("-i", "notes.csv", "-f", "note", "-f", "patient", "--keep", "id", "-o",
+                       "two.csv", *s),
+        "comma_fields": ("-i", "notes.csv", "-f", "note,patient", "--keep", "id", "-o",
+                         "comma.csv", *s),
         "field_twice": ("-i", "notes.csv", "-f", "note", "-f", "note", "-o", "t.csv"),
         "output_twice": ("-i", "same.txt", "-o", "a.txt", "-o", "b.txt"),
         "dev_stdout": ("-i", "same.txt", "-o", "stdout-link"),

@@ -48,6 +48,11 @@ def sanitize(
     fmt: str | None = None,
     rng: RngLike = None,
     progress: bool = False,
+    keep: str | Sequence[str] = (),
+    drop: str | Sequence[str] = (),
+    hash: str | Sequence[str] = (),
+    keep_other: bool = False,
+    pseudonym_key: str | os.PathLike | None = None,
     **options,
 ) -> PrivacyReport:
     """Privatize every record of ``input_path`` into ``output_path``; returns the report.
@@ -56,13 +61,25 @@ def sanitize(
     ``field``; anything else: each line is a text (line endings kept). ``field`` may name
     several fields (a list, or ``"a,b"``); each is privatized. ``rng``: an int seed (for
     experiments only) or a Generator (a seed is drawn from it) or None (OS entropy).
+    Every other column must be named (:mod:`dptext.corpus.columns`): ``keep`` (released as is,
+    reported as not protected), ``drop``, ``hash`` (keyed pseudonyms; the key from
+    ``pseudonym_key``, ``$DPTEXT_PSEUDONYM_SECRET`` or beside a SQLite ledger), or
+    ``keep_other=True``; an unnamed column is a one-line error before any work.
     Other keyword arguments are fields of :class:`dptext.corpus.CorpusJob` (``workers``,
     ``on_error``, ``report``, ...).
     """
     from dptext.corpus import CorpusJob, run
+    from dptext.corpus.columns import ColumnPlan
+    from dptext.corpus.columns import pseudonym_key as key_of
 
     fields = [f.strip() for f in field.split(",")] if isinstance(field, str) else list(field)
+    ledger = options.get("ledger")
+    key = key_of(pseudonym_key, ledger=ledger if isinstance(ledger, str) else None) \
+        if hash else None
+    columns = ColumnPlan.make(fields, keep=keep, drop=drop, hash=hash, keep_other=keep_other,
+                              user_field=options.get("user_field"), key=key,
+                              owner=options.get("owner"))
     job = CorpusJob(mechanism, os.fspath(input_path), os.fspath(output_path), fields=fields,
                     input_format=check_format(fmt), seed=_seed(rng), progress=progress,
-                    **options)
+                    columns=columns, **options)
     return run(job).report

@@ -92,6 +92,15 @@ def _has_more_lines(path, n: int) -> bool:
         return False  # the engine reports an unreadable input itself
 
 
+def _columns_line(summary: dict) -> str | None:
+    """What happened to the columns that were not privatized (None: there were none)."""
+    cols = summary.get("columns") or {}
+    parts = [f"{', '.join(cols[k])} {what}" for k, what in (
+        ("released_verbatim_not_protected", "released verbatim, NOT protected"),
+        ("hashed", "replaced by keyed pseudonyms"), ("dropped", "dropped")) if cols.get(k)]
+    return f"  other columns      {'; '.join(parts)}" if parts else None
+
+
 def _units_line(summary: dict, user_field: str | None) -> str:
     """Who the guarantee is about: the per-person distribution with ``--user-field``, else
     the reminder that each record counts as one person."""
@@ -142,13 +151,24 @@ def _job(args, m):
         torch_threads=args.torch_threads, on_error=args.on_error,
         max_record_bytes=args.max_record_bytes,
         resume=True if args.resume else (False if args.restart else None),
-        user_field=args.user_field, ledger=budget_ledger, owner=args.owner,
-        dataset=args.dataset, budget=args.budget, budget_delta=args.budget_delta,
+        user_field=args.user_field, columns=_columns(args), ledger=budget_ledger,
+        owner=args.owner, dataset=args.dataset, budget=args.budget,
+        budget_delta=args.budget_delta,
         once=args.once, parameters=params, spec=(args.mechanism, args._params),
         progress=progress_wanted(args), log=lambda line: print(line, file=sys.stderr),
     )
 
 
+
+
+def _columns(args):
+    """Every column's role (dptext.corpus.columns): --field, --keep, --drop, --hash."""
+    from dptext.corpus.columns import ColumnPlan, pseudonym_key
+
+    key = pseudonym_key(args.pseudonym_key, ledger=args.ledger) if args.hash else None
+    return ColumnPlan.make(args.field, keep=args.keep, drop=args.drop, hash=args.hash,
+                           keep_other=args.keep_other, user_field=args.user_field, key=key,
+                           owner=args.owner)
 
 
 def mechanism_params_for_record(args) -> dict:
@@ -229,6 +249,9 @@ def cmd_sanitize(args) -> int:
     # to stdout without --report: the short summary below only (the JSON is --report FILE's)
     print(result.report, file=sys.stderr)
     print(_units_line(result.summary, args.user_field), file=sys.stderr)
+    line = _columns_line(result.summary)
+    if line:
+        print(line, file=sys.stderr)
     counts = result.counts
     if counts["records_rejected"] or counts["records_withheld"]:
         print(f"dptext: {counts['records_rejected']} records rejected, "
@@ -293,6 +316,10 @@ def _targeted(args, m):
         return m
     if getattr(args, "workers", 1) > 1 or getattr(args, "engine", "local") != "local":
         raise DPTextError("--entities runs in one process: drop --workers/--engine")
+    if args.consistent == "unit":  # never silently downgraded to per-record consistency
+        raise DPTextError("--consistent unit is not available on the command line yet: records "
+                          "reach the mechanism without their person, so it would act per "
+                          "record; use --consistent document (or units= in Python)")
     from dptext.detect.recognizers import read_word_list
     from dptext.targeted import build_targeted
 
@@ -360,6 +387,23 @@ def register(subparsers) -> None:
     io.add_argument("--field", "-f", action=ExtendList, default=["text"],
                     help="JSONL field / CSV or Parquet column; repeat or comma-separate for "
                          "several (each is privatized and reported)")
+    cols = s.add_argument_group(
+        "every other column", "each input column must be named once: --field, --keep, --drop "
+        "or --hash (docs/scale.md, 'Every column accounted for'); --user-field is dropped "
+        "from the output unless kept or hashed")
+    cols.add_argument("--keep", action=ExtendList, metavar="COLS",
+                      help="columns released as they are (the report lists them as released "
+                           "verbatim, not protected)")
+    cols.add_argument("--drop", action=ExtendList, metavar="COLS",
+                      help="columns left out of the output")
+    cols.add_argument("--hash", action=ExtendList, metavar="COLS",
+                      help="columns replaced by a keyed pseudonym (HMAC-SHA256 with the "
+                           "pseudonym key and --owner: stable across releases of one owner)")
+    cols.add_argument("--keep-other", action="store_true",
+                      help="release every column not named, verbatim (listed in the report)")
+    cols.add_argument("--pseudonym-key", action=Once, metavar="FILE",
+                      help="key file for --hash, created (mode 0600) on first use; default: "
+                           "$DPTEXT_PSEUDONYM_SECRET, else beside a SQLite --ledger")
     io.add_argument("--format", action=Once, choices=FORMATS,
                     help="input format (same as --input-format; default: from the suffix)")
     io.add_argument("--input-format", action=Once, choices=FORMATS,

@@ -32,6 +32,7 @@ from dptext.corpus import budget as budget_mod
 from dptext.corpus import charging
 from dptext.corpus import shards as shards_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals
+from dptext.corpus.columns import ColumnPlan, peek_columns
 from dptext.corpus.executors import EXECUTORS, ProcessExecutor, fork_safe
 from dptext.corpus.fold import Fold
 from dptext.corpus.job import (
@@ -121,7 +122,8 @@ class Driver:
         if j.user_field and j.user_field in self.fields:
             raise DPTextError(f"--user-field {j.user_field!r} is also a privatized field")
         self.out_fmt = output_format(j.output, self.in_fmt, j.output_format)
-        self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields)
+        self.columns, self.columns_seen = self._columns()
+        self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields, self.columns)
         if j.output == "-" and self.skip and not j.rejects:
             raise DPTextError("--on-error skip with --output - needs --rejects FILE")
         inputs = [s.path for s in self.sources if s.path is not None]
@@ -147,6 +149,26 @@ class Driver:
         self._pending_in = 0
         self._pool: ProcessExecutor | None = None
 
+    def _columns(self) -> tuple[ColumnPlan | None, list[str]]:
+        """Every column's role, checked against the first source's columns before any work
+        (a stdin source is checked as it is read: the CSV header, each JSONL record)."""
+        j = self.job
+        if self.in_fmt == "txt":
+            return None, []
+        plan = j.columns
+        if plan is None:  # the engine called without a plan: the rest kept, and reported so
+            plan = ColumnPlan.make(self.fields, keep_other=True)
+        if list(plan.fields) != self.fields:
+            raise DPTextError("the columns plan privatizes other fields than --field")
+        first = self.sources[0]
+        if first.path is None:
+            return plan, []
+        reader = RecordReader(first, self.fields, max_record_bytes=j.max_record_bytes)
+        seen = peek_columns(reader, self.in_fmt)
+        if seen:
+            plan.check(seen, first.name)
+        return plan, seen
+
     # ------------------------------------------------------------------ identity
     def settings(self) -> dict:
         j = self.job
@@ -158,6 +180,9 @@ class Driver:
             "output_dir": j.output_dir, "batch_size": self.batch_size,
             "seed": seed_description(self.seed), "on_error": j.on_error,
             "max_record_bytes": j.max_record_bytes, "user_field": j.user_field,
+            "columns": None if self.columns is None else {
+                "keep": list(self.columns.keep), "drop": list(self.columns.drop),
+                "hash": list(self.columns.hash), "keep_other": self.columns.keep_other},
             "ledger": None if j.ledger is None else [j.owner, j.dataset],
         }
 
@@ -199,14 +224,16 @@ class Driver:
     def _note_header(self, reader: RecordReader, source: Source) -> None:
         self.writer.set_header(reader.header, source.name)
         if reader.schema is not None and self.schema is None:
-            self.schema = reader.schema
+            self.schema = reader.schema if self.columns is None \
+                else self.columns.output_schema(reader.schema)
 
     # ------------------------------------------------------------------ executors
     def _layout(self) -> JobLayout:
         j = self.job
         return JobLayout(self.sources, self.fields, self.in_fmt, self.out_fmt, self.seed,
                          self.skip, j.max_record_bytes, j.user_field,
-                         ledger=j.ledger is not None, units=self.units_tracked)
+                         ledger=j.ledger is not None, units=self.units_tracked,
+                         columns=self.columns)
 
     def _executor(self, shared_dir: Path | None, close_fds: tuple[int, ...] = ()):
         """The job's executor; ``close_fds``: the driver's descriptors a forked worker closes
@@ -513,6 +540,9 @@ class Driver:
             "fields": {f: (r.to_dict() if r is not None else None)
                        for f, r in self.agg.per_field.items()},
         })
+        if self.columns is not None:
+            seen = self.columns_seen or list(self.writer.header or [])
+            summary["columns"] = self.columns.describe(seen)
         if self.units_tracked:
             summary["units"] = self.units.summary()
         if getattr(self, "ledger", None) is not None:

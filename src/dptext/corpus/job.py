@@ -59,6 +59,10 @@ class CorpusJob:
     max_record_bytes: int = MAX_RECORD_BYTES
     resume: bool | None = None
     user_field: str | None = None
+    # every column's role (a corpus.columns.ColumnPlan; the command line and dptext.sanitize()
+    # always give one, so an unnamed column is an error there); None: every other column is
+    # released as it is, and the report lists it as released verbatim, not protected
+    columns: Any = None
     ledger: Any = None
     owner: str | None = None
     dataset: str | None = None

@@ -18,6 +18,7 @@ from typing import Any
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import combine
+from dptext.corpus.columns import ColumnPlan
 from dptext.corpus.randomness import generator
 from dptext.corpus.ranges import Range, read_range
 from dptext.corpus.records import Record
@@ -41,6 +42,7 @@ class JobLayout:
     user_field: str | None = None
     ledger: bool = False  # the driver reserves each record: send the per-record items
     units: bool = False  # per-unit totals are reported
+    columns: ColumnPlan | None = None  # every column's role (corpus/columns.py)
 
 
 @dataclass
@@ -105,7 +107,8 @@ class Worker:
 
     def __init__(self, m: Mechanism, layout: JobLayout) -> None:
         self.m, self.layout = m, layout
-        self.writer = RecordWriter(layout.in_fmt, layout.out_fmt, layout.fields)
+        self.writer = RecordWriter(layout.in_fmt, layout.out_fmt, layout.fields,
+                                   layout.columns)
         self._fds: dict[int, int] = {}
 
     def close(self) -> None:

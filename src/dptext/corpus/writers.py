@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from dptext.corpus.columns import ColumnPlan
 from dptext.corpus.records import TEXT_FIELD, Record
 from dptext.corpus.sources import suffix_format
 from dptext.errors import DPTextError
@@ -53,18 +54,26 @@ class RecordWriter:
     """Encodes records of one input format into one output format (text formats; Parquet
     output is written by the shard writer from :meth:`row`)."""
 
-    def __init__(self, input_fmt: str, output_fmt: str, fields: Sequence[str]) -> None:
+    def __init__(self, input_fmt: str, output_fmt: str, fields: Sequence[str],
+                 columns: ColumnPlan | None = None) -> None:
         self.input_fmt, self.output_fmt, self.fields = input_fmt, output_fmt, list(fields)
+        self.columns = columns if input_fmt != "txt" else None
         if output_fmt == "txt" and input_fmt != "txt" and len(self.fields) != 1:
             raise DPTextError("plain-text output holds one field per line; give one --field")
         self.header: list[str] | None = None
         self._csv_cols: list[int] = []
+        self._out_header: list[str] | None = None  # the CSV header as written (columns plan)
+        self._out_idx: list[int] = []
+        self._hashed: set[int] = set()
 
     def set_header(self, header: list[str] | None, source_name: str) -> None:
         """The CSV header of the next source; every source must share the first's header."""
         if self.input_fmt != "csv" or header is None:
             return
         if self.header is None:
+            if self.columns is not None:
+                self.columns.check(header, source_name)
+                self._out_header, self._out_idx, self._hashed = self.columns.csv_plan(header)
             self.header = list(header)
             self._csv_cols = [header.index(f) for f in self.fields]
         elif header != self.header:
@@ -74,7 +83,7 @@ class RecordWriter:
     def header_text(self) -> str:
         """What the output starts with (the CSV header line; nothing for other formats)."""
         if self.output_fmt == "csv" and self.header is not None:
-            return self._csv_line(self.header)
+            return self._csv_line(self._out_header if self.columns is not None else self.header)
         return ""
 
     @staticmethod
@@ -93,7 +102,7 @@ class RecordWriter:
             row = dict(record.payload)
         for f, t in zip(self.fields, new, strict=True):
             row[f] = t
-        return row
+        return self.columns.apply(row) if self.columns is not None else row
 
     def encode(self, record: Record, new: Sequence[str]) -> str:
         """One output record as text; ``DPTextError`` (its reason) when it cannot be written."""
@@ -105,11 +114,17 @@ class RecordWriter:
             values = list(record.payload)
             for c, t in zip(self._csv_cols, new, strict=True):
                 values[c] = t
+            if self.columns is not None:
+                pseudonym = self.columns.pseudonym
+                values = [pseudonym(values[i]) if i in self._hashed else values[i]
+                          for i in self._out_idx]
             return self._csv_line(values)
         if self.input_fmt == "jsonl":
             obj = record.payload
             for f, t in zip(self.fields, new, strict=True):
                 obj[f] = t
+            if self.columns is not None:
+                obj = self.columns.apply(obj)
         else:
             obj = self.row(record, new)
         try:

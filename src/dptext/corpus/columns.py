@@ -1,0 +1,210 @@
+"""Every column accounted for: each input column is privatized, kept, dropped or hashed.
+
+A release of a table with a column nobody named is how a whole ``doctor`` column leaves
+unchanged without a word (issue 31). So for CSV, JSONL and Parquet every input column must be
+named with one role before any work:
+
+* ``--field`` - privatized by the mechanism;
+* ``--keep`` - released as is, and listed in the report as "released verbatim, not protected";
+* ``--drop`` - not written;
+* ``--hash`` - replaced by a keyed pseudonym ``HMAC-SHA256(key, owner || value)`` (64 bits,
+  hex): the same value gives the same pseudonym in every release of one owner with one key, a
+  different one for another owner, and nobody without the key can reverse it or test a guess.
+
+``--keep-other`` keeps every column not named (the old behaviour, now explicit: the report lists
+the columns it kept). The ``--user-field`` column, when not named otherwise, is dropped from the
+output. JSONL has no header: its keys are those of the first records (:data:`PEEK_RECORDS`); a key
+first seen later makes its record a reject with that reason (an error with ``--on-error fail``).
+
+The pseudonym key (:func:`pseudonym_key`), like the ledger's secret: ``$DPTEXT_PSEUDONYM_SECRET``
+if set (never stored by dptext), else a key file (``--pseudonym-key FILE``, or beside a SQLite
+ledger as ``<ledger>.pseudonym.key``), created with mode 0600 on first use and refused when others
+may read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dptext.errors import DPTextError
+
+PSEUDONYM_ENV = "DPTEXT_PSEUDONYM_SECRET"
+PEEK_RECORDS = 100  # JSONL records read for their keys before any work
+ROLES = ("field", "keep", "drop", "hash")
+
+
+def _names(value: str | Iterable[str] | None) -> list[str]:
+    """Column names given repeatable or comma-separated (like ``--field``)."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    out: list[str] = []
+    for item in items:
+        out += [c.strip() for c in str(item).split(",") if c.strip()]
+    return out
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """Which role each column has (module docstring). ``key``: the pseudonym key (bytes), needed
+    only when ``hash`` names a column; ``owner`` is mixed into every pseudonym."""
+
+    fields: tuple[str, ...]
+    keep: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    hash: tuple[str, ...] = ()
+    keep_other: bool = False
+    user_field: str | None = None
+    key: bytes | None = field(default=None, repr=False)
+    owner: str = ""
+
+    @classmethod
+    def make(cls, fields, *, keep=None, drop=None, hash=None, keep_other: bool = False,
+             user_field: str | None = None, key: bytes | None = None,
+             owner: str | None = None) -> ColumnPlan:
+        roles = {"field": _names(fields), "keep": _names(keep), "drop": _names(drop),
+                 "hash": _names(hash)}
+        seen: dict[str, str] = {}
+        for role, cols in roles.items():
+            for c in cols:
+                if c in seen:
+                    what = "given twice" if seen[c] == role else \
+                        f"given to both --{seen[c]} and --{role}"
+                    raise DPTextError(f"column {c!r} {what}: name each column once")
+                seen[c] = role
+        if roles["hash"] and key is None:
+            raise DPTextError("--hash needs a pseudonym key: give --pseudonym-key FILE (created "
+                              f"on first use), set ${PSEUDONYM_ENV}, or use a SQLite --ledger")
+        return cls(tuple(roles["field"]), tuple(roles["keep"]), tuple(roles["drop"]),
+                   tuple(roles["hash"]), bool(keep_other), user_field, key, owner or "")
+
+    # ------------------------------------------------------------------ coverage
+    def named(self) -> set[str]:
+        out = set(self.fields) | set(self.keep) | set(self.drop) | set(self.hash)
+        if self.user_field:
+            out.add(self.user_field)
+        return out
+
+    def check(self, columns: Sequence[str], where: str) -> None:
+        """A one-line error when a column of the input is not covered or a named column
+        (other than a privatized field, which the reader checks) is not in the input."""
+        present = list(columns)
+        absent = [c for c in (*self.keep, *self.drop, *self.hash) if c not in present]
+        if absent:
+            raise DPTextError(f"{where}: no column {', '.join(absent)} in the input "
+                              f"(columns: {', '.join(present)})")
+        if self.keep_other:
+            return
+        uncovered = [c for c in present if c not in self.named()]
+        if uncovered:
+            raise DPTextError(f"{where}: columns {','.join(uncovered)} are not covered: name "
+                              f"each with --field, --keep, --drop or --hash (or --keep-other "
+                              f"to release the rest verbatim)")
+
+    def other_kept(self, columns: Sequence[str]) -> list[str]:
+        """The columns ``--keep-other`` releases verbatim (not named)."""
+        return [c for c in columns if c not in self.named()] if self.keep_other else []
+
+    def released_verbatim(self, columns: Sequence[str]) -> list[str]:
+        return [c for c in columns if c in self.keep or c in self.other_kept(columns)]
+
+    def dropped(self, columns: Sequence[str]) -> list[str]:
+        """Dropped: ``--drop`` and the user field when it has no other role."""
+        uf = self.user_field
+        extra = [uf] if uf and uf in columns and uf not in (*self.keep, *self.hash,
+                                                             *self.drop) else []
+        return [c for c in columns if c in self.drop] + extra
+
+    def describe(self, columns: Sequence[str]) -> dict:
+        """What the report says about the columns."""
+        return {"privatized": [c for c in columns if c in self.fields],
+                "released_verbatim_not_protected": self.released_verbatim(columns),
+                "dropped": self.dropped(columns),
+                "hashed": [c for c in columns if c in self.hash],
+                "keep_other": self.keep_other}
+
+    # ------------------------------------------------------------------ output
+    def pseudonym(self, value) -> object:
+        """The keyed pseudonym of one value (None stays None)."""
+        if value is None:
+            return None
+        text = value if isinstance(value, str) else str(value)
+        msg = self.owner.encode() + b"\x00" + text.encode("utf-8", "surrogatepass")
+        return "p" + hmac.new(self.key, msg, hashlib.sha256).hexdigest()[:16]
+
+    def apply(self, row: dict) -> dict:
+        """A mapping record (JSONL/Parquet) as released: dropped keys removed, hashed ones
+        replaced; ``DPTextError`` for a key no role covers (a later record's new key)."""
+        if not self.keep_other:
+            new = [k for k in row if k not in self.named()]
+            if new:
+                raise DPTextError(f"has columns {','.join(map(str, new))} not covered by "
+                                  f"--field, --keep, --drop or --hash")
+        drop = set(self.dropped(list(row)))
+        out = {}
+        for k, v in row.items():
+            if k in drop:
+                continue
+            out[k] = self.pseudonym(v) if k in self.hash else v
+        return out
+
+    def output_schema(self, schema):
+        """A Parquet schema as released: dropped columns removed, hashed ones strings."""
+        import pyarrow as pa
+
+        drop = set(self.dropped(schema.names))
+        return pa.schema([pa.field(f.name, pa.string()) if f.name in self.hash else f
+                          for f in schema if f.name not in drop], metadata=schema.metadata)
+
+    def csv_plan(self, header: Sequence[str]) -> tuple[list[str], list[int], set[int]]:
+        """(output header, the input indices written, the indices hashed)."""
+        drop = set(self.dropped(list(header)))
+        keep_idx = [i for i, c in enumerate(header) if c not in drop]
+        hashed = {i for i, c in enumerate(header) if c in self.hash}
+        return [header[i] for i in keep_idx], keep_idx, hashed
+
+
+def peek_columns(reader, fmt: str) -> list[str]:
+    """The columns of a source from its first records: the CSV header, the Parquet schema, the
+    keys of the first :data:`PEEK_RECORDS` JSONL objects (in first-seen order)."""
+    keys: dict = {}
+    for n, record in enumerate(reader):
+        if fmt != "jsonl" or n >= PEEK_RECORDS:
+            break
+        if isinstance(record.payload, dict):
+            keys.update(dict.fromkeys(record.payload))
+    if fmt == "csv":
+        return list(reader.header or [])
+    if fmt == "parquet":
+        return list(reader.schema.names) if reader.schema is not None else []
+    return list(keys)
+
+
+def pseudonym_key(key_file: str | os.PathLike | None = None, *,
+                  ledger: str | None = None) -> bytes | None:
+    """The pseudonym key (module docstring), or None when none is configured."""
+    from dptext.ledger.keys import new_secret, read_secret_file, write_secret_file
+
+    env = os.environ.get(PSEUDONYM_ENV)
+    if env:
+        if len(env) < 16:
+            raise DPTextError(f"${PSEUDONYM_ENV} is too short (at least 16 characters)")
+        return env.encode()
+    path = None
+    if key_file is not None:
+        path = Path(key_file)
+    elif ledger and "://" not in str(ledger):
+        path = Path(ledger).with_name(Path(ledger).name + ".pseudonym.key")
+    if path is None:
+        return None
+    if not path.exists():
+        try:
+            write_secret_file(path, new_secret())
+        except DPTextError:  # created by a concurrent run meanwhile: read theirs
+            pass
+    return read_secret_file(path).encode()
