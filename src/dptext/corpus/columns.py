@@ -169,6 +169,28 @@ class ColumnPlan:
         return [header[i] for i in keep_idx], keep_idx, hashed
 
 
+def plan_columns(job, fields: list[str], fmt: str, first) -> tuple[ColumnPlan | None, list[str]]:
+    """The job's columns plan, checked against its first source's columns before any work
+    (a stdin source is checked as it is read: the CSV header, each JSONL record); and those
+    columns. ``job.columns`` None: the other columns kept and reported (the engine's default
+    for callers that build no plan; the command line and ``dptext.sanitize`` always give one)."""
+    from dptext.corpus.records import RecordReader
+
+    if fmt == "txt":
+        return None, []
+    plan = job.columns
+    if plan is None:
+        plan = ColumnPlan.make(fields, keep_other=True)
+    if list(plan.fields) != list(fields):
+        raise DPTextError("the columns plan privatizes other fields than --field")
+    if first.path is None:
+        return plan, []
+    seen = peek_columns(RecordReader(first, fields, max_record_bytes=job.max_record_bytes), fmt)
+    if seen:
+        plan.check(seen, first.name)
+    return plan, seen
+
+
 def peek_columns(reader, fmt: str) -> list[str]:
     """The columns of a source from its first records: the CSV header, the Parquet schema, the
     keys of the first :data:`PEEK_RECORDS` JSONL objects (in first-seen order)."""

@@ -32,7 +32,7 @@ from dptext.corpus import budget as budget_mod
 from dptext.corpus import charging
 from dptext.corpus import shards as shards_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals
-from dptext.corpus.columns import ColumnPlan, peek_columns
+from dptext.corpus.columns import plan_columns
 from dptext.corpus.executors import EXECUTORS, ProcessExecutor, fork_safe
 from dptext.corpus.fold import Fold
 from dptext.corpus.job import (
@@ -122,7 +122,8 @@ class Driver:
         if j.user_field and j.user_field in self.fields:
             raise DPTextError(f"--user-field {j.user_field!r} is also a privatized field")
         self.out_fmt = output_format(j.output, self.in_fmt, j.output_format)
-        self.columns, self.columns_seen = self._columns()
+        self.columns, self.columns_seen = plan_columns(j, self.fields, self.in_fmt,
+                                                       self.sources[0])
         self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields, self.columns)
         if j.output == "-" and self.skip and not j.rejects:
             raise DPTextError("--on-error skip with --output - needs --rejects FILE")
@@ -148,26 +149,6 @@ class Driver:
         self.schema = None
         self._pending_in = 0
         self._pool: ProcessExecutor | None = None
-
-    def _columns(self) -> tuple[ColumnPlan | None, list[str]]:
-        """Every column's role, checked against the first source's columns before any work
-        (a stdin source is checked as it is read: the CSV header, each JSONL record)."""
-        j = self.job
-        if self.in_fmt == "txt":
-            return None, []
-        plan = j.columns
-        if plan is None:  # the engine called without a plan: the rest kept, and reported so
-            plan = ColumnPlan.make(self.fields, keep_other=True)
-        if list(plan.fields) != self.fields:
-            raise DPTextError("the columns plan privatizes other fields than --field")
-        first = self.sources[0]
-        if first.path is None:
-            return plan, []
-        reader = RecordReader(first, self.fields, max_record_bytes=j.max_record_bytes)
-        seen = peek_columns(reader, self.in_fmt)
-        if seen:
-            plan.check(seen, first.name)
-        return plan, seen
 
     # ------------------------------------------------------------------ identity
     def settings(self) -> dict:
