@@ -103,7 +103,8 @@ def fuzz(root: Path, n_records: int, space, seed: int, *, long_words: bool = Tru
             totals["runs"] += 1
             start = time.perf_counter()
             try:
-                sanitize(m, path, out, fmt=fmt, rng=seed)
+                # the campaign checks that the other fields come back unchanged: keep them
+                sanitize(m, path, out, fmt=fmt, rng=seed, keep_other=True)
             except DPTextError as err:
                 totals["errors"] += 1
                 totals["crash_details"].append(f"{name}/{kind}: error {err}")
@@ -149,7 +150,7 @@ def bad_inputs(root: Path, space_path: Path) -> dict:
         out = root / "bad" / f"{name}.out"
         fmt = ["--format", "csv"] if file_name.endswith(".csv") and "--format" not in extra else []
         argv = ["sanitize", "-i", str(root / "bad" / file_name), "-o", str(out), "--space",
-                str(space_path), "--no-progress", *fmt, *extra]
+                str(space_path), "--no-progress", "--keep-other", *fmt, *extra]
         err = io.StringIO()
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):

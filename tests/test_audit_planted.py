@@ -60,8 +60,9 @@ def test_word_mechanism_passing_one_percent_through():
     real = SanText(epsilon=2.0).fit()
     broken = LeakySanText(epsilon=2.0).fit()  # the same (cached) tables; only sampling differs
     _, bug = _pair_of_audits(real, broken, samples=32_000)
-    # one-word texts start a sentence: the output is capitalised (post-processing)
-    assert bug.worst.pair.x in {w.lower() for w in bug.worst.event}
+    # one-word texts start a sentence: the output is capitalised (post-processing); the pairs
+    # include case forms of a word since issue 32 item 7 ("LIVED"), so compare case-folded
+    assert bug.worst.pair.x.lower() in {w.lower() for w in bug.worst.event}
 
 
 def test_a_leak_of_capitalised_words_only():

@@ -341,7 +341,7 @@ def test_the_file_command_runs_a_targeted_mechanism(custext, tmp_path):
     src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     rows = [{"id": 1, "text": "Alice met Bob."}, {"id": 2, "text": "No names here."}]
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report = sanitize(m, src, dst, field="text", rng=0)
+    report = sanitize(m, src, dst, field="text", keep="id", rng=0)
     out = [json.loads(line) for line in dst.read_text().splitlines()]
     assert out[1]["text"] == "No names here." and " met " in out[0]["text"]
     assert isinstance(report, TargetedReport) and report.records == 2
