@@ -249,17 +249,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # (sizes, units, text that JSON cannot carry back), the texts privatized and their
         # spans and response built and encoded; only then are the records reserved, the
         # response's bytes completed with the decisions, and the charges committed.
-        if len(body.texts) > limits.max_texts:
-            raise LimitExceeded(413, "max_texts", limits.max_texts,
-                                f"at most {limits.max_texts} texts per request")
-        long = next((i for i, t in enumerate(body.texts) if len(t) > limits.max_chars), None)
-        if long is not None:
-            raise LimitExceeded(413, "max_chars", limits.max_chars,
-                                f"text {long} is over {limits.max_chars} characters")
-        if body.units is not None and len(body.units) != len(body.texts):
-            raise DPTextError("units must give one unit per text")
-        _check_unicode("texts", body.texts)
-        _check_unicode("units", body.units or [])
+        _check_texts(body, limits)
         params = _params(body.params)
         m = pool.get(body.mechanism, params, owner=owner)
         results = pool.privatize(body.mechanism, params, body.texts, owner=owner)
@@ -294,17 +284,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from dptext.mechanisms.registry import mechanism, registered
         from dptext.mechanisms.word import WordMechanism
 
-        if len(body.texts) > limits.max_texts:
-            raise LimitExceeded(413, "max_texts", limits.max_texts,
-                                f"at most {limits.max_texts} texts per request")
-        long = next((i for i, t in enumerate(body.texts) if len(t) > limits.max_chars), None)
-        if long is not None:
-            raise LimitExceeded(413, "max_chars", limits.max_chars,
-                                f"text {long} is over {limits.max_chars} characters")
-        if body.units is not None and len(body.units) != len(body.texts):
-            raise DPTextError("units must give one unit per text")
-        _check_unicode("texts", body.texts)
-        _check_unicode("units", body.units or [])
+        _check_texts(body, limits)
         params = _params(body.params)
         cls = registered().get(body.mechanism)
         if cls is not None and issubclass(cls, WordMechanism):
@@ -420,6 +400,22 @@ def app_from_environment() -> FastAPI:
     return create_app(Settings(ledger=os.environ.get("DPTEXT_SERVICE_LEDGER") or None,
                                data_dir=os.environ.get("DPTEXT_SERVICE_DATA") or None,
                                limits=limits))
+
+
+def _check_texts(body, limits) -> None:
+    """What /v1/privatize and /v1/estimate check of a request's texts and units before any
+    work: the size limits, one unit per text, and text JSON can carry (413 / 400)."""
+    if len(body.texts) > limits.max_texts:
+        raise LimitExceeded(413, "max_texts", limits.max_texts,
+                            f"at most {limits.max_texts} texts per request")
+    long = next((i for i, t in enumerate(body.texts) if len(t) > limits.max_chars), None)
+    if long is not None:
+        raise LimitExceeded(413, "max_chars", limits.max_chars,
+                            f"text {long} is over {limits.max_chars} characters")
+    if body.units is not None and len(body.units) != len(body.texts):
+        raise DPTextError("units must give one unit per text")
+    _check_unicode("texts", body.texts)
+    _check_unicode("units", body.units or [])
 
 
 def _check_unicode(what: str, values) -> None:
