@@ -90,8 +90,24 @@ def _corpus(n_users: int, dim: int, canary: bool, strength: float, seed: int):
     return corpus, rows
 
 
+class _Verdict:
+    """The verdict of an audit that bounds epsilon from below (``epsilon_lower_bound``)
+    against the accountant's claim, and its JSON form (an infinite bound as null)."""
+
+    @property
+    def verdict(self) -> str:
+        return VIOLATION if self.epsilon_lower_bound > self.accountant_epsilon else CONSISTENT
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["verdict"] = self.verdict
+        if not math.isfinite(out["epsilon_lower_bound"]):
+            out["epsilon_lower_bound"] = None
+        return out
+
+
 @dataclass
-class TrainingAuditResult:
+class TrainingAuditResult(_Verdict):
     algo: str
     settings: dict
     trials: int
@@ -107,17 +123,6 @@ class TrainingAuditResult:
     epsilon_lower_bound: float
     seconds: float
     scores: dict = field(default_factory=dict)
-
-    @property
-    def verdict(self) -> str:
-        return VIOLATION if self.epsilon_lower_bound > self.accountant_epsilon else CONSISTENT
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["verdict"] = self.verdict
-        if not math.isfinite(out["epsilon_lower_bound"]):
-            out["epsilon_lower_bound"] = None
-        return out
 
     def summary(self) -> str:
         settings = ", ".join(f"{k}={v}" for k, v in self.settings.items())
@@ -214,7 +219,7 @@ ONE_RUN_GUESSES = (5, 10, 25, 50, 100, 250, 500, 1000, 2500)
 
 
 @dataclass
-class OneRunAuditResult:
+class OneRunAuditResult(_Verdict):
     algo: str
     settings: dict
     canaries: int
@@ -227,17 +232,6 @@ class OneRunAuditResult:
     epsilon_lower_bound: float
     by_guesses: list = field(default_factory=list)  # (r, v, bound) for every k tried
     seconds: float = 0.0
-
-    @property
-    def verdict(self) -> str:
-        return VIOLATION if self.epsilon_lower_bound > self.accountant_epsilon else CONSISTENT
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["verdict"] = self.verdict
-        if not math.isfinite(out["epsilon_lower_bound"]):
-            out["epsilon_lower_bound"] = None
-        return out
 
     def summary(self) -> str:
         settings = ", ".join(f"{k}={v}" for k, v in self.settings.items())
