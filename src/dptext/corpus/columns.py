@@ -29,6 +29,7 @@ import hmac
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from dptext.errors import DPTextError
@@ -84,11 +85,22 @@ class ColumnPlan:
                    tuple(roles["hash"]), bool(keep_other), user_field, key, owner or "")
 
     # ------------------------------------------------------------------ coverage
-    def named(self) -> set[str]:
-        out = set(self.fields) | set(self.keep) | set(self.drop) | set(self.hash)
+    def named(self) -> frozenset[str]:
+        return self._named
+
+    @cached_property
+    def _named(self) -> frozenset[str]:  # once: apply() asks for every record
+        out = {*self.fields, *self.keep, *self.drop, *self.hash}
         if self.user_field:
             out.add(self.user_field)
-        return out
+        return frozenset(out)
+
+    @cached_property
+    def _drop_names(self) -> frozenset[str]:
+        """What is not written: ``--drop`` and the user field when it has no other role."""
+        uf = self.user_field
+        extra = {uf} if uf and uf not in (*self.keep, *self.hash, *self.drop) else set()
+        return frozenset(self.drop) | extra
 
     def check(self, columns: Sequence[str], where: str) -> None:
         """A one-line error when a column of the input is not covered or a named column
@@ -116,8 +128,7 @@ class ColumnPlan:
     def dropped(self, columns: Sequence[str]) -> list[str]:
         """Dropped: ``--drop`` and the user field when it has no other role."""
         uf = self.user_field
-        extra = [uf] if uf and uf in columns and uf not in (*self.keep, *self.hash,
-                                                             *self.drop) else []
+        extra = [uf] if uf in self._drop_names and uf in columns and uf not in self.drop else []
         return [c for c in columns if c in self.drop] + extra
 
     def describe(self, columns: Sequence[str]) -> dict:
@@ -145,25 +156,23 @@ class ColumnPlan:
             if new:
                 raise DPTextError(f"has columns {','.join(map(str, new))} not covered by "
                                   f"--field, --keep, --drop or --hash")
-        drop = set(self.dropped(list(row)))
-        out = {}
-        for k, v in row.items():
-            if k in drop:
-                continue
-            out[k] = self.pseudonym(v) if k in self.hash else v
-        return out
+        drop = self._drop_names
+        if not self.hash and drop.isdisjoint(row):  # nothing to change (the common case)
+            return row
+        return {k: self.pseudonym(v) if k in self.hash else v
+                for k, v in row.items() if k not in drop}
 
     def output_schema(self, schema):
         """A Parquet schema as released: dropped columns removed, hashed ones strings."""
         import pyarrow as pa
 
-        drop = set(self.dropped(schema.names))
+        drop = self._drop_names
         return pa.schema([pa.field(f.name, pa.string()) if f.name in self.hash else f
                           for f in schema if f.name not in drop], metadata=schema.metadata)
 
     def csv_plan(self, header: Sequence[str]) -> tuple[list[str], list[int], set[int]]:
         """(output header, the input indices written, the indices hashed)."""
-        drop = set(self.dropped(list(header)))
+        drop = self._drop_names
         keep_idx = [i for i, c in enumerate(header) if c not in drop]
         hashed = {i for i, c in enumerate(header) if c in self.hash}
         return [header[i] for i in keep_idx], keep_idx, hashed
