@@ -57,7 +57,8 @@ def _ds():
 def test_several_columns_in_one_pass_with_reports(space_path, num_proc):
     environ = os.environ
     ds, report = privatize(_ds(), ["title", "body"], mechanism="custext", epsilon=2, k=3,
-                           space=space_path, num_proc=num_proc, batch_size=2, seed=0)
+                           space=space_path, num_proc=num_proc, batch_size=2, seed=0,
+                           keep="user")
     assert os.environ is environ  # datasets' map replaces it; privatize puts it back
     assert ds.column_names == ["title", "body", "user", "dp_report"]
     assert list(ds["user"]) == ROWS["user"]
@@ -79,7 +80,8 @@ def test_several_columns_in_one_pass_with_reports(space_path, num_proc):
 
 
 def test_seeded_runs_repeat_and_units_get_their_own_report(space_path):
-    args = dict(mechanism="custext", epsilon=2, k=3, space=space_path, seed=7, batch_size=2)
+    args = dict(mechanism="custext", epsilon=2, k=3, space=space_path, seed=7, batch_size=2,
+                keep="title")
     a = privatize(_ds(), ["body"], unit_column="user", **args)
     b = privatize(_ds(), ["body"], unit_column="user", **args)
     assert list(a.data["body"]) == list(b.data["body"])
@@ -94,7 +96,7 @@ def test_seeded_runs_repeat_and_units_get_their_own_report(space_path):
 def test_entity_targeted_columns(space_path):
     rel = privatize(_ds(), ["title", "body"], mechanism="custext", epsilon=2, k=3,
                     space=space_path, entities=["PERSON", "GPE"], detector="spacy",
-                    num_proc=2, batch_size=3)
+                    num_proc=2, batch_size=3, keep="user")
     body = list(rel.data["body"])
     assert body[1] == "the note" and body[4] == "a visit"  # nothing detected: verbatim
     assert body[0].split()[1:] != [] and " met " in body[0]
@@ -135,10 +137,10 @@ def test_instances_stay_in_one_process_and_bad_input_is_refused(space_path):
     from dptext.embeddings import EmbeddingSpace as Space
 
     m = mechanism("custext", epsilon=2, k=3, space=Space.load(space_path))
-    ds, _ = privatize(_ds(), "body", mechanism=m)
+    ds, _ = privatize(_ds(), "body", mechanism=m, keep_other=True)
     assert len(ds["body"]) == len(ROWS["body"])  # ran in this process
     with pytest.raises(DPTextError, match="several processes need the mechanism by name"):
-        privatize(_ds(), "body", mechanism=m, num_proc=2)
+        privatize(_ds(), "body", mechanism=m, num_proc=2, keep_other=True)
     with pytest.raises(DPTextError, match="no column 'text'"):
         privatize(_ds(), ["text"], mechanism=m)
     with pytest.raises(DPTextError, match="datasets.Dataset"):
@@ -147,11 +149,11 @@ def test_instances_stay_in_one_process_and_bad_input_is_refused(space_path):
         privatize(Dataset.from_dict({"n": [1, 2]}), ["n"], mechanism=m)
     with pytest.raises(DPTextError, match="one process"):
         privatize(_ds(), "body", mechanism="custext", space=space_path, entities=["PERSON"],
-                  consistent="unit", num_proc=2)
+                  consistent="unit", num_proc=2, keep_other=True)
     with pytest.raises(DPTextError, match="only apply with entities"):
-        privatize(_ds(), "body", mechanism=m, detector="spacy")
+        privatize(_ds(), "body", mechanism=m, detector="spacy", keep_other=True)
     with pytest.raises(DPTextError, match="plain values"):
-        privatize(_ds(), "body", mechanism="custext", space=Space.load(space_path))
+        privatize(_ds(), "body", mechanism="custext", space=Space.load(space_path), keep_other=True)
 
 
 # ------------------------------------------------------------------ ledger
@@ -193,7 +195,7 @@ def test_ledger_withholds_what_a_unit_cannot_pay_for(space_path):
     ledger = FakeLedger(budget=5.0)  # u1's first targeted body costs 4 (Alice, Bob); then 0-4
     rel = privatize(_ds(), ["body"], mechanism="custext", epsilon=2, k=3, space=space_path,
                     entities=["PERSON"], detector="spacy", unit_column="user", ledger=ledger,
-                    owner="clinic", dataset_name="notes", seed=1)
+                    owner="clinic", dataset_name="notes", seed=1, keep="title")
     assert ledger.release[:2] == ("clinic", "notes")
     spent_rows = {key for key, _, _ in ledger.charges.values()}
     assert rel.withheld and spent_rows  # both paths taken
@@ -207,10 +209,37 @@ def test_ledger_withholds_what_a_unit_cannot_pay_for(space_path):
     assert rel.report.records == len(ROWS["body"]) - len(rel.withheld)
     with pytest.raises(DPTextError, match="unit_column"):
         privatize(_ds(), ["body"], mechanism="custext", space=space_path, entities=["PERSON"],
-                  ledger=ledger, owner="o", dataset_name="d")
+                  ledger=ledger, owner="o", dataset_name="d", keep_other=True)
 
 
 def test_report_rows_are_json(space_path):
-    ds, _ = privatize(_ds(), ["title"], mechanism="custext", epsilon=2, k=3, space=space_path)
+    ds, _ = privatize(_ds(), ["title"], mechanism="custext", epsilon=2, k=3, space=space_path,
+                      keep_other=True)
     state = json.loads(ds["dp_report"][0])
     assert state["class"] == "PrivacyReport" and state["mechanism"] == "custext"
+
+
+# ------------------------------------------------------------ every column accounted for
+def test_columns_rule_unnamed_is_an_error_and_keep_drop_hash_apply(space_path, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.delenv("DPTEXT_PSEUDONYM_SECRET", raising=False)
+    with pytest.raises(DPTextError) as err:
+        privatize(_ds(), ["body"], mechanism="custext", k=3, space=space_path)
+    msg = str(err.value)
+    assert "\n" not in msg and "the dataset: columns title,user are not covered" in msg
+    assert "keep_other=True" in msg
+    args = dict(mechanism="custext", epsilon=2, k=3, space=space_path, seed=3,
+                pseudonym_key=str(tmp_path / "k.key"))
+    rel = privatize(_ds(), ["body"], keep="title", hash="user", owner="clinic", **args)
+    assert rel.data.column_names == ["title", "body", "user", "dp_report"]
+    assert list(rel.data["title"]) == ROWS["title"]
+    users = list(rel.data["user"])
+    assert users[0] == users[2] == users[5] != users[1] and not set(users) & set(ROWS["user"])
+    assert rel.columns["hashed"] == ["user"]
+    assert rel.columns["released_verbatim_not_protected"] == ["title"]
+    again = privatize(_ds(), ["body"], keep="title", hash="user", owner="clinic", **args)
+    assert list(again.data["user"]) == users
+    # the unit column is dropped unless kept or hashed; drop= leaves a column out
+    rel = privatize(_ds(), ["body"], drop="title", unit_column="user", **args)
+    assert rel.data.column_names == ["body", "dp_report"]
+    assert rel.columns["dropped"] == ["title", "user"] and sorted(rel.units) == ["u1", "u2", "u3"]

@@ -37,6 +37,12 @@ from dptext.errors import DPTextError
 PSEUDONYM_ENV = "DPTEXT_PSEUDONYM_SECRET"
 PEEK_RECORDS = 100  # JSONL records read for their keys before any work
 ROLES = ("field", "keep", "drop", "hash")
+#: how the roles are named in the error for an uncovered column: the command line's options,
+#: or the keyword arguments of the Python functions (pandas, datasets)
+CLI_ROLES = ("name each with --field, --keep, --drop or --hash (or --keep-other to release the "
+             "rest verbatim)")
+PYTHON_ROLES = ("name each in columns=, keep=, drop= or hash= (or keep_other=True to release "
+                "the rest verbatim)")
 
 
 def _names(value: str | Iterable[str] | None) -> list[str]:
@@ -102,10 +108,11 @@ class ColumnPlan:
         extra = {uf} if uf and uf not in (*self.keep, *self.hash, *self.drop) else set()
         return frozenset(self.drop) | extra
 
-    def check(self, columns: Sequence[str], where: str) -> None:
+    def check(self, columns: Sequence[str], where: str, how: str = CLI_ROLES) -> None:
         """A one-line error when a column of the input is not covered or a named column
-        (other than a privatized field, which the reader checks) is not in the input."""
-        present = list(columns)
+        (other than a privatized field, which the reader checks) is not in the input.
+        ``how``: how the caller names the roles (:data:`CLI_ROLES`, :data:`PYTHON_ROLES`)."""
+        present = [c if isinstance(c, str) else str(c) for c in columns]
         absent = [c for c in (*self.keep, *self.drop, *self.hash) if c not in present]
         if absent:
             raise DPTextError(f"{where}: no column {', '.join(absent)} in the input "
@@ -114,9 +121,7 @@ class ColumnPlan:
             return
         uncovered = [c for c in present if c not in self.named()]
         if uncovered:
-            raise DPTextError(f"{where}: columns {','.join(uncovered)} are not covered: name "
-                              f"each with --field, --keep, --drop or --hash (or --keep-other "
-                              f"to release the rest verbatim)")
+            raise DPTextError(f"{where}: columns {','.join(uncovered)} are not covered: {how}")
 
     def other_kept(self, columns: Sequence[str]) -> list[str]:
         """The columns ``--keep-other`` releases verbatim (not named)."""

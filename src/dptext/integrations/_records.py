@@ -24,13 +24,15 @@ from dptext.rng import RngLike
 @dataclass
 class Release:
     """What an integration returns: the data, the aggregated report, per-unit reports (with a
-    unit column) and the positions of records withheld by the ledger. Unpacks as
-    ``data, report = release``."""
+    unit column), the positions of records withheld by the ledger and what happened to every
+    column (``columns``: privatized, released verbatim - not protected -, dropped, hashed).
+    Unpacks as ``data, report = release``."""
 
     data: Any
     report: PrivacyReport
     units: dict[str, PrivacyReport] | None = None
     withheld: list[int] = field(default_factory=list)
+    columns: dict | None = None
 
     def __iter__(self):
         yield self.data
@@ -67,6 +69,27 @@ def check_columns(available: Sequence[str], columns: Sequence[str] | str) -> lis
     if missing:
         raise DPTextError(f"no column {missing[0]!r}; columns: {', '.join(map(str, available))}")
     return names
+
+
+def column_plan(available: Sequence, names: Sequence[str], *, keep, drop, hash,
+                keep_other: bool, unit_column: str | None, pseudonym_key, owner: str | None,
+                where: str):
+    """Every column of the data named once (:mod:`dptext.corpus.columns`, the rule of the
+    command line): ``names`` privatized, ``keep`` released as is, ``drop`` left out, ``hash``
+    replaced by keyed pseudonyms (the key from ``pseudonym_key``, a file created on first use,
+    or ``$DPTEXT_PSEUDONYM_SECRET``), ``keep_other`` the rest released as is; the unit column
+    is dropped unless kept or hashed. A column not named is a one-line error naming it."""
+    from dptext.corpus.columns import PYTHON_ROLES, ColumnPlan
+    from dptext.corpus.columns import pseudonym_key as key_of
+
+    key = key_of(pseudonym_key) if hash else None
+    if hash and key is None:
+        raise DPTextError("hash= needs a pseudonym key: give pseudonym_key=FILE (created on "
+                          "first use, mode 0600) or set $DPTEXT_PSEUDONYM_SECRET")
+    plan = ColumnPlan.make(list(names), keep=keep, drop=drop, hash=hash, keep_other=keep_other,
+                           user_field=unit_column, key=key, owner=owner)
+    plan.check(list(available), where, PYTHON_ROLES)
+    return plan
 
 
 def privatize_records(mech: Mechanism, columns: Mapping[str, Sequence], names: Sequence[str],

@@ -30,6 +30,7 @@ from dptext.integrations._records import (
     aggregate,
     charge_ledger,
     check_columns,
+    column_plan,
     privatize_records,
 )
 from dptext.integrations._spec import MechanismSpec, resolve, targeting
@@ -87,13 +88,21 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
               entities: Sequence[str] | str | None = None, detector: str | None = None,
               pattern_policy: str | None = None, surrogate_epsilon: float | None = None,
               consistent: str | None = None, ledger: Any = None, owner: str | None = None,
-              dataset_name: str | None = None, **params: Any) -> Release:
+              dataset_name: str | None = None, keep: Sequence[str] | str = (),
+              drop: Sequence[str] | str = (), hash: Sequence[str] | str = (),
+              keep_other: bool = False, pseudonym_key: str | None = None,
+              **params: Any) -> Release:
     """Privatize ``columns`` of ``dataset`` (module docstring); returns a :class:`Release`
     (``ds, report = privatize(...)``).
 
     ``mechanism``: a registered name built with ``params`` (``epsilon=2``, ``space=<path>``,
     ...), or an instance (one process only). ``entities`` (with ``detector``,
     ``pattern_policy``, ...): entity-targeted sanitization (:mod:`dptext.targeted`).
+    Every other column must be named, as on the command line (:mod:`dptext.corpus.columns`):
+    ``keep`` (released as is; ``Release.columns`` lists it as not protected), ``drop``,
+    ``hash`` (keyed pseudonyms, key from ``pseudonym_key`` or ``$DPTEXT_PSEUDONYM_SECRET``) or
+    ``keep_other=True``; ``unit_column`` is dropped unless kept or hashed. An unnamed column
+    is a one-line error naming it, before any work.
     """
     from datasets import Dataset
 
@@ -102,6 +111,9 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
     names = check_columns(dataset.column_names, columns)
     if unit_column is not None:
         check_columns(dataset.column_names, [unit_column])
+    plan = column_plan(dataset.column_names, names, keep=keep, drop=drop, hash=hash,
+                       keep_other=keep_other, unit_column=unit_column,
+                       pseudonym_key=pseudonym_key, owner=owner, where="the dataset")
     if not report_column or not isinstance(report_column, str):
         raise DPTextError("report_column must name a column: the reports travel back in it")
     if num_proc is not None and (not isinstance(num_proc, int) or num_proc < 1):
@@ -135,7 +147,16 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
             reports = [reports[i] for i in keep]
             units = [units[i] for i in keep]
     report, per_unit = aggregate(reports, mech, units)
-    return Release(out, report, per_unit, withheld)
+    seen = list(dataset.column_names)
+    hashed = [c for c in seen if c in plan.hash]
+    if hashed:  # here, in this process: the key never travels to the map's workers
+        out = out.map(lambda batch: {c: [plan.pseudonym(v) for v in batch[c]] for c in hashed},
+                      batched=True, load_from_cache_file=False,
+                      new_fingerprint=uuid.uuid4().hex)
+    gone = plan.dropped(seen)
+    if gone:
+        out = out.remove_columns(gone)
+    return Release(out, report, per_unit, withheld, plan.describe(seen))
 
 
 @contextlib.contextmanager

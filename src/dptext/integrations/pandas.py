@@ -22,6 +22,7 @@ from dptext.integrations._records import (
     aggregate,
     charge_ledger,
     check_columns,
+    column_plan,
     privatize_records,
 )
 from dptext.integrations._spec import resolve, targeting
@@ -38,8 +39,17 @@ def privatize_frame(df: pd.DataFrame, columns: Sequence[str] | str, *,
                     detector: str | None = None, pattern_policy: str | None = None,
                     surrogate_epsilon: float | None = None, consistent: str | None = None,
                     ledger: Any = None, owner: str | None = None,
-                    dataset_name: str | None = None, **params: Any) -> Release:
+                    dataset_name: str | None = None, keep: Sequence[str] | str = (),
+                    drop: Sequence[str] | str = (), hash: Sequence[str] | str = (),
+                    keep_other: bool = False, pseudonym_key: str | None = None,
+                    **params: Any) -> Release:
     """Privatize ``columns`` of ``df`` (module docstring); ``frame, report = ...``.
+
+    Every other column must be named, as on the command line (:mod:`dptext.corpus.columns`):
+    ``keep`` (released as is; ``Release.columns`` lists it as not protected), ``drop``,
+    ``hash`` (keyed pseudonyms, key from ``pseudonym_key`` or ``$DPTEXT_PSEUDONYM_SECRET``) or
+    ``keep_other=True``; ``unit_column`` is dropped unless kept or hashed. An unnamed column
+    is a one-line error naming it, before any work.
 
     ``mechanism``: a registered name built with ``params`` or an instance; ``entities`` (with
     ``detector``, ``pattern_policy``, ...) for entity-targeted sanitization. ``ledger``: see
@@ -50,6 +60,9 @@ def privatize_frame(df: pd.DataFrame, columns: Sequence[str] | str, *,
     names = check_columns(list(df.columns), columns)
     if unit_column is not None:
         check_columns(list(df.columns), [unit_column])
+    plan = column_plan(df.columns, names, keep=keep, drop=drop, hash=hash,
+                       keep_other=keep_other, unit_column=unit_column,
+                       pseudonym_key=pseudonym_key, owner=owner, where="the DataFrame")
     targeted = targeting(entities, {"detector": detector, "pattern_policy": pattern_policy,
                                     "surrogate_epsilon": surrogate_epsilon,
                                     "consistent": consistent})
@@ -87,7 +100,14 @@ def privatize_frame(df: pd.DataFrame, columns: Sequence[str] | str, *,
         reports = [r for r, ok in zip(reports, allowed, strict=True) if ok]
         units = [u for u, ok in zip(units, allowed, strict=True) if ok]
     report, per_unit = aggregate(reports, mech, units)
-    return Release(frame, report, per_unit, withheld)
+    seen = [str(c) for c in df.columns]
+    for c in df.columns:
+        if str(c) in plan.hash:
+            frame[c] = pd.Series([None if _missing(v) else plan.pseudonym(v) for v in df[c]],
+                                 index=df.index, dtype=object)
+    gone = set(plan.dropped(seen))
+    frame = frame.drop(columns=[c for c in df.columns if str(c) in gone])
+    return Release(frame, report, per_unit, withheld, plan.describe(seen))
 
 
 def _missing(value: Any) -> bool:
