@@ -14,7 +14,6 @@ is detected (``run`` calls it first).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +22,27 @@ from typing import Any
 import numpy as np
 
 from dptext.errors import DPTextError
+from dptext.training.report import (
+    Diverged,
+    DivergenceGuard,
+    entity_epsilons,
+    headline,
+    learning_summary,
+    loss_metrics,
+    privacy_so_far,
+    wide_entities,
+)
+from dptext.training.state import (
+    STATE_FILE,
+    STATE_FORMAT,
+    check_resumable,
+    corpus_digest,
+    read_state,
+    without_rounds,
+    write_json,
+    write_model,
+    write_state,
+)
 from dptext.validation import (
     check_choice,
     check_delta,
@@ -40,14 +60,6 @@ DETECTORS = ("spacy", "presidio", "both")
 # user of 32 sentences).
 MODEL_DEFAULTS = {LSTM: {"max_len": 24, "local_lr": 1.0, "users_per_chunk": 16},
                   "causal": {"max_len": 32, "local_lr": 0.02, "users_per_chunk": 4}}
-# A run whose held-out loss (nats) grows by more than this over the first round's is stopped:
-# log(100), perplexity multiplied by 100.
-DIVERGENCE_NATS = math.log(100.0)
-# The private training state a resumed run continues from (the random generators' states: whoever
-# has this file can remove the noise from the released model; never publish it). Deleted when
-# the run completes.
-STATE_FILE = "training_state.pt"
-STATE_FORMAT = 2  # 2: the generators are numpy states (dptext.rng.generator_state)
 # metrics.json fields that are not covered by the training guarantee (docs/uedp.md)
 NOT_PRIVATE = ("per-round 'users' (sampled users with usable data), 'update_norm' (median "
                "unclipped update norm), 'seconds', 'eval_seconds', the held-out metrics and "
@@ -214,7 +226,7 @@ class TrainJob:
         out = Path(output)
         if out.exists() and not out.is_dir():
             raise DPTextError(f"--output exists and is not a directory: {out}")
-        saved = _read_state(out, resume)
+        saved = read_state(out, resume)
         out.mkdir(parents=True, exist_ok=True)
         # a run without --seed draws its seed from OS entropy once and keeps it in the private
         # state (never in metrics.json or the checkpoint), so that a resumed run replays it
@@ -230,10 +242,10 @@ class TrainJob:
         is_test = np.isin(corpus.sentence_user, test_users)
         rows, task, extra = self._task_rows(corpus, is_test)
         train_corpus = without_users(corpus, is_test)
-        fingerprint = {"job": self._fingerprint(), "config": _without_rounds(asdict(config)),
+        fingerprint = {"job": self._fingerprint(), "config": without_rounds(asdict(config)),
                        "corpus": corpus_digest(train_corpus)}
         if saved:
-            _check_resumable(saved, fingerprint, self.rounds)
+            check_resumable(saved, fingerprint, self.rounds)
         guard = DivergenceGuard(config)
         summary = {"config": asdict(config), "task": self.task, "model": self.model,
                    **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks}),
@@ -250,7 +262,7 @@ class TrainJob:
         # the untrained model on the held-out text (a pretrained model's: the baseline that
         # fine-tuning moves), compared with the trained one at the end (training/learning.py)
         start = task.sentence_losses(trainer.initial)
-        untrained = _loss_metrics(start, self.task)
+        untrained = loss_metrics(start, self.task)
         summary["untrained"] = untrained
         if self.model != LSTM:
             summary["pretrained"] = untrained
@@ -265,14 +277,14 @@ class TrainJob:
         def write_metrics(completed: bool, stopped: str | None = None) -> None:
             summary["rounds"] = trainer.metrics
             summary["completed"] = completed
-            summary["privacy"] = _privacy_so_far(config, trainer.round)
+            summary["privacy"] = privacy_so_far(config, trainer.round)
             if stopped is not None:
                 summary["stopped"] = stopped
-            _write_json(out / "metrics.json", summary)
+            write_json(out / "metrics.json", summary)
 
         def write_checkpoint() -> None:
-            _write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
-            _write_state(out / STATE_FILE, {"format": STATE_FORMAT, "seed": seed,
+            write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
+            write_state(out / STATE_FILE, {"format": STATE_FORMAT, "seed": seed,
                                             **fingerprint, "trainer": trainer.state_dict(),
                                             **({"release_key": release_key}
                                                if self.ledger is not None else {})})
@@ -291,9 +303,9 @@ class TrainJob:
             every = self.checkpoint_every
             if every and trainer.round % every == 0 and trainer.round < config.rounds:
                 write_checkpoint()
-        _write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
+        write_model(out / "checkpoint.pt", trainer, config, self.task, extra)
         clusters = corpus.sentence_user[is_test]
-        summary.update(_learning(trainer, task, start, clusters, self.task,
+        summary.update(learning_summary(trainer, task, start, clusters, self.task,
                                  "untrained" if self.model == LSTM else "pretrained"))
         summary["headline"] = headline(summary, self.algo)
         write_metrics(True)
@@ -450,179 +462,6 @@ class _NoEntities:
         return [[] for _ in texts]
 
 
-def corpus_digest(corpus) -> str:
-    """SHA-256 of a corpus's users, sentences, owners, entities and labels (a resumed run must
-    train on the same data)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for part in (corpus.users, corpus.sentences, corpus.sentence_user.tolist(),
-                 corpus.entity_keys, corpus.sentence_entities, corpus.labels):
-        h.update(json.dumps(part, ensure_ascii=False, default=list).encode())
-        h.update(b"\x00")
-    return h.hexdigest()
-
-
-def headline(summary: dict, algo: str) -> str:
-    """The run's result in one line: the held-out metric after training against the untrained
-    model's, and the guarantee - for UeDP both the epsilon of users and of entities held by at
-    most K users and the (larger) epsilon of the entities held by more (docs/uedp.md)."""
-    last = summary["rounds"][-1]
-    rounds = last["round"]
-    before = "pretrained" if "pretrained" in summary else "untrained"
-    if summary["task"] == "nwp":
-        result = (f"held-out perplexity {last['perplexity']:.2f} after {rounds} rounds "
-                  f"({before} {summary['untrained']['perplexity']:.2f})")
-    else:
-        result = (f"held-out error rate {last['error_rate']:.3f}, loss {last['loss']:.4g} after "
-                  f"{rounds} rounds (untrained loss {summary['untrained']['loss']:.4g})")
-    line = f"{algo}: {result}"
-    if last.get("epsilon") is None:
-        return line + "; no DP guarantee"
-    config = summary["config"]
-    delta, k = config["delta"], config["entity_users"]
-    if algo == "userdp":
-        return line + f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user"
-    line += (f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user and per entity held "
-             f"by at most K={k} users")
-    wide = summary.get("wide_entities")
-    if wide:
-        line += (f", epsilon {wide['epsilon']:.4g} for the "
-                 f"{summary['entities_held_by_more_than_K_users']} entities held by more "
-                 f"(up to {wide['most_other_holders']} users)")
-    return line
-
-
-def _loss_metrics(losses, task: str) -> dict:
-    """Held-out perplexity (nwp) or mean cross-entropy (cls) from per-sentence losses."""
-    nll, tokens = losses
-    loss = float(nll.sum()) / max(float(tokens.sum()), 1.0)
-    return {"perplexity": math.exp(loss), "loss": loss} if task == "nwp" else {"loss": loss}
-
-
-def _learning(trainer, task, start, clusters, kind: str, before: str = "untrained") -> dict:
-    """The trained model against the untrained one and the uniform distribution on the
-    held-out text; when it learned nothing visible, a one-line ``warning`` with the likely
-    cause (training/learning.py)."""
-    from dptext.training.learning import learning_check, likely_cause
-
-    check = learning_check(start, task.sentence_losses(trainer.params), task.uniform_loss,
-                           clusters)
-    out: dict[str, Any] = {"learning": check}
-    if check["learned"]:
-        return out
-    norms = [r["update_norm"] for r in trainer.metrics if r.get("update_norm") is not None]
-    cause = likely_cause(trainer.config, sum(v.numel() for v in trainer.params.values()),
-                         trainer.population,
-                         rose=check["final_loss"] > check["untrained_loss"],
-                         update_norm=float(np.median(norms)) if norms else None)
-    if kind == "nwp":
-        seen = (f"held-out perplexity {math.exp(check['final_loss']):.4g} against "
-                f"{math.exp(check['untrained_loss']):.4g} {before} and "
-                f"{math.exp(check['uniform_loss']):.4g} uniform")
-    else:
-        seen = (f"held-out loss {check['final_loss']:.4g} against "
-                f"{check['untrained_loss']:.4g} {before} and {check['uniform_loss']:.4g} "
-                f"uniform")
-    out["warning"] = f"nothing visibly learned ({seen}); likely cause: {cause}"
-    return out
-
-
-def _without_rounds(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k != "rounds"}
-
-
-def _privacy_so_far(config, rounds: int) -> dict | None:
-    """What metrics.json says about the budget spent after ``rounds`` rounds (the accountant's
-    state: the event composed ``rounds`` times)."""
-    privacy = config.privacy()
-    if privacy is None:
-        return None
-    return {"epsilon_spent": privacy.epsilon(rounds, config.delta), "delta": config.delta,
-            "rounds_composed": rounds, "accountant": "rdp (dp_accounting)",
-            "event": f"SelfComposed(PoissonSampled({privacy.sampling_rate:.6g}, "
-                     f"Gaussian(z={privacy.z:.6g})), {rounds})",
-            "sensitivity": f"{privacy.sensitivity_factor:g} * beta"}
-
-
-def _write_json(path: Path, data: dict) -> None:
-    from dptext.io import atomic_write
-
-    with atomic_write(path) as f:
-        json.dump(data, f, indent=1)
-
-
-def _write_model(path: Path, trainer, config, task: str, extra: dict) -> None:
-    """The released model: trainable parameters, settings, the round reached (no generator
-    state)."""
-    import torch
-
-    from dptext.io import atomic_write
-
-    with atomic_write(path, "wb") as f:
-        params = {k: v.detach().cpu() for k, v in trainer.params.items()}
-        torch.save({"params": params, "config": asdict(config), "task": task,
-                    "round": trainer.round, **extra}, f)
-
-
-def _write_state(path: Path, state: dict) -> None:
-    """Atomically, readable by the owner only (0600 from creation: it holds the noise's
-    generator state)."""
-    import os
-    import tempfile
-
-    import torch
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _read_state(out: Path, resume: bool) -> dict | None:
-    import torch
-
-    path = out / STATE_FILE
-    if not resume:
-        if path.exists():
-            raise DPTextError(f"{out} holds an unfinished run ({STATE_FILE}): pass --resume to "
-                              f"continue it, or choose another --output")
-        return None
-    if not path.is_file():
-        raise DPTextError(f"--resume: no unfinished run in {out} ({STATE_FILE} is missing; a "
-                          f"completed run deletes it)")
-    try:
-        state = torch.load(path, weights_only=True)
-    except Exception as err:  # truncated or foreign file
-        raise DPTextError(f"--resume: cannot read {path}: {err}") from None
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-        raise DPTextError(f"--resume: {path} is not a dptext training state (format "
-                          f"{STATE_FORMAT})")
-    return state
-
-
-def _check_resumable(saved: dict, fingerprint: dict, rounds: int) -> None:
-    for key, what in (("job", "settings"), ("config", "training configuration"),
-                      ("corpus", "training data")):
-        if saved[key] != fingerprint[key]:
-            diff = ""
-            if isinstance(saved[key], dict):
-                names = sorted(k for k in set(saved[key]) | set(fingerprint[key])
-                               if saved[key].get(k) != fingerprint[key].get(k))
-                diff = f" ({', '.join(names)})"
-            raise DPTextError(f"--resume: the {what} differ from the interrupted run's{diff}; "
-                              f"resume with the same options")
-    done = int(saved["trainer"]["round"])
-    if rounds < done:
-        raise DPTextError(f"--resume: the checkpoint is at round {done}, past --rounds {rounds}")
-
-
 def select_rows(rows, mask):
     """The rows of the sentences in ``mask`` (lazily for causal_lm.PrefixRows)."""
     import torch
@@ -643,94 +482,3 @@ def without_users(corpus, drop_mask):
                       corpus.entity_keys, corpus.entity_categories,
                       tuple(corpus.sentence_entities[i] for i in keep),
                       None if corpus.labels is None else tuple(corpus.labels[i] for i in keep))
-
-
-def wide_entities(corpus, config) -> dict:
-    """Entities held by more than K users, and the epsilon that really holds for them: the
-    run's noise std is z * beta * S_K, so for an entity held by M > K other users the noise
-    multiplier is z * S_K / S_M at the sampling rate of M holders (computed by the accountant;
-    docs/uedp.md)."""
-    spread = corpus.entity_users()
-    privacy = config.privacy()
-    # conservatively, every holder of the entity counts as another holder
-    wide = int((spread > config.entity_users).sum()) if len(spread) else 0
-    out: dict[str, Any] = {"entities_held_by_more_than_K_users": wide}
-    if wide and privacy is not None and config.algo != "userdp":
-        most = int(spread.max())
-        wider = privacy.for_entity_users(most)
-        eps = wider.epsilon(config.rounds, config.delta)
-        out["wide_entities"] = {
-            "most_other_holders": most, "noise_multiplier": wider.z,
-            "epsilon": eps, "delta": config.delta,
-            "note": (f"{wide} detected entities are held by more than K={config.entity_users} "
-                     f"other users (at most {most}); for them this run is ({eps:.4g}, "
-                     f"{config.delta:g})-DP (noise multiplier z*S_K/S_M = {wider.z:.4g}), "
-                     f"not the epsilon printed for K"),
-        }
-    return out
-
-
-def entity_epsilons(corpus, config) -> dict[str, float]:
-    """Each detected entity of ``corpus`` (held by at least one user) with the epsilon this run
-    gives it at ``config.delta``: the run's epsilon when at most K users hold it, else the one of
-    :meth:`TrainingPrivacy.for_entity_users` at its number of holders (every holder counted as
-    another holder, as in :func:`wide_entities`). Empty for runs without an entity-level
-    guarantee (user-level DP; non-private runs)."""
-    privacy = config.privacy()
-    if privacy is None or config.algo == "userdp" or corpus.n_entities == 0:
-        return {}
-    spread = corpus.entity_users()
-    by_spread: dict[int, float] = {}
-    base = privacy.epsilon(config.rounds, config.delta)
-    out = {}
-    for e in np.flatnonzero(spread > 0):
-        m = int(spread[e])
-        if m <= config.entity_users:
-            out[corpus.entity_keys[e]] = base
-            continue
-        if m not in by_spread:
-            by_spread[m] = privacy.for_entity_users(m).epsilon(config.rounds, config.delta)
-        out[corpus.entity_keys[e]] = by_spread[m]
-    return out
-
-
-class Diverged(DPTextError):
-    def __init__(self, message: str, metrics: list[dict]) -> None:
-        super().__init__(message)
-        self.metrics = metrics
-
-
-class DivergenceGuard:
-    """Stops a run whose held-out loss is not finite or grows by more than ``DIVERGENCE_NATS``
-    over the first round's (perplexity x100), with the likely cause: for a private run, the
-    noise norm against the clipped signal; otherwise the learning rate."""
-
-    def __init__(self, config) -> None:
-        self.config = config
-        self.first: float | None = None
-        self.seen: list[dict] = []
-
-    def check(self, row: dict) -> None:
-        self.seen.append(row)
-        loss = row.get("loss")
-        if loss is None:
-            return
-        if self.first is None and math.isfinite(loss):
-            self.first = loss
-        bad = not math.isfinite(loss) or (self.first is not None
-                                          and loss - self.first > DIVERGENCE_NATS)
-        if not bad:
-            return
-        c = self.config
-        if c.privacy() is not None:
-            std = c.z * c.beta * c.privacy().sensitivity_factor
-            cause = (f"the noise (std {std:.3g} per coordinate, divided by q_u*|U|) swamps the "
-                     f"clipped signal (norm <= beta = {c.beta:g} per user): use more users, a "
-                     f"larger q_u, fewer rounds, or a smaller --local-lr/--server-lr "
-                     f"({c.local_lr:g}/{c.server_lr:g})")
-        else:
-            cause = (f"the learning rate is likely too high (--local-lr {c.local_lr:g}, "
-                     f"--server-lr {c.server_lr:g})")
-        raise Diverged(f"training diverged at round {row['round']}: held-out loss {loss:.4g} "
-                       f"(first round {self.first if self.first is not None else 'n/a'}); "
-                       f"{cause}", list(self.seen))
