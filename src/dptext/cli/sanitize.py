@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from pathlib import Path
 
 from dptext.cli.common import (
     ExtendList,
@@ -120,15 +119,13 @@ def _units_line(summary: dict, user_field: str | None) -> str:
 
 
 def _interrupted_message(output: str | None, err: KeyboardInterrupt) -> str:
-    what = "terminated" if isinstance(err, _Terminated) else "interrupted"
-    if output not in (None, "-") and (Path(f"{output}.partial") / "manifest.json").is_file():
-        import json
+    from dptext.corpus.jobdir import committed, workdir_of
 
-        m = json.loads((Path(f"{output}.partial") / "manifest.json").read_text("utf-8"))
-        done = m.get("aggregate", {}).get("counts", {}).get("records_in", 0) \
-            if m.get("aggregate") else 0
-        return (f"dptext: {what}; {done} records are committed in {output}.partial: run the "
-                f"same command again to continue")
+    what = "terminated" if isinstance(err, _Terminated) else "interrupted"
+    done = committed(output) if output not in (None, "-") else None
+    if done is not None:
+        return (f"dptext: {what}; {done.records_in} records are committed in "
+                f"{workdir_of(output)}: run the same command again to continue")
     return f"dptext: {what}; no output was written"
 
 

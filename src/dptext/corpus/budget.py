@@ -55,12 +55,13 @@ class LedgerSession:
     def __init__(self, ledger, *, owner: str, dataset: str, mechanism: str, params: dict,
                  release_key: str | None = None, job_key: str | None = None,
                  once: bool = False, budget: float | None = None,
-                 budget_delta: float = 0.0) -> None:
+                 budget_delta: float = 0.0, origin: str = "") -> None:
         """``release_key``: continue that release (a resumed job). Otherwise a new release
         (``job_key``: the job's settings and inputs): the job's first release takes the key
         ``job_key`` itself; a later run of the same job is another release, charged again
         (key ``job_key:<random>``) - or, with ``once``, refused. ``self.release_key`` is the
-        key used (the job keeps it for a resume)."""
+        key used (the job keeps it for a resume). ``origin``: what releases it, kept in the
+        ledger's entry (the service's text endpoint: ``service-privatize``)."""
         if not owner or not dataset:
             raise DPTextError("a ledger needs --owner and --dataset")
         if release_key is None and job_key is None:
@@ -68,7 +69,8 @@ class LedgerSession:
         self.ledger = ledger
         if budget is not None:
             ledger.set_budget(owner, dataset, budget, budget_delta)
-        what = {"owner": owner, "dataset": dataset, "mechanism": mechanism, "params": params}
+        what = {"owner": owner, "dataset": dataset, "mechanism": mechanism, "params": params,
+                **({"origin": origin} if origin else {})}
         if release_key is None:
             from dptext.ledger import ReleaseExists
 

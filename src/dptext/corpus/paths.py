@@ -20,6 +20,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from dptext.corpus.jobdir import workdir_of
 from dptext.errors import DPTextError
 
 STDOUT = "-"
@@ -91,7 +92,7 @@ class OutputPlan:
                        Path(rejects or f"{output}.rejects.jsonl"),
                        out / "_provenance.json" if output_dir
                        else Path(f"{output}.provenance.json"),
-                       Path(f"{output}.partial"), output_dir)
+                       workdir_of(output), output_dir)
         plan.check(inputs)
         return plan
 

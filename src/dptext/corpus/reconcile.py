@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dptext.corpus.workdir import MANIFEST, RELEASE, WorkDir
+from dptext.corpus.jobdir import MANIFEST, RELEASE
+from dptext.corpus.workdir import WorkDir
 from dptext.errors import DPTextError
 
 

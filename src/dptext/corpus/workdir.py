@@ -20,12 +20,9 @@ import shutil
 import time
 from pathlib import Path
 
+from dptext.corpus.jobdir import FORMAT, MANIFEST, RELEASE, read_manifest
 from dptext.corpus.paths import write_durably
 from dptext.errors import DPTextError
-
-MANIFEST = "manifest.json"
-RELEASE = "release.json"
-FORMAT = 1
 
 
 def _dead(pid: str) -> bool:
@@ -84,18 +81,7 @@ class WorkDir:
 
     # ------------------------------------------------------------------ manifest
     def read(self) -> dict | None:
-        path = self.path / MANIFEST
-        if not path.is_file():
-            return None
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise DPTextError(f"{path} is unreadable ({err}); remove {self.path} to start "
-                              f"again") from None
-        if manifest.get("format") != FORMAT:
-            raise DPTextError(f"{path} was written by another dptext version; remove "
-                              f"{self.path} to start again")
-        return manifest
+        return read_manifest(self.path)
 
     def read_release(self) -> dict | None:
         """``release.json``: the ledger release key of the run in this directory, written

@@ -26,6 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dptext.corpus.budget import LedgerSession, privacy_events
 from dptext.errors import DPTextError
 from dptext.service.keys import KeyStore, key_id
 from dptext.service.limits import AuthFailures, LimitExceeded, Limits, RateLimiter
@@ -260,18 +261,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                      "spans": spans(m, text, r.text)}
                     for text, unit, r in zip(body.texts, units, results, strict=True)]
         _encode({"results": released})  # a response that cannot be sent fails here, uncharged
-        release = ledger.open_release(owner=owner, dataset=body.dataset,
-                                      mechanism=body.mechanism, params=params,
-                                      origin=SERVICE_PRIVATIZE)
-        decisions = ledger.reserve(release, [
-            (f"{request_id}:{i}", unit, r.report.privacy_events())
+        session = LedgerSession(ledger, owner=owner, dataset=body.dataset,
+                                mechanism=body.mechanism, params=params,
+                                job_key=f"{SERVICE_PRIVATIZE}:{request_id}",
+                                origin=SERVICE_PRIVATIZE)
+        decisions = session.reserve([
+            (f"{request_id}:{i}", unit, privacy_events(r.report))
             for i, (unit, r) in enumerate(zip(units, results, strict=True))])
         out = [r if d.allowed else {"withheld": True, "reason": d.reason, "unit": unit,
                                     "text": None, "report": None, "spans": []}
                for r, unit, d in zip(released, units, decisions, strict=True)]
-        payload = _encode({"release_id": release, "results": out})
-        ledger.commit(release, [d.charge_id for d in decisions
-                                if d.allowed and d.charge_id is not None])
+        payload = _encode({"release_id": session.release_id, "results": out})
+        session.commit([d.charge_id for d in decisions
+                        if d.allowed and d.charge_id is not None])
         return Response(payload, media_type="application/json")
 
     @app.post("/v1/estimate")

@@ -20,7 +20,6 @@ privatized (a field that is not a string) and records withheld by a unit's budge
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import threading
 import time
@@ -62,13 +61,10 @@ class Job:
         return d
 
 
-def _fsync_write(path: Path, data: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _write(path: Path, data: str) -> None:
+    from dptext.corpus.paths import write_durably
+
+    write_durably(path, data.encode("utf-8"))
 
 
 def _count_records(path: Path, fmt: str, fields: list[str], unit_field: str | None) -> int:
@@ -125,7 +121,7 @@ class JobStore:
         return Job(**json.loads(path.read_text(encoding="utf-8")))
 
     def save(self, job: Job) -> None:
-        _fsync_write(self.dir(job.id) / "job.json", json.dumps(asdict(job)))
+        _write(self.dir(job.id) / "job.json", json.dumps(asdict(job)))
 
     def jobs(self, owner: str) -> list[Job]:
         out = []
@@ -214,6 +210,7 @@ class JobStore:
 
     def _run(self, job: Job) -> None:
         from dptext.corpus import CorpusJob, prepare
+        from dptext.corpus.jobdir import finished
 
         job.state = "running"
         self.save(job)
@@ -225,7 +222,7 @@ class JobStore:
             self.save(j)
 
         output, report = self.output_path(job, "output"), self.output_path(job, "report")
-        if output.is_file() and report.is_file() and not _partial(output).exists():
+        if finished(output, report):
             # the engine committed everything before a kill: finish the job, draw nothing
             self._done(job, json.loads(report.read_text(encoding="utf-8")))
             return
@@ -247,7 +244,7 @@ class JobStore:
     def _done(self, job: Job, summary: dict) -> None:
         rejects = self.output_path(job, "rejects")
         if not rejects.exists():  # always downloadable, empty when nothing was left out
-            _fsync_write(rejects, "")
+            _write(rejects, "")
         job = self.load(job.id)
         job.state, job.finished = "done", time.time()
         job.records_done = summary["records_in"]
@@ -255,7 +252,3 @@ class JobStore:
         job.rejected = summary["records_rejected"]
         self.save(job)
 
-
-def _partial(output: Path) -> Path:
-    """The engine's work directory of ``output`` (docs/scale.md)."""
-    return output.with_name(output.name + ".partial")
