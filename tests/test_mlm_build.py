@@ -174,6 +174,19 @@ def test_checkpointed_build_resumes_to_the_same_weights(tmp_path, monkeypatch):
     assert all(torch.equal(resumed[n], straight[n]) for n in straight)
     with pytest.raises(DPTextError, match="another recipe"):
         mb.train_head({**recipe, "steps": 6}, progress=False, log=lambda s: None, checkpoint=ck)
+    # a recipe stopped at step 2 of the same 4-step schedule: the weights of step 2 of the
+    # straight run (the checkpoint still holds them), with or without continuing from it
+    at2 = torch.load(ck, weights_only=False)
+    assert at2["step"] == 2
+    early, _ = mb.train_head({**recipe, "stop_step": 2}, progress=False, log=lambda s: None)
+    assert all(torch.equal(early[n], at2["tensors"][n]) for n in early)
+    assert mb.fingerprint(early) != mb.fingerprint(straight)
+    again, _ = mb.train_head({**recipe, "stop_step": 2}, progress=False, log=lambda s: None,
+                             checkpoint=ck)
+    assert mb.fingerprint(again) == mb.fingerprint(early)
+    with pytest.raises(DPTextError, match="past the recipe's stop"):
+        mb.train_head({**recipe, "stop_step": 1}, progress=False, log=lambda s: None,
+                      checkpoint=ck)
 
 
 def test_build_command_refuses_max_minutes_without_checkpoint(tmp_path):

@@ -25,6 +25,7 @@ def cmd_build_mlm(args) -> int:
         if args.steps < 1:
             raise DPTextError(f"--steps must be >= 1, got {args.steps}")
         recipe["steps"] = args.steps
+        recipe.pop("stop_step", None)  # a try-out runs its whole (shorter) schedule
     if args.max_minutes is not None and (args.max_minutes <= 0 or not args.checkpoint):
         raise DPTextError("--max-minutes needs --checkpoint and a positive number of minutes")
     out = Path(args.output) if args.output else cache_dir() / "mlm" / mb.HEAD_FILE

@@ -247,10 +247,29 @@ def _load_checkpoint(path: Path, recipe: dict) -> dict | None:
     if not path.is_file():
         return None
     state = torch.load(path, weights_only=False)
-    if state.get("recipe") != json.dumps(recipe, sort_keys=True):
+    try:
+        saved = json.loads(state.get("recipe", "null"))
+    except (TypeError, ValueError):
+        saved = None
+    if not isinstance(saved, dict) or trajectory(saved) != trajectory(recipe):
         raise DPTextError(f"{path} is a checkpoint of another recipe: delete it or give "
                           "another --checkpoint")
+    if state["step"] > stop_step(recipe):
+        raise DPTextError(f"{path} is at step {state['step']}, past the recipe's stop at step "
+                          f"{stop_step(recipe)}")
     return state
+
+
+def stop_step(recipe: dict) -> int:
+    """Where the run stops: ``recipe["stop_step"]`` if given (the schedule is still the one of
+    ``recipe["steps"]``: a run stopped early on the way of the longer one), else ``steps``."""
+    return int(recipe.get("stop_step", recipe["steps"]))
+
+
+def trajectory(recipe: dict) -> str:
+    """The recipe without its stop: two recipes that differ only in ``stop_step`` train along
+    the same trajectory, so a checkpoint of one continues the other."""
+    return json.dumps({k: v for k, v in recipe.items() if k != "stop_step"}, sort_keys=True)
 
 
 def train_head(recipe: dict = RECIPE, *, progress: bool = True,
@@ -302,6 +321,9 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
         optimizer = torch.optim.AdamW([g for g in groups if g["params"]],
                                       lr=recipe["learning_rate"])
         steps, warm = recipe["steps"], recipe["warmup_steps"]
+        stop = stop_step(recipe)
+        if not 1 <= stop <= steps:
+            raise DPTextError(f"stop_step must be within 1..{steps}, got {stop}")
 
         def rate(s: int) -> float:  # linear warm-up, then linear decay to 0
             return (s + 1) / warm if s < warm else max(0.0, (steps - s) / (steps - warm))
@@ -322,14 +344,14 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
             schedule.load_state_dict(state["schedule"])
             torch.set_rng_state(state["rng"])
             first, losses, before = state["step"], state["losses"], state["seconds"]
-            log(f"continuing from {checkpoint} at step {first}/{steps}")
+            log(f"continuing from {checkpoint} at step {first}/{stop}")
         it = batches(train[first * recipe["batch_size"]:], recipe["batch_size"],
                      tokenizer.pad_token_id)
         bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=steps, initial=first, desc="training the MLM head", unit="step",
+            bar = tqdm(total=stop, initial=first, desc="training the MLM head", unit="step",
                        file=sys.stderr)
         start = time.perf_counter()
 
@@ -342,7 +364,7 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                 "seconds": before + time.perf_counter() - start})
 
         for step, (ids, attention) in enumerate(it, start=first):
-            if step >= steps:
+            if step >= stop:
                 break
             inputs, labels = mask_tokens(collator, ids)
             labels[attention == 0] = -100
@@ -358,12 +380,12 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
             if step % 20 == 19:
                 log(f"step {step + 1}: loss {sum(losses[-20:]) / 20:.3f}")
             done = step + 1
-            if checkpoint is not None and done < steps and done % checkpoint_every == 0:
+            if checkpoint is not None and done < stop and done % checkpoint_every == 0:
                 save(done)
                 if max_seconds is not None and time.perf_counter() - start > max_seconds:
                     if bar is not None:
                         bar.close()
-                    raise Paused(f"paused at step {done}/{steps} (checkpoint {checkpoint}); "
+                    raise Paused(f"paused at step {done}/{stop} (checkpoint {checkpoint}); "
                                  "run the same command again to continue")
         if bar is not None:
             bar.close()
@@ -375,7 +397,7 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                    "final_train_loss": round(sum(losses[-20:]) / len(losses[-20:]), 4),
                    "held_out_sequences": min(len(test), 256),
                    "held_out_loss": round(held_out_loss(model, tokenizer, test[:256], recipe), 4)}
-        log(f"trained {steps} steps in {seconds / 60:.1f} min (training time, all runs); "
+        log(f"trained {stop} steps in {seconds / 60:.1f} min (training time, all runs); "
             f"held-out MLM loss "
             f"{figures['held_out_loss']:.3f} (perplexity {math.exp(figures['held_out_loss']):.1f})")
         tensors = {n: params[n].detach().clone() for n in names}
