@@ -261,12 +261,17 @@ def build_mechanism(args, *, fit: bool = True):
     """The mechanism the options describe, fitted (with a progress bar or a stage line)."""
     m = unfitted_mechanism(args, mechanism_params(args))
     if fit:
-        m.check_admissible()  # a refused epsilon is refused before any fit is announced
-        bar = progress_wanted(args)
-        note = m.preparation_note()
-        with Stage(note or "", quiet=note is None or bar or getattr(args, "no_progress", False)):
-            m.fit(progress=bar)
+        fit_mechanism(args, m)
     return m
+
+
+def fit_mechanism(args, m) -> None:
+    """Fit ``m`` with a progress bar, or one stage line on stderr when no terminal shows one."""
+    m.check_admissible()  # a refused epsilon is refused before any fit is announced
+    bar = progress_wanted(args)
+    note = m.preparation_note()
+    with Stage(note or "", quiet=note is None or bar or getattr(args, "no_progress", False)):
+        m.fit(progress=bar)
 
 
 def mechanism_options(extra: list[str]) -> dict:

@@ -16,6 +16,7 @@ from dptext.cli.common import (
     add_command,
     add_mechanism_args,
     build_mechanism,
+    fit_mechanism,
     int_type,
     mechanism_params,
     positive_type,
@@ -229,7 +230,7 @@ def cmd_sanitize(args) -> int:
         m = _targeted(args, unfitted_mechanism(args, args._params))
         runner = prepare(_job(args, m))  # every path and option checked before any work
         if not lm_in_workers:
-            build_fit(args, m)
+            fit_mechanism(args, m)
         result = runner.run()
     except KeyboardInterrupt as err:
         print(_interrupted_message(output, err), file=sys.stderr)
@@ -328,22 +329,6 @@ def _targeted(args, m):
         allow_list=read_word_list(args.allow_list, "--allow-list") if args.allow_list else (),
         residual=args.residual or "protect", name_policy=args.name_policy or "surrogate",
         check=args.check, languages=("en",), other_languages=args.other_languages or "withhold")
-
-
-def build_fit(args, m) -> None:
-    """Fit with a progress bar, or one stage line on stderr when no terminal shows one."""
-    from dptext.cli.common import Stage
-
-    if hasattr(m, "check_admissible"):
-        m.check_admissible()  # a refused epsilon is refused before any fit is announced
-    bar = progress_wanted(args)
-    note = m.preparation_note() if hasattr(m, "preparation_note") else None
-    with Stage(note or "", quiet=note is None or bar or getattr(args, "no_progress", False)):
-        if hasattr(m, "fit"):
-            try:
-                m.fit(progress=bar)
-            except TypeError:  # a mechanism whose fit() takes no progress flag
-                m.fit()
 
 
 def cmd_demo(args) -> int:

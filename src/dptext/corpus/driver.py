@@ -307,13 +307,12 @@ class Driver:
                     dynamic_ncols=True)
 
     def _fit(self) -> None:
+        # a word mechanism is fitted here and shared with the workers; another one is fitted
+        # where it runs: here when it runs inline, in each worker otherwise (attach)
         j = self.job
-        if self.word and not self.m.is_fitted:
+        inline = j.workers == 1 and j.engine == "local"
+        if (self.word or inline) and not self.m.is_fitted:
             self.m.fit()
-        elif not self.word and j.workers == 1 and j.engine == "local":
-            fitted = getattr(self.m, "is_fitted", None)
-            if fitted is False:
-                self.m.fit()
 
     def _per_token(self):
         try:

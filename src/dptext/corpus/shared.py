@@ -97,7 +97,7 @@ def attach(shared: dict) -> Mechanism:
         return m
     m = pickle.loads(shared["state"])
     if shared["kind"] != "word":
-        if hasattr(m, "fit") and not getattr(m, "is_fitted", True):
+        if not m.is_fitted:
             m.fit()
         return m
     directory = Path(shared["dir"])

@@ -1,9 +1,10 @@
 """The mechanism interface: what every mechanism (word-level or language-model) offers.
 
-Every mechanism: keyword-only validated parameters (nothing expensive in ``__init__``), ``fit()``
-for the precomputation, ``privatize(text, rng=)`` and ``privatize_batch(texts, rng=)``
-returning :class:`Result` (text + :class:`PrivacyReport`), and ``guarantee`` (the per-token
-guarantee; reading it never starts a fit where the guarantee does not need one).
+Every mechanism: keyword-only validated parameters (nothing expensive in ``__init__``),
+``fit(progress=)`` for the precomputation and ``is_fitted`` (whether it is done),
+``privatize(text, rng=)`` and ``privatize_batch(texts, rng=)`` returning :class:`Result`
+(text + :class:`PrivacyReport`), and ``guarantee`` (the per-token guarantee; reading it never
+starts a fit where the guarantee does not need one).
 
 Optional abilities are declared, not probed: ``capabilities`` names them and
 :meth:`Mechanism.supports` answers; a method a mechanism does not support raises
@@ -93,7 +94,15 @@ class Mechanism(ABC):
         return capability in cls.capabilities
 
     @abstractmethod
-    def fit(self) -> Mechanism: ...
+    def fit(self, *, progress: bool = False) -> Mechanism:
+        """The precomputation (tables, a model, a detector); a second call does nothing.
+        ``progress``: show a progress bar where the work is long."""
+
+    @property
+    @abstractmethod
+    def is_fitted(self) -> bool:
+        """Whether :meth:`fit` has nothing left to do in this process (the one answer the
+        engine, the workers and the CLI ask; none of them probes a mechanism's attributes)."""
 
     @abstractmethod
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None) -> list[Result]: ...

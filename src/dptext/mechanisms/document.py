@@ -144,10 +144,7 @@ class DocumentBudget(Mechanism):
             if self.word:
                 self.base.resolved_space()
             else:
-                try:
-                    self.base.fit(progress=progress)
-                except TypeError:
-                    self.base.fit()
+                self.base.fit(progress=progress)
             self._ready = True
         return self
 

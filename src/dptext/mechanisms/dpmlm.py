@@ -254,6 +254,10 @@ class DPMLM(LMMechanism):
         self._candidates = None
 
     # ------------------------------------------------------------- fitting
+    @property
+    def is_fitted(self) -> bool:
+        return self._backend is not None
+
     def fit(self, *, progress: bool = False) -> DPMLM:
         """Load the model, fix the candidate set and the bounds (never from private data)."""
         if self._backend is not None:

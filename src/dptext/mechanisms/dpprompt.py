@@ -87,6 +87,10 @@ class DPPrompt(LMMechanism):
         self.prompt = str(prompt)
         self._allowed = self._head = None
 
+    @property
+    def is_fitted(self) -> bool:
+        return self._head is not None
+
     def fit(self, *, progress: bool = False) -> DPPrompt:
         if self._head is None:
             self._load(progress)

@@ -202,6 +202,11 @@ class TargetedMechanism(Mechanism):
         self._unsettled: dict[int, tuple[Result, list]] = {}
 
     # ------------------------------------------------------------ interface
+    @property
+    def is_fitted(self) -> bool:
+        """The wrapped mechanism's answer (the detector loads its models when first used)."""
+        return self.mechanism.is_fitted
+
     def fit(self, **kwargs: Any) -> TargetedMechanism:
         """Fit the wrapped mechanism and load the detector's models (once per process, so
         forked workers inherit them)."""
