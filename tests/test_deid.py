@@ -97,7 +97,7 @@ def test_short_local_phone_needs_a_context_word():
     ("seen on 2069-04-07.", "2069-04-07", "DATE"),
     ("on the third of July and", "the third of July", "DATE"),
     ("Seen March 3, 2024 for", "March 3, 2024", "DATE"),
-    ("seen by Dr. Xzavian Tavares today", "Xzavian Tavares", "PERSON"),
+    ("seen by Dr. Xzavian Tavares today", "Dr. Xzavian Tavares", "PERSON"),
     ("XGT:holmes", "holmes", "PERSON"),
 ])
 def test_each_category_is_found(text, value, category):
@@ -200,6 +200,84 @@ def test_residual_protect_hides_made_up_names_the_detectors_miss(custext):
     r = reported.privatize_spans([texts[0]], [[]], rng=0)[0]
     assert r.text == texts[0] and r.report.residual["tokens"] == 2
     assert "residual net       2 tokens" in str(r.report)
+
+
+# ---------------------------------------------------- titles with their name
+@pytest.mark.parametrize("text,span", [
+    ("Dear Dr. Smith,\nThank you for seeing her.", "Dear Dr. Smith"),
+    ("She was seen by Dr Smith today.", "Dr Smith"),
+    ("Mrs. J. Lopez called about the refill.", "Mrs. J. Lopez"),
+    ("Prof. Ana Ruiz reviewed the scan.", "Prof. Ana Ruiz"),
+    ("Dear Ana Ruiz,\nthanks for the referral.", "Dear Ana Ruiz"),
+    ("Mr. Villegas\nThe patient is stable.", "Mr. Villegas"),
+    ("SEEN BY DR. OKAFOR IN THE ED.", "DR. OKAFOR"),
+])
+def test_a_title_and_its_name_are_one_name_span(text, span):
+    m = TargetedMechanism(mechanism("custext", epsilon=2, k=5, space=EmbeddingSpace(
+        WORDS, np.eye(len(WORDS), 6), name="deid-eye")), entities="PHI", detector="spacy",
+                          recognizers=True)
+    names = [text[s.start:s.end] for s in m.detect([text])[0] if s.category == "PERSON"]
+    assert span in names
+
+
+@pytest.mark.parametrize("text", ["Dear Colleague,\nplease see", "Dear Sir, the patient",
+                                  "Dear Patient,\nyour results"])
+def test_a_salutation_before_an_ordinary_word_is_no_name(text):
+    assert not {c for c, _ in found(text) if c == "PERSON"}
+
+
+def test_name_treatments_keep_the_title_and_never_a_word_of_the_name(custext):
+    from dptext.targeted.surrogates import _public_names, split_title, surrogate_name
+
+    assert split_title("Dear Dr. Smith") == ("Dear Dr. ", "Smith")
+    assert split_title("Mrs. J. Lopez") == ("Mrs. ", "J. Lopez")
+    assert split_title("Dr.") == ("", "Dr.")  # nothing of the name left: no prefix
+    _, surnames = _public_names()
+    gen = np.random.default_rng(0)
+    for _ in range(300):  # "Smith" and "Jones" are on the list: never drawn for themselves
+        out = surrogate_name("Dear Dr. Smith", gen)
+        assert out.startswith("Dear Dr. ") and out[9:] in surnames and out[9:] != "Smith"
+        assert "Jones" not in surrogate_name("Carly Jones", gen).split()
+    text = "Dear Dr. Smith, thank you."
+    spans = [[type("S", (), {"start": 0, "end": 14, "category": "PERSON"})()]]
+    ph = TargetedMechanism(custext, entities=["PERSON"], detector=None, name_policy="placeholder")
+    assert ph.privatize_spans([text], spans, rng=0)[0].text == "Dear Dr. [PERSON], thank you."
+
+
+def _titled_gold(records):
+    """(record, gold NAME span) where a title stands right before the name."""
+    import re
+
+    title = re.compile(r"(?:Dear\s+)?(?:Dr|Mr|Mrs|Ms|Miss|Prof)\.?\s+$")
+    return [(r, g) for r in records for g in r.spans if g.category == "NAME"
+            and title.search(r.text[max(0, g.start - 16):g.start])]
+
+
+def _one_span_with_title(m, records) -> int:
+    texts = sorted({r.text for r, _ in records})
+    spans = dict(zip(texts, m.detect(texts), strict=True))
+    for r, g in records:
+        lead = len(r.text[:g.start].rstrip().rsplit(None, 1)[-1])  # the title's first letter
+        covering = [s for s in spans[r.text] if s.start <= g.start and g.end <= s.end]
+        assert covering and covering[0].category == "PERSON", r.text[g.start:g.end]
+        assert covering[0].start <= g.start - lead - 1, r.text[covering[0].start:g.end]
+    return len(records)
+
+
+def test_titled_names_are_one_span_on_generated_and_i2b2_notes(space):
+    import importlib.util
+    from pathlib import Path
+
+    from dptext.deid.gold import read_gold
+    from dptext.deid.notes import generate_notes
+
+    m = build_deid("custext", epsilon=2, k=5, space=space, detector="spacy", languages=None)
+    assert _one_span_with_title(m, _titled_gold(generate_notes(40, seed=11))) >= 20
+    spec = importlib.util.find_spec("philter_lite")
+    if spec is None:
+        pytest.skip("philter-lite (its i2b2 notes) is not installed")
+    i2b2 = read_gold(Path(spec.submodule_search_locations[0]) / "data" / "i2b2_xml")
+    assert _one_span_with_title(m, _titled_gold(i2b2)) >= 4
 
 
 # ------------------------------------------------------------ name policy

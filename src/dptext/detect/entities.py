@@ -110,7 +110,7 @@ class EntityDetector:
         else:
             found = self._from_engines(texts)[1]
         if self.recognizers:
-            found = [_rules_first(ents, self._from_rules(t))
+            found = [_rules_first(_no_credentials(t, ents), self._from_rules(t))
                      for ents, t in zip(found, texts, strict=True)]
         if self.allow:
             found = [[e for e in ents if not self._allowed(t[e.start:e.end])]
@@ -198,11 +198,28 @@ _NER_VAGUE = frozenset({"DATE", "TIME", "CARDINAL", "QUANTITY", "ORDINAL", "MONE
 
 
 def _rules_first(ner: list[Entity], rules: list[Entity]) -> list[Entity]:
+    """NER entities less a vague one a rule finding overlaps, after the rule findings (so a
+    rule's category wins where both report the same span: "Carly Jones, MD" is a PERSON, not
+    spaCy's ORG; "06/20/2016" a DATE, not its FAC)."""
     if not rules:
         return ner
     kept = [e for e in ner if e.category not in _NER_VAGUE
             or not any(r.start < e.end and e.start < r.end for r in rules)]
-    return kept + rules
+    return rules + kept
+
+
+# a professional credential after a name and a comma ("Don Foley, MD"), which spaCy tags as
+# a place or an organisation (Maryland); a state abbreviation there is no Safe Harbor
+# identifier either
+_CREDENTIAL = re.compile(r"(?:M\.?D|D\.?O|R\.?N|N\.?P|P\.?A(?:-C)?|Ph\.?D|DDS|DMD|MBBS|MPH|"
+                         r"FAC[PS]|LPN|CNM|APRN|PharmD)\.?")
+_NOT_NAMES = frozenset({"GPE", "ORG", "NORP", "LOC", "FAC"})
+
+
+def _no_credentials(text: str, ner: list[Entity]) -> list[Entity]:
+    return [e for e in ner if e.category not in _NOT_NAMES
+            or not _CREDENTIAL.fullmatch(text, e.start, e.end)
+            or not text[:e.start].rstrip().endswith(",")]
 
 
 def _dedupe(entities: list[Entity]) -> list[Entity]:

@@ -8,7 +8,7 @@ value with four digits or more, its digits in any run of digits and separators o
 ("212-555-0187" survives as "(212) 555 0187"). Every number of four digits or more of the
 original is looked up the same way (category ``NUMBER``), except a lone year (1900-2099),
 which Safe Harbor allows, and a measurement ("1000 mg"). The result names categories and
-positions, never values.
+positions, never values; identifiers that overlap (one name found by two detectors) count once.
 """
 
 from __future__ import annotations
@@ -63,6 +63,8 @@ def survivors(original: str, released: str, entities: Iterable, *,
         value = original[e.start:e.end].strip()
         if not value or (e.start, e.end) in seen:
             continue
+        if any(s.start < e.end and e.start < s.end for s in out):
+            continue  # one identifier found by two detectors ("Dr. Ann Lee" and "Ann Lee")
         hit = digits_survive(value)
         if not hit and any(c.isalpha() for c in value):
             pattern = r"\s+".join(re.escape(w) for w in value.casefold().split())

@@ -250,8 +250,43 @@ _STREET_TYPES = (r"(?:St|Street|Rd|Road|Ave|Avenue|Blvd|Boulevard|Dr|Drive|Ln|La
                  r"Trl|Trail|Loop|Row)")
 _US_STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE "
               "NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR")
-_NAME_WORD = r"[A-Z][a-z]+(?:[-'][A-Z][a-z]+)?"
-_CAPS_WORD = r"[A-Z][A-Za-z]+(?:[-'][A-Z][A-Za-z]+)?"  # "Bright" or "BRIGHT"
+# upper and lower case letters of Latin script, accents included ("Salómonsson", "Øster")
+_UP = "".join(c for c in map(chr, range(0x41, 0x250)) if c.isalpha() and c.isupper())
+_LO = "".join(c for c in map(chr, range(0x61, 0x250)) if c.isalpha() and c.islower())
+_NAME_WORD = rf"[{_UP}][{_LO}]+(?:[{_UP}][{_LO}]+)?(?:[-'][{_UP}][{_LO}]+)?"  # McDonald, O'Neil
+_CAPS_WORD = rf"[{_UP}][{_UP}{_LO}]+(?:[-'][{_UP}][{_UP}{_LO}]+)?"  # "Bright" or "BRIGHT"
+
+# titles and salutations before a name (split_title keeps them in a name's replacement)
+TITLES = ("Dr", "Mr", "Mrs", "Ms", "Miss", "Mx", "Prof", "Professor", "Doctor", "Nurse",
+          "Sister", "Rev", "Fr", "Sr", "Mme", "Mlle", "Herr", "Frau")
+SALUTATIONS = ("Dear", "Attn", "Attention")
+_SALUTATION = "(?:" + "|".join(SALUTATIONS) + r")[.:]?"
+_INITIALS = r"(?:[A-Z]\.[ \t]*){1,2}"
+# surname particles ("van der Torre", "de la Cruz", "bin Said")
+_PARTICLES = (r"(?:(?:van|von|der|den|de|del|della|di|da|du|la|le|bin|ibn|al|el|ten|ter|dos|"
+              r"das|do)[ \t]+){0,3}")
+_NAME_PART = rf"{_PARTICLES}{_NAME_WORD}"
+# one to three name words after a title, initials allowed ("J. Lopez", "Ana M. Ruiz"), on
+# one line; a CAPITALS title takes one CAPITALS name ("DR. SMITH"; a second word in
+# capitals may be the sentence going on: "DR. OKAFOR IN THE ED")
+_TITLED_NAME = (
+    rf"\b(?:{_SALUTATION}[ \t]+)?(?:"
+    rf"(?:{'|'.join(TITLES)})\.?[ \t]+(?:{_INITIALS})?{_NAME_PART}"
+    rf"(?:[ \t]+(?:{_INITIALS})?{_NAME_PART}){{0,2}}|"
+    rf"(?:{'|'.join(t.upper() for t in TITLES if len(t) > 1)})\.?[ \t]+(?:{_INITIALS})?"
+    rf"[{_UP}]{{2,}}(?:[-'][{_UP}]{{2,}})?)(?!\w)")  # "Dr. Thorne's": the name, not the 's
+# "Dear Ana Ruiz," - a salutation before a name without a title; the first word must not be
+# an ordinary word ("Dear Colleague", "Dear Sir")
+_SALUTED_NAME = (rf"\b(?:{_SALUTATION})[ \t]+(?:{_INITIALS})?{_NAME_WORD}"
+                 rf"(?:[ \t]+(?:{_INITIALS})?{_NAME_PART}){{0,2}}(?=[ \t]*[,:\n!])")
+
+
+def _not_ordinary_after(value: str) -> bool:
+    from dptext.detect.residual import common_words
+
+    words = re.findall(r"[^\W\d_][\w'-]*", value)
+    return len(words) > 1 and words[1].casefold() not in common_words()
+
 
 ID_CONTEXTS: dict[str, tuple[str, ...]] = {
     "MEDICAL_RECORD": ("mrn", "mr#", "mr #", "medical record", "record number", "record no",
@@ -327,10 +362,14 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
                           rf"\b(?:{_US_STATES.replace(' ', '|')})\s+(?P<v>\d{{5}}(?:-\d{{4}})?)\b"),
         PatternRecognizer("zip-context", "ZIP_CODE", r"(?<![\w-])\d{5}(?:-\d{4})?(?![\w-])",
                           context=("zip", "zip code", "postal code", "postcode")),
+        # a salutation and title with the name after them are one name span ("Dear Dr.
+        # Smith", "Mrs. J. Lopez"): the name treatments keep the title words (split_title)
+        PatternRecognizer("honorific", "PERSON", _TITLED_NAME),
+        PatternRecognizer("salutation", "PERSON", _SALUTED_NAME, validate=_not_ordinary_after),
         PatternRecognizer(
-            "honorific", "PERSON",
-            rf"\b(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Doctor|Nurse|Patient)\.?\s+"
-            rf"(?P<v>(?:[A-Z]\.\s*)?{_NAME_WORD}(?:\s+(?:[A-Z]\.\s*)?{_NAME_WORD})?)"),
+            "patient", "PERSON",
+            rf"\bPatient[ \t]+(?P<v>(?:[A-Z]\.[ \t]*)?{_NAME_WORD}"
+            rf"(?:[ \t]+(?:[A-Z]\.[ \t]*)?{_NAME_WORD})?)"),
         PatternRecognizer("signature", "PERSON",
                           rf"(?P<v>{_CAPS_WORD}(?:\s+[A-Z]\.?)?\s+{_CAPS_WORD}),?\s+"
                           r"(?:M\.?D\.?|D\.?O\.?|R\.?N\.?|N\.?P\.?|P\.?A\.?|Ph\.?D\.?)\b"),

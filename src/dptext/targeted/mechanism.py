@@ -51,6 +51,7 @@ from dptext.targeted.surrogates import (
     SURROGATE_SETS,
     name_surrogate_guarantee,
     placeholder_guarantee,
+    split_title,
     surrogate_name,
 )
 from dptext.text import count_punctuation, split_words
@@ -392,8 +393,9 @@ class TargetedMechanism(Mechanism):
                     elif self._surrogate(s.category):
                         new[(t, j)] = SURROGATE_SETS[s.category].draw(
                             value, self.surrogate_epsilon, gen)
-                    else:
-                        new[(t, j)] = self.placeholder.format(category=s.category)
+                    else:  # a name's title stays ("Dear Dr. [PERSON]")
+                        prefix = split_title(value)[0] if s.category in _NAMES else ""
+                        new[(t, j)] = prefix + self.placeholder.format(category=s.category)
         drawn = {}  # ident -> (text, the draw's events) of this call
         for ident, (t, j) in first.items():
             got = new[(t, j)]

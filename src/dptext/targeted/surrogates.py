@@ -254,29 +254,58 @@ def name_surrogate_guarantee() -> TokenGuarantee:
     first, last = _public_names()
     return TokenGuarantee(
         GuaranteeKind.INDEPENDENT,
-        scope=f"PERSON values of the same shape; replaced whole by a name drawn uniformly from "
-        f"public lists ({len(first)} first names, {len(last)} surnames), independently of the "
-        "input - equal to it only by chance")
+        scope=f"PERSON values of the same shape none of whose words is on the public lists; "
+        f"replaced whole by a name drawn uniformly from those lists ({len(first)} first names, "
+        f"{len(last)} surnames), independently of the input except that no word of the input "
+        "is drawn; a leading title or salutation (\"Dear Dr.\") is kept")
+
+
+_TITLE_PREFIX = re.compile(
+    r"(?:(?:Dear|Attn|Attention)[.:]?\s+)?(?:(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Professor|Doctor|"
+    r"Nurse|Sister|Rev|Fr|Sr|Mme|Mlle|Herr|Frau|DR|MR|MRS|MS|MISS|MX|PROF|PROFESSOR|DOCTOR|"
+    r"NURSE|SISTER|REV|FR|SR|MME|MLLE|HERR|FRAU)\.?\s+)?")
+
+
+def split_title(value: str) -> tuple[str, str]:
+    """``("Dear Dr. ", "Smith")`` of ``"Dear Dr. Smith"``: the salutation and title words
+    before a name (:mod:`dptext.detect.recognizers` finds them as one name span) and the
+    name; the prefix is ``""`` when there is none or nothing would be left of the name."""
+    prefix = _TITLE_PREFIX.match(value).group()
+    if not value[len(prefix):].strip():
+        return "", value
+    return prefix, value[len(prefix):]
+
+
+def _draw_other(pool: tuple[str, ...], avoid: frozenset[str], rng: np.random.Generator) -> str:
+    """A uniform draw from ``pool`` that is not in ``avoid`` (case-folded)."""
+    while True:
+        new = pool[int(rng.integers(len(pool)))]
+        if new.casefold() not in avoid:
+            return new
 
 
 def surrogate_name(value: str, rng: np.random.Generator) -> str:
     """A made-up name of the same shape as ``value``: one word per word (a first name first,
-    surnames after; an initial stays an initial, CAPITALS stay capitals, ``Last, First`` keeps
-    its order). The draw depends on the shape only, never on the letters."""
+    surnames after, a surname alone after a title; an initial stays an initial, CAPITALS stay
+    capitals, ``Last, First`` keeps its order), a leading title or salutation kept. The draw
+    depends on the shape only, never on the letters - except that a word of the input is never
+    drawn, so no part of a name comes back verbatim."""
     first, last = _public_names()
-    words = re.findall(r"[^\s,]+", value)
-    comma = "," in value
+    prefix, name = split_title(value)
+    words = re.findall(r"[^\s,]+", name)
+    avoid = frozenset(p.casefold() for w in words for p in re.split(r"[-']", w) + [w] if p)
+    comma = "," in name
     out = []
     for i, w in enumerate(words):
         initial = len(w.rstrip(".")) == 1
         if initial:
             new = chr(ord("A") + int(rng.integers(26))) + ("." if w.endswith(".") else "")
         else:
-            pool = last if (i > 0) != comma or len(words) == 1 and w.isupper() else first
-            new = pool[int(rng.integers(len(pool)))]
+            surname = (i > 0) != comma or (len(words) == 1 and (w.isupper() or bool(prefix)))
+            new = _draw_other(last if surname else first, avoid, rng)
         if w.isupper() and not initial:
             new = new.upper()
         out.append(new)
     if comma and len(out) > 1:
-        return f"{out[0]}, {' '.join(out[1:])}"
-    return " ".join(out)
+        return f"{prefix}{out[0]}, {' '.join(out[1:])}"
+    return prefix + " ".join(out)
