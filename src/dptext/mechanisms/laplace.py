@@ -5,11 +5,13 @@ noise kappa with density proportional to exp(-epsilon * |kappa|): a direction u 
 unit sphere of R^n and a radius r ~ Gamma(shape=n, scale=1/epsilon); the output is the word
 nearest (Euclidean) to phi(w) + r*u, possibly w itself. Guarantee: epsilon*d metric DP with
 d = Euclidean distance between word vectors. The nearest-word search
-(:mod:`dptext.mechanisms.search`) is exact by default (blocked float32 GEMM with a fused
-top-two, near ties re-checked in float64: the exact nearest word to the float64 noisy point);
+(:mod:`dptext.mechanisms.search`) is exact (blocked float32 GEMM with a fused top-two, near
+ties re-checked in float64: the exact nearest word to the float64 noisy point); by default
+(``search="auto"``, :mod:`dptext.mechanisms.search.auto`) through whichever certified search -
+one that gives exactly these words - is fastest on this CPU, measured once and cached;
 ``device="cuda"`` (or ``"auto"`` with a GPU) runs the exact search in torch on the GPU, same
-result; ``search="int8"`` finds the same words faster on the CPU through a certified int8
-pre-filter (:mod:`dptext.mechanisms.search.int8`); ``search="ivf"`` / ``"hnsw"`` use a faiss
+result; ``search="int8"`` finds the same words through a certified int8 pre-filter
+(:mod:`dptext.mechanisms.search.int8`); ``search="ivf"`` / ``"hnsw"`` use a faiss
 index built from the public word vectors instead (approximate, faster). Either way the word is
 a function of the noisy vector alone - post-processing - so it cannot weaken the guarantee.
 
@@ -53,7 +55,7 @@ class MultivariateLaplace(WordMechanism):
     # post-processing of the noisy vector, and where that search runs
     runtime_parameters = frozenset({"search", "device"})
 
-    def __init__(self, *, epsilon: float = 75.0, search: str = "exact", device: str = "cpu",
+    def __init__(self, *, epsilon: float = 75.0, search: str = "auto", device: str = "cpu",
                  **common) -> None:
         from dptext.devices import check_device
         from dptext.mechanisms.search import SEARCHES
@@ -61,9 +63,9 @@ class MultivariateLaplace(WordMechanism):
         super().__init__(epsilon=epsilon, **common)
         self.search = check_choice(search, "search", SEARCHES)
         self.device = check_device(device)
-        if self.search != "exact" and self.device == "cuda":
+        if self.search not in ("exact", "auto") and self.device == "cuda":
             raise DPTextError(f"search={self.search!r} runs on the CPU; device='cuda' is for "
-                              "search='exact'")
+                              "search='exact' (or 'auto')")
         self._search = None
 
     @property
@@ -114,8 +116,11 @@ class MultivariateLaplace(WordMechanism):
         if self._search is None:
             from dptext.mechanisms.search import make_search
 
-            self._search = make_search(self._fitted_space().vectors, self.search,
-                                       device="cpu" if self.search != "exact" else self.device)
+            space = self._fitted_space()
+            self._search = make_search(
+                space.vectors, self.search,
+                device=self.device if self.search in ("exact", "auto") else "cpu",
+                fingerprint=space.fingerprint)
         return self._search
 
     def _sample(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -1,44 +1,55 @@
 """Nearest word (Euclidean) to many points: the searches of the multivariate Laplace mechanism,
-one module each - :mod:`~dptext.mechanisms.search.exact` (the default: certified float32 GEMM
-with a float64 re-check of near ties), :mod:`~dptext.mechanisms.search.torch` (the same on a
-GPU), :mod:`~dptext.mechanisms.search.int8` (the exact words through a certified int8
-pre-filter), :mod:`~dptext.mechanisms.search.faiss` (approximate, indexed) - on the interface of
-:mod:`~dptext.mechanisms.search.base`. :func:`make_search` builds one by name."""
+one module each - :mod:`~dptext.mechanisms.search.auto` (the default: the fastest of the
+certified searches on this CPU, measured once and cached),
+:mod:`~dptext.mechanisms.search.exact` (certified float32 GEMM with a float64 re-check of near
+ties), :mod:`~dptext.mechanisms.search.torch` (the same on a GPU),
+:mod:`~dptext.mechanisms.search.int8` (the exact words through a certified int8 pre-filter; its
+set-up in :mod:`~dptext.mechanisms.search.int8_setup`), :mod:`~dptext.mechanisms.search.faiss`
+(approximate, indexed) - on the interface of :mod:`~dptext.mechanisms.search.base`.
+:func:`make_search` builds one by name."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dptext.errors import DPTextError
+from dptext.mechanisms.search.auto import AutoSearch
 from dptext.mechanisms.search.base import Search
 from dptext.mechanisms.search.exact import ExactSearch
 from dptext.mechanisms.search.faiss import FaissSearch
 from dptext.mechanisms.search.int8 import Int8Search
 from dptext.mechanisms.search.torch import TorchExactSearch
 
-#: every search by name (``search=``); int8 gives the exact search's words
-SEARCHES: dict[str, type[Search]] = {"exact": ExactSearch, "int8": Int8Search,
-                                     "ivf": FaissSearch, "hnsw": FaissSearch}
+#: every search by name (``search=``); auto and int8 give the exact search's words
+SEARCHES: dict[str, type[Search]] = {"auto": AutoSearch, "exact": ExactSearch,
+                                     "int8": Int8Search, "ivf": FaissSearch,
+                                     "hnsw": FaissSearch}
 
 
-def make_search(vectors: np.ndarray, search: str = "exact", device: str = "cpu", **options):
+def make_search(vectors: np.ndarray, search: str = "auto", device: str = "cpu", *,
+                fingerprint=None, **options):
     """The nearest-word search ``search`` over ``vectors`` (one of :data:`SEARCHES`) on
-    ``device`` ("cpu", "cuda", "auto"; the faiss searches run on the CPU)."""
+    ``device`` ("cpu", "cuda", "auto"; the faiss and int8 searches run on the CPU; auto on a
+    GPU is the exact search there). ``fingerprint``: the space's (a string, or a function
+    giving it), under which the int8 set-up is cached with the mechanism's tables."""
     from dptext.devices import resolve_device
 
     if resolve_device(device) == "cuda":
-        if search != "exact":
+        if search not in ("exact", "auto"):
             raise DPTextError(f"search={search!r} runs on the CPU; device='cuda' "
-                              "is for search='exact'")
+                              "is for search='exact' (or 'auto')")
         return TorchExactSearch(vectors, device="cuda", **options)
+    if search == "auto":
+        return AutoSearch(vectors, fingerprint=fingerprint, **options)
     if search == "exact":
         return ExactSearch(vectors, **options)
     if search == "int8":
-        return Int8Search(vectors, **options)
+        return Int8Search(vectors, fingerprint=fingerprint() if callable(fingerprint)
+                          else fingerprint, **options)
     if search in ("ivf", "hnsw"):
         return FaissSearch(vectors, search, **options)
     raise DPTextError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
 
 
-__all__ = ["SEARCHES", "ExactSearch", "FaissSearch", "Int8Search", "Search", "TorchExactSearch",
-           "make_search"]
+__all__ = ["SEARCHES", "AutoSearch", "ExactSearch", "FaissSearch", "Int8Search", "Search",
+           "TorchExactSearch", "make_search"]

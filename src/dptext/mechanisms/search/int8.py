@@ -66,14 +66,12 @@ a per-point loop), and a point with more than one word still left is re-ranked i
 :meth:`ExactSearch._recheck` does). On the default space about 25 words per point pass the
 int8 filter at eps 10 and 50, one at eps 200, and 0.6% of points reach float64.
 
-The kernel must be exact for the argument to hold: int8 kernels without VNNI multiply pairs of
-u8 x s8 into int16 with saturation (255 x 127 x 2 > 32767). At construction a probe compares
-the kernel with exact integer arithmetic on extreme and random inputs at several row counts; if
-it is not exact, the words are quantized to [-63, 63] (no pair can saturate) and probed again;
-if that fails too, or torch has no oneDNN int8 kernel (not an x86 build), ``search="int8"`` is
-refused with a one-line error. Threads: ``workers`` (default: the BLAS's thread count, as the
-exact search), each searching whole blocks with one torch thread (the noise of its blocks is
-drawn there too).
+The kernel must be exact for the argument to hold (int8 kernels without VNNI saturate u8 x s8
+pairs in int16): probes at construction decide the word codes' width (127 or 63 levels) or
+refuse ``search="int8"`` with a one-line error, and the word codes are cached with the
+mechanism's tables (:mod:`~dptext.mechanisms.search.int8_setup`). Threads: ``workers``
+(default: the BLAS's thread count, as the exact search), each searching whole blocks with one
+torch thread (the noise of its blocks is drawn there too).
 """
 
 from __future__ import annotations
@@ -86,9 +84,18 @@ import numpy as np
 from dptext.errors import DPTextError
 from dptext.mechanisms.search.base import Search, blas_threads, blocks, exact_sq_distances
 from dptext.mechanisms.search.exact import ExactSearch
+from dptext.mechanisms.search.int8_setup import (
+    _U8_DELTA,
+    LEVELS,
+    cached_codes,
+    probe_kernel,
+    probe_sampled,
+    probe_u8,
+)
+from dptext.mechanisms.search.int8_setup import kernel as _kernel
+from dptext.mechanisms.search.int8_setup import sampled_dot as _sampled_dot
 
 _U32 = 2.0**-24
-_PROBE_ROWS = (1, 3, 17, 128, 1024)
 _GROUPS = 64  # groups of a tile's columns (g, g + 64, ...) whose maxima the scan reads first
 _GROUPS8 = 128  # the same for 8-bit tiles (torch's uint8 maximum is 10x faster at 128 than 64)
 # the 8-bit window reaches this many times (first tile's best - its mean) above a point's lower
@@ -97,10 +104,6 @@ _RISE = 1.5
 # the coarsest level allowed, in units of the points' median largest error: coarser levels keep
 # more words for the float32 test (a pair's interval widens by about two levels)
 _COARSEST = 2.0
-_U8_DELTA = 1e-3  # levels: bounds the float32 rounding of the kernel's requantization (~1e-5)
-
-
-LEVELS = (127, 63)  # word codes in [-L, L]: 127 where the kernel is exact, else 63
 
 
 class Int8SpeedWarning(UserWarning):
@@ -126,18 +129,6 @@ def _notice_saturating_kernel() -> None:
         "kernel saturates at 8-bit word codes; 7-bit codes (63 levels) are used instead - the "
         "same exact words, but only about 1.2-1.3x the CPU time of search='exact' (3-5x needs "
         "VNNI or AMX)", Int8SpeedWarning, stacklevel=4)
-
-
-def _kernel():
-    """torch's oneDNN int8 linear ops (prepack, pointwise), or a one-line error."""
-    import torch
-
-    ops = getattr(torch.ops, "onednn", None)
-    try:
-        return ops.qlinear_prepack, ops.qlinear_pointwise
-    except (AttributeError, RuntimeError):
-        raise DPTextError("search='int8' needs torch's oneDNN int8 kernels (an x86 build of "
-                          "torch); use search='exact'") from None
 
 
 def _score_error(p_err, q_norm, shift, tau, norm, w_err, w_q_norm, half, spread):
@@ -179,34 +170,16 @@ def _scan_float(o: np.ndarray, limit64: np.ndarray, t: int, tops: np.ndarray | N
     return r, c + t, vals, vals
 
 
-def _sampled_dot(points: np.ndarray, words_t, counts: np.ndarray, cols: np.ndarray
-                 ) -> np.ndarray:
-    """points[i] . words[j] in float32 for the pairs of a CSR pattern: ``counts[i]`` pairs of
-    point i, their words ``cols`` (sorted by point, then word); ``words_t`` is the torch view
-    of the words (rows)."""
-    import warnings
-
-    import torch
-
-    crow = torch.from_numpy(np.r_[0, np.cumsum(counts)].astype(np.int64))
-    with warnings.catch_warnings():  # "CSR support is in beta"
-        warnings.simplefilter("ignore")
-        pattern = torch.sparse_csr_tensor(crow, torch.from_numpy(cols.astype(np.int64)),
-                                          torch.zeros(len(cols)), size=(len(points),
-                                                                        len(words_t)),
-                                          check_invariants=False)
-        out = torch.sparse.sampled_addmm(pattern, torch.from_numpy(points), words_t.T,
-                                         beta=0.0)
-    return out.values().numpy()
-
-
 class Int8Search(Search):
     """Exact nearest word through a certified int8 pre-filter (module docstring)."""
 
     def __init__(self, vectors: np.ndarray, *, block: int = 2048, tile: int = 2048,
-                 workers: int | None = None, levels: int | None = None) -> None:
+                 workers: int | None = None, levels: int | None = None,
+                 fingerprint: str | None = None) -> None:
         # 2048 x 2048 (8-bit tiles of 4 MB): 1.25x 1024 x 1024 on the AMX machine (medians of
         # 7 interleaved runs, 4,104 points, 2 threads; 2048 x 4096 and 512 x 1024 slower)
+        # fingerprint: the space's (EmbeddingSpace.fingerprint); where given, the word codes
+        # are cached with the mechanism's tables (int8_setup.cached_codes)
         if block < 1 or tile < 1 or (workers is not None and workers < 1):
             raise DPTextError("block, tile and workers must be positive")
         if levels is not None and levels not in LEVELS:
@@ -218,8 +191,6 @@ class Int8Search(Search):
         self.candidates = 0  # words re-ranked in float64, all points
         self.window_blocks = [0, 0]  # blocks whose tiles after the first read 8-bit / float32
         words = self.exact.words
-        w64 = words.astype(np.float64)  # set-up only: not kept (153 MB for the default space)
-        self.norm = np.sqrt(np.einsum("ij,ij->i", w64, w64))
         self.half = self.exact.half_sq  # float64
         self.max_half = float(self.half.max()) if len(words) else 0.0
         low = float(self.half.min()) if len(words) else 0.0
@@ -228,9 +199,10 @@ class Int8Search(Search):
         # space): the common bias then costs nothing; else one scale per block
         self.row_scaled = self.max_half - low <= 1e-6 * max(self.max_half, 1e-30)
         self._prepack, self._pointwise = _kernel()
+        # the kernel is probed before any word is coded (the probe does not depend on them)
+        d, n = words.shape[1], min(self.tile, 256)
         for tried in LEVELS if levels is None else (levels,):
-            self._quantize(w64, tried)
-            if self._probe(tried):
+            if probe_kernel(self._prepack, self._pointwise, d, n, self.block, tried):
                 break
         else:
             which = "" if levels is None else f" at {levels} levels"
@@ -239,34 +211,29 @@ class Int8Search(Search):
         self.levels = tried
         if tried < LEVELS[0]:
             _notice_saturating_kernel()
-        self.u8 = self._probe_u8(tried)  # the 8-bit output window, where it reads as assumed
+        self._tiles(cached_codes(words, tried, fingerprint))
+        # the 8-bit output window, where it reads as assumed
+        self.u8 = probe_u8(self._prepack, self._pointwise, d, n, self.block, tried)
         import torch
 
         self._augmented_t = torch.from_numpy(self.exact.augmented)
-        self.sampled = self._probe_sampled()  # float32 scores of candidate pairs in one call
+        self.sampled = probe_sampled(d, _sampled_dot)  # candidate pairs' scores in one call
 
-    # ------------------------------------------------------------------ set-up
-    def _quantize(self, w64: np.ndarray, levels: int) -> None:
-        """Integer codes and scales of the words, their exact errors, and the tiles: the
-        words sorted by their error (so each tile's largest error, which bounds its words in
-        the scan, is close to theirs), each tile prepacked for the kernel with its bounds."""
+    def _tiles(self, codes: dict[str, np.ndarray]) -> None:
+        """The words' codes (:func:`~dptext.mechanisms.search.int8_setup.word_codes`) in tiles:
+        the words sorted by their error (so each tile's largest error, which bounds its words
+        in the scan, is close to theirs), each tile prepacked for the kernel with its bounds."""
         import torch
 
-        words, d = self.exact.words, self.exact.words.shape[1]
-        top = np.abs(words).max(1) if len(words) else np.zeros(0, np.float32)
-        scale = (top / np.float32(levels)).astype(np.float32)
-        scale[scale == 0] = 1.0  # a zero row: q = 0, exact
-        q = np.clip(np.rint(w64 / scale[:, None].astype(np.float64)), -levels, levels)
-        approx = q * scale[:, None].astype(np.float64)  # exact in float64
-        self.w_err = np.sqrt(((w64 - approx) ** 2).sum(1))
-        self.q_norm = np.sqrt((approx * approx).sum(1))
-        self.order = np.argsort(self.w_err, kind="stable")  # tile position -> word index
-        q8 = torch.from_numpy(q[self.order].astype(np.int8))
+        d = self.exact.words.shape[1]
+        self.norm, self.w_err, self.q_norm = codes["norm"], codes["w_err"], codes["q_norm"]
+        self.order = codes["order"]  # tile position -> word index
+        q8 = torch.from_numpy(np.ascontiguousarray(codes["q"][self.order]))
         half32 = torch.from_numpy(self.exact.half_sq32[self.order])
-        scales = torch.from_numpy(scale[self.order])
+        scales = torch.from_numpy(np.ascontiguousarray(codes["scale"][self.order]))
         self.tiles = []
         self.half32 = half32  # |y|^2/2 in tile order (float32), the kernel's bias
-        for t in range(0, len(words), self.tile):
+        for t in range(0, len(self.order), self.tile):
             sl = self.order[t: t + self.tile]
             stop = t + len(sl)
             bounds = (float(self.norm[sl].max()), float(self.w_err[sl].max()),
@@ -278,90 +245,6 @@ class Int8Search(Search):
                                half32[t:stop].contiguous(), bounds))
         # each tile's bounds as columns (norm, w_err, q_norm, half, spread), for all at once
         self.tile_bounds = np.array([tile[-1] for tile in self.tiles]).T[:, :, None]
-
-    def _probe(self, levels: int) -> bool:
-        """Whether the kernel equals exact integer arithmetic (to float32 rounding) on
-        points with every code at its extreme, on random ones, at several row counts, with
-        weights at +-``levels`` (the pairs that saturate an int16 kernel) and random."""
-        import torch
-
-        d = self.exact.words.shape[1]
-        rng = np.random.default_rng(0)
-        n = min(self.tile, 256)
-        w = rng.integers(-levels, levels + 1, (n, d))
-        w[0], w[1], w[2] = levels, -levels, np.where(np.arange(d) % 2, levels, -levels)
-        packed = self._prepack(torch.from_numpy(w.astype(np.int8)), [self.block, d])
-        ones = torch.ones(n, dtype=torch.float32)
-        zeros = torch.zeros(n, dtype=torch.int64)
-        for rows in _PROBE_ROWS:
-            x = rng.integers(1, 256, (rows, d))
-            x[0] = 255
-            if rows > 2:
-                x[1], x[2] = 1, np.where(np.arange(d) % 2, 255, 1)
-            got = self._pointwise(torch.from_numpy(x.astype(np.uint8)), 1.0, 128, packed, ones,
-                                  zeros, None, 1.0, 0, torch.float32, "none", [], "").numpy()
-            want = ((x - 128) @ w.T).astype(np.float64)  # exact int64
-            if not np.array_equal(got.astype(np.float64), want):
-                return False
-        return True
-
-    def _probe_u8(self, levels: int) -> bool:
-        """Whether the kernel's 8-bit output is its score divided by the output scale, rounded
-        to the nearest level (within ``_U8_DELTA``) and clamped to 0..255, on random codes,
-        word scales, biases and windows - what the 8-bit window's bounds assume."""
-        import torch
-
-        d = self.exact.words.shape[1]
-        rng = np.random.default_rng(1)
-        n = min(self.tile, 256)
-        w = rng.integers(-levels, levels + 1, (n, d))
-        word_scale = rng.uniform(1e-3, 1e-2, n).astype(np.float32)
-        bias = rng.normal(0.0, 3.0, n).astype(np.float32)
-        packed = self._prepack(torch.from_numpy(w.astype(np.int8)), [self.block, d])
-        zeros = torch.zeros(n, dtype=torch.int64)
-        x_scale = float(np.float32(1.0 / 127))
-        for rows in _PROBE_ROWS:
-            x = rng.integers(1, 256, (rows, d))
-            exact = ((x - 128) @ w.T) * (x_scale * word_scale.astype(np.float64)) + bias
-            lo, hi = np.percentile(exact, [10, 99])
-            step = float((hi - lo) / 255)
-            try:
-                got = self._pointwise(torch.from_numpy(x.astype(np.uint8)), x_scale, 128,
-                                      packed, torch.from_numpy(word_scale), zeros,
-                                      torch.from_numpy(bias - np.float32(lo)), step, 0, None,
-                                      "none", [], "").numpy()
-            except (RuntimeError, TypeError, ValueError):
-                return False
-            want = (exact - lo) / step
-            if got.dtype != np.uint8 or got.shape != want.shape:
-                return False
-            low = np.clip(want - 0.5 - _U8_DELTA, 0, 255)
-            high = np.clip(want + 0.5 + _U8_DELTA, 0, 255)
-            if not np.all((got >= low) & (got <= high)):
-                return False
-        return True
-
-    def _probe_sampled(self) -> bool:
-        """Whether torch's sampled dense product gives float32 dot products within the
-        float32 bound of :meth:`ExactSearch.error_bound` (not, say, bfloat16 ones) on random
-        pairs, patterns with empty rows included; else the per-point loop is used."""
-        rng = np.random.default_rng(2)
-        d = self.exact.words.shape[1]
-        points = rng.standard_normal((7, d + 1)).astype(np.float32) * 3
-        words = rng.standard_normal((300, d + 1)).astype(np.float32)
-        counts = np.array([5, 0, 1, 40, 0, 3, 9])
-        cols = np.concatenate([np.sort(rng.choice(300, k, replace=False)) for k in counts])
-        try:
-            import torch
-
-            got = _sampled_dot(points, torch.from_numpy(words), counts, cols)
-        except (RuntimeError, TypeError, ValueError, AttributeError):
-            return False
-        rows = np.repeat(np.arange(len(points)), counts)
-        p64, w64 = points[rows].astype(np.float64), words[cols].astype(np.float64)
-        want = np.einsum("ij,ij->i", p64, w64)
-        bound = (d + 3) * _U32 * np.einsum("ij,ij->i", np.abs(p64), np.abs(w64))
-        return got.shape == want.shape and bool(np.all(np.abs(got - want) <= bound))
 
     # ------------------------------------------------------------------ search
     def __call__(self, points: np.ndarray) -> np.ndarray:

@@ -16,11 +16,15 @@ class TorchExactSearch(ExactSearch):
     """:class:`ExactSearch` with the float32 GEMM and top-two in torch on ``device``."""
 
     def __init__(self, vectors: np.ndarray, *, device: str = "cuda", block: int = 4096) -> None:
+        import warnings
+
         import torch
 
         super().__init__(vectors, block=block)
         self.device = torch.device(device)
-        self._words = torch.from_numpy(self.words).to(self.device)
+        with warnings.catch_warnings():  # a read-only (mapped) space: the tensor is only read
+            warnings.simplefilter("ignore", UserWarning)
+            self._words = torch.from_numpy(self.words).to(self.device)
         self._half_sq32 = torch.from_numpy(self.half_sq32).to(self.device)
 
     def search_blocks(self, n: int, points_of: Callable[[int, int], np.ndarray], *,
