@@ -193,3 +193,70 @@ def test_store_line_without_key_is_a_one_line_error(tmp_path):
     path.write_text('{"key": "a"}\n[1, 2]\n', encoding="utf-8")
     with pytest.raises(DPTextError, match="line 2"):
         CellStore(path)
+
+
+# ------------------------------------------------------------------ durable writes
+def _fsyncs(monkeypatch) -> list[str]:
+    """The kinds of what os.fsync is called on ("file" or "dir"), in order."""
+    import os
+    import stat
+
+    seen, real = [], os.fsync
+
+    def spy(fd):
+        seen.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return seen
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_atomic_write_replaces_only_on_success(tmp_path, monkeypatch, durable):
+    import os
+
+    target = write(tmp_path / "out.txt", "old\n")
+    fsyncs = _fsyncs(monkeypatch)
+    with pytest.raises(RuntimeError), dio.atomic_write(target, durable=durable) as f:
+        f.write("half")
+        raise RuntimeError("stopped")
+    assert target.read_text() == "old\n" and sorted(os.listdir(tmp_path)) == ["out.txt"]
+    assert fsyncs == []
+    with dio.atomic_write(target, durable=durable) as f:
+        f.write("new\n")
+    assert target.read_text() == "new\n" and sorted(os.listdir(tmp_path)) == ["out.txt"]
+    assert fsyncs == (["file", "dir"] if durable else [])  # the file, then the rename
+    assert target.stat().st_mode & 0o777 == dio.file_mode()
+
+
+def test_atomic_write_through_a_named_temporary(tmp_path):
+    target, temp = tmp_path / "manifest.json", tmp_path / ".manifest.json.dptext-1.tmp"
+    with pytest.raises(RuntimeError), dio.atomic_write(target, "wb", temp=temp) as f:
+        f.write(b"{}")
+        raise RuntimeError("stopped")
+    assert not temp.exists() and not target.exists()
+    with dio.atomic_write(target, "wb", durable=True, temp=temp) as f:
+        f.write(b"{}")
+    assert target.read_bytes() == b"{}" and not temp.exists()
+    assert target.stat().st_mode & 0o777 == dio.file_mode()
+
+
+def test_atomic_write_refuses_a_directory_or_a_missing_one(tmp_path):
+    with pytest.raises(DPTextError, match="is a directory"), dio.atomic_write(tmp_path):
+        pass
+    with pytest.raises(DPTextError, match="does not exist"), \
+            dio.atomic_write(tmp_path / "no" / "file"):
+        pass
+
+
+def test_staged_write_is_fsynced_in_place_or_removed(tmp_path, monkeypatch):
+    fsyncs = _fsyncs(monkeypatch)
+    part = tmp_path / ".out.dptext-1.tmp"
+    with pytest.raises(RuntimeError), dio.staged_write(part) as f:
+        f.write(b"half")
+        raise RuntimeError("stopped")
+    assert not part.exists() and fsyncs == []
+    with dio.staged_write(part) as f:
+        f.write(b"whole")
+    assert part.read_bytes() == b"whole" and fsyncs == ["file"]
+    assert part.stat().st_mode & 0o777 == dio.file_mode()

@@ -1,5 +1,6 @@
-"""File input/output: UTF-8 line reading with clear errors, atomic writes, strict JSONL and
-CSV records (docs/reliability.md, "Input files").
+"""File input/output: UTF-8 line reading with clear errors, atomic and durable writes
+(:func:`atomic_write`, :func:`staged_write`), strict JSONL and CSV records
+(docs/reliability.md, "Input files").
 
 Every defect of an input file is a one-line :class:`DPTextError` naming the line (JSONL) or
 the row and line (CSV); nothing is merged, padded, overwritten or dropped silently:
@@ -34,23 +35,71 @@ from dptext.errors import DPTextError
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
-    """Write to a temporary file beside ``path`` and rename it into place on success only."""
+def atomic_write(path: str | os.PathLike, mode: str = "w", *, durable: bool = False,
+                 temp: str | os.PathLike | None = None, **kwargs) -> Iterator[IO]:
+    """Write to a temporary file beside ``path`` and rename it into place on success only
+    (the one helper for every file that replaces another; ``kwargs`` go to ``open``).
+
+    ``durable=True``: the file is fsynced before the rename and its directory after it, so
+    the new file survives a power failure once the ``with`` block has returned. ``temp``: the
+    temporary path to write (the corpus engine names its own so that a later run can remove
+    what a killed one left: :func:`dptext.corpus.paths.temp_beside`); by default a fresh
+    ``.NAME.XXXXXXXX.tmp``. The file gets the permissions a plain ``open()`` would give it."""
     path = Path(path)
     if not path.parent.is_dir():
         raise DPTextError(f"output directory does not exist: {path.parent}")
     if path.is_dir():
         raise DPTextError(f"output path is a directory: {path}")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if temp is None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    else:
+        tmp = os.fspath(temp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, mode, **kwargs) as f:
             # mkstemp creates 0600; give the output the permissions a plain open() would
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            os.fchmod(f.fileno(), file_mode())
             yield f
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def staged_write(path: str | os.PathLike, mode: str = "wb", **kwargs) -> Iterator[IO]:
+    """Write ``path`` itself, flushed and fsynced on success (removed on failure), with a
+    plain file's permissions: a file that a later rename puts in place, as the corpus engine's
+    two-step commit does (:func:`dptext.corpus.shards.stage`, then ``apply_commit``)."""
+    path = Path(path)
+    try:
+        with open(path, mode, **kwargs) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(path, file_mode())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def fsync_dir(directory: str | os.PathLike) -> None:
+    """Make the renames in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def file_mode() -> int:
+    """The mode a plain ``open()`` would give a new file."""
+    return 0o666 & ~_umask()
 
 
 def check_output_path(path: str | os.PathLike, *, what: str = "output") -> Path:

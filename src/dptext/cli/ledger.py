@@ -11,12 +11,12 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
 
 from dptext.errors import DPTextError
+from dptext.io import atomic_write
 
 
 def _positive(text: str) -> float:
@@ -210,16 +210,11 @@ def cmd_export(args) -> int:
                 for entry in ledger.entries():
                     out.write(json.dumps(entry, ensure_ascii=False) + "\n")
             return 0
-        tmp = args.output.with_name(f".{args.output.name}.{os.getpid()}.tmp")
-        try:  # written whole, then renamed: never a half-written export
-            with open(tmp, "w") as out:
-                n = 0
-                for entry in ledger.entries():
-                    out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-                    n += 1
-            os.replace(tmp, args.output)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_write(args.output) as out:  # written whole: never a half-written export
+            n = 0
+            for entry in ledger.entries():
+                out.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                n += 1
     print(f"exported {n} entries to {args.output}", file=sys.stderr)
     return 0
 

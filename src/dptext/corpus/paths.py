@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dptext.corpus.jobdir import workdir_of
 from dptext.errors import DPTextError
+from dptext.io import atomic_write
 
 STDOUT = "-"
 
@@ -163,36 +164,8 @@ def remove_stale_temps(path: Path) -> list[Path]:
     return removed
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_durably(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file: fsync, rename, fsync the dir."""
-    tmp = temp_beside(path)
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def file_mode() -> int:
-    """The mode a plain ``open()`` would give a new file."""
-    return 0o666 & ~_umask()
+    """Write ``data`` to ``path`` through ``.NAME.dptext-PID.tmp``: fsync, rename, fsync the
+    directory (:func:`dptext.io.atomic_write`)."""
+    with atomic_write(path, "wb", durable=True, temp=temp_beside(path)) as f:
+        f.write(data)

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dptext.corpus.job import ResumableError
-from dptext.corpus.paths import OutputPlan, file_mode, fsync_dir, temp_beside, write_durably
+from dptext.corpus.paths import OutputPlan, temp_beside, write_durably
+from dptext.io import file_mode, fsync_dir, staged_write
 
 PART_SUFFIX = {"jsonl": ".jsonl", "csv": ".csv", "txt": ".txt", "parquet": ".parquet"}
 
@@ -54,10 +55,8 @@ def seal(shard: Shard, directory: Path, out_fmt: str, release: str | None) -> di
     name = f"part-{shard.index:05d}{PART_SUFFIX[out_fmt]}"
     if out_fmt == "parquet":
         data = parquet_bytes(shard.rows, shard.schema)
-        with open(shard.path, "wb") as f:
+        with staged_write(shard.path) as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         shard.hash.update(data)
     else:
         shard.f.flush()
@@ -89,11 +88,8 @@ def parquet_bytes(rows: list[dict], schema) -> bytes:
 
 def write_tmp(path: Path, data: bytes) -> None:
     """Write a file that a later rename puts in place (fsynced, a plain file's mode)."""
-    with open(path, "wb") as f:
+    with staged_write(path) as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(path, file_mode())
 
 
 def assemble(directory: Path, shards: list[dict], header: bytes, out_fmt: str, schema,
@@ -104,7 +100,7 @@ def assemble(directory: Path, shards: list[dict], header: bytes, out_fmt: str, s
     if out_fmt == "parquet":
         _assemble_parquet(directory, shards, schema, target, h)
         return h.hexdigest()
-    with open(target, "wb") as out:
+    with staged_write(target) as out:
         out.write(header)
         h.update(header)
         for shard in shards:
@@ -118,9 +114,6 @@ def assemble(directory: Path, shards: list[dict], header: bytes, out_fmt: str, s
                 raise ResumableError(f"{directory / shard['part']} does not match its "
                                      f"checksum in the manifest; remove {directory} and "
                                      f"start again")
-        out.flush()
-        os.fsync(out.fileno())
-    os.chmod(target, file_mode())
     return h.hexdigest()
 
 
@@ -184,12 +177,9 @@ def stage(plan: OutputPlan, directory: Path, shards: list[dict], header: bytes, 
         if rejects:
             tmp_rej = temp_beside(plan.rejects)
             made.append(tmp_rej)
-            with open(tmp_rej, "wb") as out:
+            with staged_write(tmp_rej) as out:
                 for p in rejects:
                     out.write(p.read_bytes())
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp_rej, file_mode())
             steps.append(["rename", str(tmp_rej), str(plan.rejects)])
         elif plan.rejects.is_file():
             steps.append(["delete", str(plan.rejects)])  # of an earlier run: now stale

@@ -5,17 +5,18 @@ written when the stream ends."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 from dptext.corpus.aggregate import UnitTotals
 from dptext.corpus.job import JobResult, now
-from dptext.corpus.paths import file_mode, remove_stale_temps, temp_beside, write_durably
+from dptext.corpus.paths import remove_stale_temps, temp_beside, write_durably
 from dptext.corpus.shards import Shard
+from dptext.io import atomic_write
 
 
 def run_stream(d) -> JobResult:
@@ -31,52 +32,40 @@ def run_stream(d) -> JobResult:
     d.ledger = d._ledger_session(hashlib.sha256(json.dumps(
         [settings, now()], sort_keys=True).encode()).hexdigest())
     out = sys.stdout.buffer
-    rejects_tmp = temp_beside(plan.rejects) if plan.rejects else None
-    rejects_f = open(rejects_tmp, "wb") if rejects_tmp else None
+    rejects = (atomic_write(plan.rejects, "wb", durable=True, temp=temp_beside(plan.rejects))
+               if plan.rejects else contextlib.nullcontext())
     executor = d._executor(None)
     bar = d._progress(0)  # after the executor: see _loop
     header_written = False
     try:
-        for batch_out, decisions in d._charged(executor.map(d._batches(0))):
-            shard = Shard(0, 0, None, d.out_fmt)
-            payload = d._process(batch_out, shard, decisions)
+        with rejects as rejects_f:  # renamed into place once the stream has ended
+            for batch_out, decisions in d._charged(executor.map(d._batches(0))):
+                shard = Shard(0, 0, None, d.out_fmt)
+                payload = d._process(batch_out, shard, decisions)
+                if not header_written:
+                    out.write(d.writer.header_text().encode())
+                    header_written = True
+                out.write(payload)
+                out.flush()
+                if rejects_f is not None and shard.rejects:
+                    rejects_f.write(b"".join(shard.rejects))
+                if d.ledger is not None:
+                    d.ledger.commit(shard.charges)
+                c = d.agg.counts
+                c["records_in"] += batch_out.records_in
+                c["records_out"] += shard.records
+                c["rejected"] += shard.rejected
+                c["withheld"] += shard.withheld
+                if shard.units:
+                    d.units.add(0, shard.units)
+                if bar is not None:
+                    bar.update(batch_out.records_in)
             if not header_written:
                 out.write(d.writer.header_text().encode())
-                header_written = True
-            out.write(payload)
             out.flush()
-            if rejects_f is not None and shard.rejects:
-                rejects_f.write(b"".join(shard.rejects))
-            if d.ledger is not None:
-                d.ledger.commit(shard.charges)
-            c = d.agg.counts
-            c["records_in"] += batch_out.records_in
-            c["records_out"] += shard.records
-            c["rejected"] += shard.rejected
-            c["withheld"] += shard.withheld
-            if shard.units:
-                d.units.add(0, shard.units)
-            if bar is not None:
-                bar.update(batch_out.records_in)
-        if not header_written:
-            out.write(d.writer.header_text().encode())
-        out.flush()
-        report, summary = d._summary()
-        if rejects_f is not None:
-            rejects_f.flush()
-            os.fsync(rejects_f.fileno())
-            rejects_f.close()
-            rejects_f = None
-            os.chmod(rejects_tmp, file_mode())
-            os.replace(rejects_tmp, plan.rejects)
+            report, summary = d._summary()
         if plan.report is not None:
             write_durably(plan.report, (json.dumps(summary, indent=2) + "\n").encode())
-    except BaseException:
-        if rejects_f is not None:
-            rejects_f.close()
-        if rejects_tmp is not None:
-            rejects_tmp.unlink(missing_ok=True)
-        raise
     finally:
         if bar is not None:
             bar.close()

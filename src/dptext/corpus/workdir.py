@@ -94,17 +94,8 @@ class WorkDir:
         return data if isinstance(data, dict) and data.get("release_key") else None
 
     def write_release(self, release_key: str, job_key: str) -> None:
-        tmp = self.path / (RELEASE + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"release_key": release_key, "job_key": job_key}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path / RELEASE)
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_durably(self.path / RELEASE,
+                      json.dumps({"release_key": release_key, "job_key": job_key}).encode())
 
     def write(self, manifest: dict) -> None:
         manifest["format"] = FORMAT

@@ -39,7 +39,6 @@ docs/reliability.md).
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +47,7 @@ from dptext import exact_sampling
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
+from dptext.io import atomic_write
 from dptext.mechanisms.base import TypicalEpsilon
 from dptext.mechanisms.frequency import frequency_order
 from dptext.mechanisms.registry import register
@@ -567,9 +567,5 @@ def _squared_norms(vectors: np.ndarray, block: int = 4096) -> np.ndarray:
 def _save_npz(path: Path, **arrays: np.ndarray) -> None:
     """Write ``arrays`` to ``path`` atomically (a temporary file renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-    try:
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_write(path, "wb") as f:
+        np.savez(f, **arrays)
