@@ -302,6 +302,57 @@ def test_name_policies(custext):
         TargetedMechanism(custext, detector=None, name_policy="hide")
 
 
+# ----------------------------------------------- places and organisations whole
+def test_places_and_organisations_never_come_back_verbatim(space):
+    from dptext.targeted.surrogates import WORD_SURROGATES
+
+    big = mechanism("custext", epsilon=500, k=5, space=space).fit()  # returns its input
+    text = "anna lee met the doctor"  # words of the space: the mechanism keeps them
+    spans = [[type("S", (), {"start": 0, "end": 4, "category": "GPE"})(),
+              type("S", (), {"start": 5, "end": 8, "category": "ORG"})(),
+              type("S", (), {"start": 13, "end": 23, "category": "EVENT"})()]]
+    sur = TargetedMechanism(big, detector=None, word_policy="surrogate")
+    for seed in range(50):
+        r = sur.privatize_spans([text], spans, rng=seed)[0]
+        place, rest = r.text.split(" ", 1)
+        assert place in WORD_SURROGATES["GPE"] and rest.endswith(" met [EVENT]")
+        assert rest[:-len(" met [EVENT]")] in WORD_SURROGATES["ORG"]
+        assert r.report.epsilon == 0 and r.report.spans["GPE"]["unchanged"] == 0
+    # a surrogate never shares a word with its input; CAPITALS stay capitals
+    pool = WORD_SURROGATES["GPE"]
+    for seed in range(40):
+        out = sur.privatize_spans(["SPRINGFIELD"], [[type("S", (), {
+            "start": 0, "end": 11, "category": "GPE"})()]], rng=seed)[0].text
+        assert out.isupper() and out != "SPRINGFIELD" and out.title() in pool
+    r = sur.privatize_spans([text], spans, rng=0)[0]
+    assert "share no word" in str(r.report) and "returned unchanged" not in str(r.report)
+    # the word mechanism is an explicit opt-in: what it returns unchanged is counted and named
+    mech = TargetedMechanism(big, detector=None, word_policy="mechanism")
+    r = mech.privatize_spans([text], spans, rng=0)[0]
+    assert r.text.casefold().startswith("anna lee ")
+    assert r.report.spans["GPE"]["unchanged"] == r.report.spans["ORG"]["unchanged"] == 1
+    assert "3 detected word span(s) returned unchanged by the word mechanism" in str(r.report)
+    assert "(EVENT 1, GPE 1, ORG 1)" in r.report.document_guarantee()
+    assert build_deid(big).word_policy == "surrogate"
+    with pytest.raises(DPTextError, match="word_policy"):
+        TargetedMechanism(big, detector=None, word_policy="keep")
+
+
+def test_deid_release_of_generated_notes_passes_the_leak_check(space):
+    from dptext.deid.check import check_records
+    from dptext.deid.notes import generate_notes
+
+    big = mechanism("custext", epsilon=500, k=5, space=space).fit()  # returns its input
+    m = build_deid(big, detector="spacy", languages=None)
+    notes = [r.text for r in generate_notes(30, seed=5)]
+    released = [r.text for r in m.privatize_batch(notes, rng=1)]
+    result = check_records(((i, [o], [r]) for i, (o, r) in
+                            enumerate(zip(notes, released, strict=True))),
+                           m._detector, m._residual)
+    assert result.compared == 30 and result.by_category == {}
+    assert any("Dear Dr. " in r for r in released)
+
+
 # --------------------------------------------------------------- languages
 def test_language_detection_on_short_notes():
     assert detect_language("Pt seen today, MRN 4821933. BP 120/80, stable.").code == "en"
@@ -464,6 +515,26 @@ def test_sanitize_check_withholds_a_surviving_name(tmp_path, capsys, space_file)
     assert main(["sanitize", "-m", "custext", "--text", "x", "--residual", "keep",
                  "--space", space_file]) == 2
     assert "--residual needs --entities" in capsys.readouterr().err
+
+
+def test_sanitize_word_policy_places_whole_or_by_the_mechanism(tmp_path, capsys, space_file):
+    from dptext.cli import main
+    from dptext.targeted.surrogates import WORD_SURROGATES
+
+    # the city of "City, ST 12345" is a place (the built-in rule)
+    orig = _jsonl(tmp_path / "in.jsonl", ["She moved to Quillbridge, NY 14850 last year."])
+    for policy, want in (("surrogate", None), ("placeholder", "[GPE]")):
+        out = tmp_path / f"{policy}.jsonl"
+        assert main(["sanitize", "-m", "custext", "-e", "2", "--entities", "GPE",
+                     "--detector", "spacy", "--input", str(orig), "--keep", "id", "--output",
+                     str(out), "--word-policy", policy, "--no-progress", "--space", space_file,
+                     "-p", "k=5"]) == 0
+        text = json.loads(out.read_text())["text"]
+        assert "Quillbridge" not in text
+        assert (want in text) if want else any(p in text for p in WORD_SURROGATES["GPE"])
+    assert main(["sanitize", "-m", "custext", "--text", "x", "--word-policy", "mechanism",
+                 "--space", space_file]) == 2
+    assert "--word-policy needs --entities" in capsys.readouterr().err
 
 
 def test_gold_readers_on_the_shipped_i2b2_notes(tmp_path):

@@ -302,7 +302,7 @@ def _targeted(args, m):
         raise DPTextError("--document-epsilon does not combine with --entities yet: give "
                           "--epsilon (per token) with --entities")
     deid = {"pattern": [], "deny_list": None, "allow_list": None, "residual": None,
-            "name_policy": None, "check": False, "other_languages": None}
+            "name_policy": None, "word_policy": None, "check": False, "other_languages": None}
     if args.entities is None:
         for flag in ("pattern_policy", "consistent"):
             if getattr(args, flag) != {"pattern_policy": "placeholder",
@@ -328,6 +328,8 @@ def _targeted(args, m):
         deny_list=read_word_list(args.deny_list, "--deny-list") if args.deny_list else (),
         allow_list=read_word_list(args.allow_list, "--allow-list") if args.allow_list else (),
         residual=args.residual or "protect", name_policy=args.name_policy or "surrogate",
+        word_policy=args.word_policy or ("placeholder" if args.name_policy == "placeholder"
+                                         else "surrogate"),
         check=args.check, languages=("en",), other_languages=args.other_languages or "withhold")
 
 
@@ -463,6 +465,13 @@ def register(subparsers) -> None:
                           "(surrogate, the default; 0-DP), a placeholder, or privatized word "
                           "by word by the mechanism (which returns some names unchanged: "
                           "the report counts them)")
+    ent.add_argument("--word-policy", action=Once,
+                     choices=("surrogate", "placeholder", "mechanism"),
+                     help="places and organisations (GPE, LOC, FAC, ORG): replaced whole by a "
+                          "public surrogate sharing no word with the input (surrogate, the "
+                          "default; placeholder with --name-policy placeholder), a "
+                          "placeholder, or privatized word by word by the mechanism (which "
+                          "returns some unchanged: the report counts and names them)")
     ent.add_argument("--check", action="store_true",
                      help="run the leak check on each record before release and withhold "
                           "(rejects file: the category, never the value) a record in which "

@@ -115,7 +115,7 @@ class EntityDetector:
         if self.allow:
             found = [[e for e in ents if not self._allowed(t[e.start:e.end])]
                      for ents, t in zip(found, texts, strict=True)]
-        return [_dedupe(ents) for ents in found]
+        return [_propagate(t, _dedupe(ents)) for ents, t in zip(found, texts, strict=True)]
 
     def _allowed(self, surface: str) -> bool:
         text = " ".join(surface.split()).casefold()
@@ -220,6 +220,43 @@ def _no_credentials(text: str, ner: list[Entity]) -> list[Entity]:
     return [e for e in ner if e.category not in _NOT_NAMES
             or not _CREDENTIAL.fullmatch(text, e.start, e.end)
             or not text[:e.start].rstrip().endswith(",")]
+
+
+# categories whose other mentions in the same text are found from one detection
+_PROPAGATE = frozenset({"PERSON", "GPE", "LOC", "FAC", "ORG", "DENY_LIST"})
+_NAME_PART = re.compile(r"[^\W\d_][\w'-]*[^\W\d_]")
+
+
+def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
+    """Every other mention of a detected name, place or organisation in the same text is one
+    too (an engine that tags "Merced" in "Merced, NY 33320" misses it in "from Merced"): the
+    whole surface as written (three letters or more, not an acronym), and each word of a
+    person's name that is not an ordinary word ("Jones" of "Carly Jones"), case-folded."""
+    words: dict[str, tuple[str, str]] = {}  # pattern -> (category, key)
+    for e in entities:
+        if e.category not in _PROPAGATE:
+            continue
+        surface = text[e.start:e.end].strip()
+        if sum(c.isalpha() for c in surface) >= 3 and any(c.islower() for c in surface):
+            words.setdefault(re.escape(surface), (e.category, e.key))
+        if e.category in ("PERSON", "DENY_LIST"):
+            from dptext.detect.residual import common_words
+
+            for w in _NAME_PART.findall(surface):
+                if len(w) >= 3 and w.casefold() not in common_words():
+                    words.setdefault("(?i)" + re.escape(w), (e.category, w.casefold()))
+    if not words:
+        return entities
+    taken = sorted((e.start, e.end) for e in entities)
+    extra = []
+    for pattern, (category, key) in words.items():
+        flags = re.IGNORECASE if pattern.startswith("(?i)") else 0
+        for m in re.finditer(rf"(?<![\w'-])(?:{pattern.removeprefix('(?i)')})(?![\w-])", text,
+                             flags):
+            if not any(a < m.end() and m.start() < b for a, b in taken):
+                taken.append((m.start(), m.end()))
+                extra.append(Entity(key, category, m.start(), m.end()))
+    return _dedupe(entities + extra) if extra else entities
 
 
 def _dedupe(entities: list[Entity]) -> list[Entity]:

@@ -49,17 +49,20 @@ from dptext.targeted.report import TargetedReport
 from dptext.targeted.spans import Span, is_pattern, merge_spans, outside
 from dptext.targeted.surrogates import (
     SURROGATE_SETS,
+    WORD_SURROGATES,
     name_surrogate_guarantee,
     placeholder_guarantee,
     split_title,
     surrogate_name,
+    surrogate_word,
+    word_surrogate_guarantee,
 )
 from dptext.text import count_punctuation, split_words
 from dptext.validation import check_bool, check_choice, check_epsilon
 
 CONSISTENCY = ("none", "document", "unit")
 PATTERN_POLICIES = ("placeholder", "surrogate")
-WORD_POLICIES = ("mechanism", "placeholder")
+WORD_POLICIES = ("mechanism", "placeholder", "surrogate")
 RESIDUAL_POLICIES = ("keep", "report", "protect")
 NAME_POLICIES = ("mechanism", "surrogate", "placeholder")
 OTHER_LANGUAGES = ("withhold", "whole")
@@ -84,7 +87,12 @@ class TargetedMechanism(Mechanism):
     operator). ``pattern_policy``: ``"placeholder"`` (0-DP) or ``"surrogate"``
     (``surrogate_epsilon``-DP per span). ``placeholder``: the replacement text, ``{category}``
     filled in. ``word_policy="placeholder"`` replaces word spans whole by the placeholder too
-    (0-DP, nothing of the name kept) instead of privatizing their words.
+    (0-DP, nothing of the name kept) instead of privatizing their words;
+    ``word_policy="surrogate"`` (de-identification's default) replaces places and
+    organisations (GPE, LOC, FAC, ORG) whole by a public surrogate that shares no word with
+    the input, the other word categories by the placeholder, names by ``name_policy`` - none
+    can come back verbatim. Under ``"mechanism"`` the report counts the word spans the
+    mechanism returned unchanged, per category.
 
     De-identification (docs/deid.md; :func:`build_deid` turns all of it on):
     ``recognizers=True`` adds the built-in rule recognizers (phones in every format, record /
@@ -315,6 +323,9 @@ class TargetedMechanism(Mechanism):
         if self._surrogate(category):
             g = SURROGATE_SETS[category].guarantee(self.surrogate_epsilon)
             return g.describe(), g
+        if self._word_surrogate(category):
+            g = word_surrogate_guarantee(category)
+            return g.describe(), g
         g = placeholder_guarantee(category, self.placeholder.format(category=category))
         if self.pattern_policy == "surrogate":
             return f"{g.describe()}; no surrogate set for this type", g
@@ -323,7 +334,13 @@ class TargetedMechanism(Mechanism):
     def _whole(self, category: str) -> bool:
         """Whether spans of ``category`` are replaced whole (patterns; words by choice)."""
         return (is_pattern(category) or self.word_policy == "placeholder"
-                or (category == "PERSON" and self.name_policy != "mechanism"))
+                or (category == "PERSON" and self.name_policy != "mechanism")
+                or (self.word_policy == "surrogate" and category not in _NAMES))
+
+    def _word_surrogate(self, category: str) -> bool:
+        """Places and organisations replaced whole by a public surrogate (word_policy)."""
+        return (self.word_policy == "surrogate" and category in WORD_SURROGATES
+                and category not in _NAMES)
 
     def _name_surrogate(self, category: str) -> bool:
         return category in _NAMES and self.name_policy == "surrogate"
@@ -393,6 +410,9 @@ class TargetedMechanism(Mechanism):
                     elif self._surrogate(s.category):
                         new[(t, j)] = SURROGATE_SETS[s.category].draw(
                             value, self.surrogate_epsilon, gen)
+                    elif self._word_surrogate(s.category) and (
+                            got := surrogate_word(s.category, value, gen)) is not None:
+                        new[(t, j)] = got
                     else:  # a name's title stays ("Dear Dr. [PERSON]")
                         prefix = split_title(value)[0] if s.category in _NAMES else ""
                         new[(t, j)] = prefix + self.placeholder.format(category=s.category)
@@ -491,7 +511,9 @@ class TargetedMechanism(Mechanism):
                 row["draws"] += 1
                 surrogate = self._surrogate(s.category)
                 events.append(TokenEvent(g, n, "surrogate" if surrogate else "name surrogate"
-                                         if self._name_surrogate(s.category) else "placeholder"))
+                                         if self._name_surrogate(s.category) else
+                                         "word surrogate" if self._word_surrogate(s.category)
+                                         else "placeholder"))
                 if surrogate:
                     draws.append(TokenEvent(g, 1, f"surrogate {s.category}"))
         rest = outside(text, spans)
@@ -551,14 +573,16 @@ def build_targeted(mechanism: str | Mechanism, *, entities: Iterable[str] | str 
 
 DEID_DEFAULTS: dict[str, Any] = {
     "entities": "PHI", "detector": "both", "recognizers": True, "residual": "protect",
-    "name_policy": "surrogate", "languages": ("en",), "other_languages": "withhold",
+    "name_policy": "surrogate", "word_policy": "surrogate", "languages": ("en",),
+    "other_languages": "withhold",
 }
 
 
 def build_deid(mechanism: str | Mechanism, **options: Any) -> TargetedMechanism:
     """De-identification (docs/deid.md): :func:`build_targeted` with every safety on - the
     Safe-Harbor categories (``PHI``) found by both engines and the rule recognizers, the
-    residual net protecting what they miss, names replaced by public surrogates, records in
+    residual net protecting what they miss, names, places and organisations replaced whole by
+    public surrogates (never verbatim: ``word_policy="surrogate"``), records in
     languages the detectors do not support withheld. Any option of :class:`TargetedMechanism`
     (and the mechanism's own parameters) may be given to change one of them."""
     return build_targeted(mechanism, **{**DEID_DEFAULTS, **options})

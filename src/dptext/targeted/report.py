@@ -103,6 +103,11 @@ class TargetedReport(PrivacyReport):
                 text += (f"; composed over all {self.records} records (the bound if one "
                          f"person wrote them all), largest "
                          f"single record {self.max_record_epsilon:.4g}-DP")
+        same = {c: s["unchanged"] for c, s in sorted(self.spans.items()) if s.get("unchanged")}
+        if same:
+            listed = ", ".join(f"{c} {n}" for c, n in same.items())
+            text += (f"; {sum(same.values())} detected word span(s) returned unchanged by the "
+                     f"word mechanism, as its guarantee allows ({listed}): released verbatim")
         text += (f". Released verbatim and NOT protected: {self.tokens_undetected} tokens "
                  "outside the detected spans (anything the detector missed is among them)")
         inside = {r: c for r, c in self.kept.items() if r != "undetected"}

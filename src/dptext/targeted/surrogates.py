@@ -309,3 +309,55 @@ def surrogate_name(value: str, rng: np.random.Generator) -> str:
     if comma and len(out) > 1:
         return f"{prefix}{out[0]}, {' '.join(out[1:])}"
     return prefix + " ".join(out)
+
+
+# ------------------------------------------------- places and organisations
+# Replaced whole in de-identification mode (word_policy="surrogate"): a value drawn uniformly
+# from a public list of common names of the kind, independently of the input except that a
+# value sharing a word with the input is never drawn - a place or organisation never comes
+# back verbatim, by construction (the word mechanism returns a share of them unchanged).
+WORD_SURROGATES: dict[str, tuple[str, ...]] = {
+    # the commonest US place names: a surrogate points at no one place
+    "GPE": ("Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Clinton",
+            "Madison", "Georgetown", "Salem", "Arlington", "Ashland", "Bristol", "Dover",
+            "Oxford", "Milton", "Newport", "Kingston", "Burlington", "Manchester", "Jackson",
+            "Marion", "Centerville", "Lexington", "Winchester", "Clayton", "Hudson", "Auburn",
+            "Milford", "Chester", "Lebanon"),
+    "LOC": ("the Midwest", "the coast", "the valley", "the lakes", "the highlands",
+            "the islands", "the south", "the mountains", "the bay", "the plains"),
+    "FAC": ("Memorial Hospital", "Central Station", "City Hall", "Riverside Park",
+            "Union Square", "Lakeside Mall", "Harbor Bridge", "County Airport",
+            "Main Street Library", "Oak Tower"),
+    "ORG": ("Riverside Medical Center", "Northgate Clinic", "Lakeview Health",
+            "Summit Insurance", "Acme Corporation", "Pine Valley School", "Harbor Bank",
+            "Maple Street Pharmacy", "Greenfield University", "Oak Ridge Laboratories",
+            "Blue Hill Services", "Cedar Grove Hospital", "Westbrook Foundation",
+            "Silver Lake Partners", "Fairview Community College"),
+}
+_SHARED_OK = frozenset({"the", "of", "and", "for", "at", "in", "on", "a", "an"})
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _content_words(value: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(value.casefold()) if w not in _SHARED_OK)
+
+
+def word_surrogate_guarantee(category: str) -> TokenGuarantee:
+    pool = WORD_SURROGATES[category]
+    return TokenGuarantee(
+        GuaranteeKind.INDEPENDENT,
+        scope=f"{category} values that share no word with the {len(pool)} public surrogates; "
+        f"replaced whole by one drawn uniformly from them, independently of the input except "
+        f"that one sharing a word with the input is never drawn (the placeholder if all do)")
+
+
+def surrogate_word(category: str, value: str, rng: np.random.Generator) -> str | None:
+    """A surrogate of ``category`` for ``value`` (module section above), CAPITALS kept;
+    ``None`` when every surrogate shares a word with the value (then a placeholder)."""
+    avoid = _content_words(value)
+    pool = [s for s in WORD_SURROGATES[category] if not _content_words(s) & avoid]
+    if not pool:
+        return None
+    new = pool[int(rng.integers(len(pool)))]
+    letters = [c for c in value if c.isalpha()]
+    return new.upper() if len(letters) > 1 and all(c.isupper() for c in letters) else new
