@@ -273,3 +273,101 @@ def test_cli_baselines_with_a_causal_lm(corpus_file, tiny_dir, tmp_path, algo, e
     assert metrics["trainable_blocks"] == 2
     assert (metrics["rounds"][0]["epsilon"] is None) == (algo == "deid")
     assert set(torch.load(tmp_path / "checkpoint.pt")["params"]) == _trainable_names(3, 2)
+
+
+# ---------------------------------------------------------------- LoRA adapters (peft)
+def _lora_names(n_layers, blocks):
+    from dptext.training.causal_lm import LORA_MODULES
+
+    where = {m: "self_attn" if m.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else "mlp"
+             for m in LORA_MODULES}
+    return {f"model.layers.{i}.{where[m]}.{m}.lora_{ab}.default.weight"
+            for i in range(n_layers - blocks, n_layers) for m in LORA_MODULES for ab in "AB"}
+
+
+@pytest.fixture()
+def lora_task():
+    pytest.importorskip("peft")
+    tok = _tokenizer()
+    return CausalLMTask(_model(len(tok.get_vocab())), tok, blocks=2, max_len=16, lora_rank=4)
+
+
+def test_lora_trains_only_the_adapters_and_starts_as_the_pretrained_model(lora_task):
+    task = lora_task
+    tok = _tokenizer()
+    plain = CausalLMTask(_model(len(tok.get_vocab())), tok, blocks=2, max_len=16)
+    init = task.init(torch.Generator().manual_seed(3))
+    assert set(init) == _lora_names(3, 2)
+    # 7 linear layers a block, rank 4: A is [4, in], B is [out, 4]
+    q = init["model.layers.2.self_attn.q_proj.lora_A.default.weight"]
+    assert q.shape == (4, 32) and q.abs().max() <= 1 / math.sqrt(32) and q.abs().sum() > 0
+    assert all(not v.any() for k, v in init.items() if ".lora_B." in k)
+    torch.testing.assert_close(init, task.init(torch.Generator().manual_seed(3)))
+    # B = 0: the untrained model is the pretrained one, sentence by sentence
+    task.test = task.rows(SENTENCES)[:]
+    plain.test = plain.rows(SENTENCES)[:]
+    torch.testing.assert_close(task.sentence_losses(init), plain.sentence_losses(plain.init()))
+    before = {k: v.clone() for k, v in task.model.state_dict().items()}
+    corpus = _corpus(3, 2)
+    config = TrainConfig(algo="userdp", rounds=2, q_u=1.0, z=0.5, beta=0.5, local_lr=0.5,
+                         seed=0)
+    params, metrics = train(corpus, task.rows(corpus.sentences), task, config)
+    assert set(params) == _lora_names(3, 2)
+    assert all(params[k].abs().sum() > 0 for k in params if ".lora_B." in k)
+    after = task.model.state_dict()
+    assert all(torch.equal(after[k], before[k]) for k in before)  # the model is never changed
+    assert math.isfinite(metrics[-1]["perplexity"])
+
+
+def test_lora_updates_are_vmapped_per_user_and_load_into_a_peft_model(lora_task):
+    from dptext.training.causal_lm import add_lora
+
+    task = lora_task
+    rows = task.rows(SENTENCES)[:]
+    tokens = torch.stack([rows, rows.flip(0)])
+    weights = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 0.0, 0.0]])
+    sizes = torch.tensor([4.0, 2.0])
+    params = task.init(torch.Generator().manual_seed(0))
+    together = local_updates(task.loss, params, tokens, weights, sizes, steps=2, lr=0.3)
+    for u in range(2):
+        alone = local_updates(task.loss, params, tokens[u:u + 1], weights[u:u + 1],
+                              sizes[u:u + 1], steps=2, lr=0.3)
+        for k in params:
+            torch.testing.assert_close(together[k][u], alone[k][0], rtol=1e-4, atol=1e-6)
+    # the trained adapters, loaded by name into a fresh peft-injected model, give its logits
+    trained = {k: params[k] + together[k][0] for k in params}
+    model = _model(task.model.config.vocab_size)
+    add_lora(model, [1, 2], 4)
+    missing = model.load_state_dict(trained, strict=False)
+    assert not missing.unexpected_keys
+    ids, lengths = task.token_ids(SENTENCES[:1])
+    n = int(lengths[0])
+    with torch.no_grad():
+        ours = task._logits(trained, rows[:1, :n])
+        theirs = model(input_ids=ids[:, :n]).logits[:, :-1]
+    torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_cli_trains_lora_adapters_and_refuses_bad_lora_settings(corpus_file, tiny_dir,
+                                                                tmp_path, capsys):
+    pytest.importorskip("peft")
+    argv = ["train", "--algo", "userdp", "--model", str(tiny_dir), "--lora-rank", "2",
+            "--trainable-blocks", "3", "--data", str(corpus_file), "--rounds", "1",
+            "--q-u", "1", "--z", "1", "--seed", "0", "--no-progress", "--max-len", "12",
+            "--local-lr", "0.5"]
+    assert main([*argv, "--output", str(tmp_path / "ok")]) == 0
+    metrics = json.loads((tmp_path / "ok" / "metrics.json").read_text())
+    assert metrics["lora_rank"] == 2 and metrics["trainable_blocks"] == 3
+    ckpt = torch.load(tmp_path / "ok" / "checkpoint.pt")
+    assert set(ckpt["params"]) == _lora_names(3, 3) and ckpt["lora_rank"] == 2
+    capsys.readouterr()
+    for extra, message in ((["--lora-rank", "0"], "--lora-rank must be >= 1"),
+                           (["--trainable-blocks", "0"], "--trainable-blocks must be >= 1")):
+        bad = [*argv, *extra, "--output", str(tmp_path / "bad")]
+        assert main(bad) == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+        assert len(errors) == 1 and message in errors[0], errors
+    lstm = ["train", "--algo", "noiseless", "--data", str(corpus_file), "--rounds", "1",
+            "--lora-rank", "2", "--output", str(tmp_path / "lstm")]
+    assert main(lstm) == 2
+    assert "--lora-rank needs --model" in capsys.readouterr().err

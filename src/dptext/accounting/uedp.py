@@ -17,19 +17,26 @@ holder is sampled and::
 An extended entity (a sentence of S, paper section IV) may be held by another user: K = 1 with q_s
 in place of q_e. f_E+ protects both kinds, so its guarantee uses the worse of the two; the naive
 f_E never trains on S and only the detected-entity case applies.
+
+Example-level DP-SGD with a user-level guarantee (``dpsgd-example``; Charles et al. 2024's
+"example-level sampling"): each user keeps at most k examples, every round samples each example
+independently with ``q_u`` and sums the examples' clipped updates. Adding a user adds at most k
+clipped updates, present when any of its examples is sampled, so a round is dominated by a
+Poisson-sampled Gaussian at rate ``1 - (1 - q)^k`` with sensitivity ``k beta`` (the same
+convexity argument as for q_eff above; docs/uedp.md, "Comparison").
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dp_accounting
 from dp_accounting import pld, rdp
 
 from dptext.errors import DPTextError
 
-ALGORITHMS = ("uedp", "uedp-naive", "userdp")
+ALGORITHMS = ("uedp", "uedp-naive", "userdp", "dpsgd-example")
 ACCOUNTANTS = ("rdp", "pld")
 # Integer orders only: dp_accounting's series for fractional orders fails to converge at large
 # sampling rates (it then drops the order with a warning); integer orders are computed exactly.
@@ -66,6 +73,8 @@ class TrainingPrivacy:
     than the differing user whose data may contain the protected entity (the adjacency of
     Definition 2 restricted to entities spread over at most K other users; see docs/uedp.md).
     ``z`` is relative to the sensitivity of the sum of clipped updates, ``sensitivity_factor``.
+    ``dpsgd-example``: example-level DP-SGD, ``q_u`` the rate of an example, each user holding at
+    most ``examples_per_user`` (k) examples (module docstring).
     """
 
     algo: str
@@ -74,6 +83,7 @@ class TrainingPrivacy:
     q_e: float = 0.0
     q_s: float = 0.0
     entity_users: int = 1
+    examples_per_user: int = 1
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -84,6 +94,8 @@ class TrainingPrivacy:
             raise DPTextError(f"noise multiplier z must be finite and > 0, got {self.z}")
         if self.entity_users < 0:
             raise DPTextError(f"entity users must be >= 0, got {self.entity_users}")
+        if self.examples_per_user < 1:
+            raise DPTextError(f"examples per user must be >= 1, got {self.examples_per_user}")
 
     @property
     def sensitivity_factor(self) -> float:
@@ -96,6 +108,8 @@ class TrainingPrivacy:
         """
         if self.algo == "userdp":
             return 1.0
+        if self.algo == "dpsgd-example":  # the clipped updates of the user's k examples
+            return float(self.examples_per_user)
         holders = self.entity_users
         if self.algo == "uedp":
             holders = max(holders, 1)  # an extended entity may be another user's sentence
@@ -106,6 +120,8 @@ class TrainingPrivacy:
         """q_eff: the probability that one round touches the data of the differing unit."""
         if self.algo == "userdp":
             return self.q_u
+        if self.algo == "dpsgd-example":  # any of the user's k examples is sampled
+            return 1.0 - (1.0 - self.q_u) ** self.examples_per_user
         rate = pair_sampling_rate(self.q_u, self.q_e, self.entity_users)
         if self.algo == "uedp":
             # an extended entity (one sentence of S) is held by exactly one user
@@ -165,12 +181,12 @@ class TrainingPrivacy:
                 f"--accountant rdp, or a larger z")
 
     def with_z(self, z: float) -> TrainingPrivacy:
-        return TrainingPrivacy(self.algo, self.q_u, z, self.q_e, self.q_s, self.entity_users)
+        return replace(self, z=z)
 
     def for_entity_users(self, k: int) -> TrainingPrivacy:
         """The guarantee the same run (same noise std z * beta * S_K) gives entities held by
         ``k`` other users: noise multiplier z * S_K / S_k at the sampling rate of k holders."""
-        wider = TrainingPrivacy(self.algo, self.q_u, self.z, self.q_e, self.q_s, k)
+        wider = replace(self, entity_users=k)
         return wider.with_z(self.z * self.sensitivity_factor / wider.sensitivity_factor)
 
 

@@ -141,7 +141,8 @@ def _job(args):
 
     return TrainJob(
         algo=args.algo, data=args.data, rounds=args.rounds, task=args.task, model=args.model,
-        trainable_blocks=args.trainable_blocks, categories=args.categories,
+        trainable_blocks=args.trainable_blocks, lora_rank=args.lora_rank,
+        categories=args.categories,
         detector=args.detector, synthetic_users=args.synthetic_users,
         user_field=args.user_field, text_field=args.text_field, limit=args.limit,
         seed=args.seed, q_u=args.q_u, q_e=args.q_e, q_s=args.q_s, z=args.z,
@@ -149,6 +150,7 @@ def _job(args):
         local_steps=args.local_steps, local_lr=args.local_lr, server_lr=args.server_lr,
         max_sentences=args.max_sentences, users_per_chunk=args.users_per_chunk,
         vocab_size=args.vocab_size, max_len=args.max_len, normalizer=args.normalizer,
+        examples_per_user=args.examples_per_user,
         checkpoint_every=args.checkpoint_every, ledger=args.ledger, owner=args.owner,
         ledger_dataset=args.dataset, secure_rng=args.secure_rng, device=args.device,
         progress=not args.no_progress and sys.stderr.isatty())
@@ -206,8 +208,12 @@ def register(subparsers) -> None:
     a.set_defaults(func=cmd_account)
 
     t = subparsers.add_parser("train", help="train a language model privately")
-    t.add_argument("--algo", choices=("uedp", "uedp-naive", "userdp", "noiseless", "deid"),
-                   required=True)
+    t.add_argument("--algo", choices=("uedp", "uedp-naive", "userdp", "noiseless", "deid",
+                                      "dpsgd-example"),
+                   required=True,
+                   help="dpsgd-example: example-level DP-SGD, each user cut to "
+                        "--examples-per-user sentences, --q-u the rate of an example, the "
+                        "epsilon per user (docs/uedp.md, 'Comparison')")
     t.add_argument("--task", choices=("nwp", "cls"), default="nwp")
     t.add_argument("--data", required=True, help="JSONL/CSV/CoNLL file or dataset:NAME")
     t.add_argument("--output", required=True, help="directory for metrics.json, checkpoint.pt")
@@ -229,7 +235,12 @@ def register(subparsers) -> None:
     t.add_argument("--trainable-blocks", type=int, metavar="N",
                    help="causal LM: fine-tune the last N blocks and the final norm (default 2; "
                         "0 = final norm only)")
+    t.add_argument("--lora-rank", type=int, metavar="R",
+                   help="causal LM: train LoRA adapters of rank R on the linear layers of the "
+                        "last N blocks instead (their weights and the norm frozen; needs peft)")
     t.add_argument("--vocab-size", type=int, default=2000)
+    t.add_argument("--examples-per-user", type=int, default=8, metavar="K",
+                   help="dpsgd-example: the most sentences one user contributes")
     t.add_argument("--max-len", type=int,
                    help="words per sentence (LSTM, default 24) or sub-word tokens (causal LM, "
                         "default 32)")

@@ -4,7 +4,10 @@ the last ``blocks`` transformer blocks and the final norm; embeddings, the LM he
 earlier blocks stay frozen (issue 4, "Models and tasks"). UeDP paper section VI fine-tunes all
 of a pretrained GPT-2 (117M parameters); we train a subset because the CPU budget is small and
 the norm of the Gaussian noise grows with the square root of the number of trained parameters
-(docs/uedp.md, "Fine-tuning SmolLM2").
+(docs/uedp.md, "Fine-tuning SmolLM2"). With ``lora_rank`` the trained tensors are instead LoRA
+adapters (Hu et al. 2021, through ``peft``) on the linear layers of the last ``blocks`` blocks,
+whose own weights stay frozen too: a few million trained parameters over as many blocks as
+wanted.
 
 A user's update is the change of the trainable tensors only, so clipping to global L2 norm
 ``beta`` (federated.clip_updates) and the Gaussian noise act on exactly what is released.
@@ -63,6 +66,23 @@ class _Suffix(torch.nn.Module):
         return self.norm(hidden)
 
 
+# the linear layers of a Llama block that get LoRA adapters
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def add_lora(model, layers: Sequence[int], rank: int) -> None:
+    """LoRA adapters (``peft``, scaling alpha / r = 1, no dropout) on the linear layers of the
+    given blocks of ``model``, in place. Their values are set by :meth:`CausalLMTask.init`."""
+    try:
+        import peft
+    except ImportError:
+        raise DPTextError("--lora-rank needs peft: pip install 'dptext[lora]'") from None
+    config = peft.LoraConfig(r=rank, lora_alpha=rank, lora_dropout=0.0,
+                             target_modules=list(LORA_MODULES),
+                             layers_to_transform=list(layers))
+    peft.inject_adapter_in_model(config, model)
+
+
 def _causal_mask(length: int) -> torch.Tensor:
     return torch.full((length, length), torch.finfo(torch.float32).min).triu(1)[None, None]
 
@@ -79,7 +99,7 @@ class CausalLMTask:
     """
 
     def __init__(self, model, tokenizer, *, blocks: int = 2, max_len: int = 32,
-                 check: bool = True):
+                 lora_rank: int | None = None, check: bool = True):
         base = getattr(model, "model", None)
         needed = ("layers", "norm", "rotary_emb", "embed_tokens")
         if base is None or not all(hasattr(base, a) for a in needed) or not hasattr(
@@ -96,8 +116,14 @@ class CausalLMTask:
         model.eval()
         model.requires_grad_(False)
         model.set_attn_implementation("eager")
+        if lora_rank is not None:
+            if blocks < 1 or lora_rank < 1:
+                raise DPTextError(f"LoRA needs at least one trainable block and rank >= 1, got "
+                                  f"{blocks} blocks, rank {lora_rank}")
+            add_lora(model, range(n_layers - blocks, n_layers), lora_rank)
+            model.requires_grad_(False)
         self.model, self.tokenizer = model, tokenizer
-        self.blocks, self.max_len = blocks, max_len
+        self.blocks, self.max_len, self.lora_rank = blocks, max_len, lora_rank
         self.hidden = model.config.hidden_size
         self._first = n_layers - blocks
         self._suffix = _Suffix(list(base.layers[self._first:]), base.norm)
@@ -106,6 +132,8 @@ class CausalLMTask:
         self._names: dict[str, str] = {}  # model name -> suffix name
         full = {id(p): n for n, p in model.named_parameters(remove_duplicate=False)}
         for name, p in self._suffix.named_parameters():
+            if lora_rank is not None and ".lora_" not in name:
+                continue  # the blocks' own weights stay frozen under LoRA
             if id(p) in prefix:
                 raise DPTextError("a trainable tensor is tied to a frozen one; choose fewer "
                                   "trainable blocks")
@@ -176,9 +204,21 @@ class CausalLMTask:
     # -- the task interface -----------------------------------------------------------------
 
     def init(self, generator: torch.Generator | None = None) -> Params:
-        """The pretrained trainable tensors (copies; the generator is unused)."""
+        """The pretrained trainable tensors (copies; the generator is unused); under LoRA the
+        adapters as ``peft`` initialises them - A uniform in +-1/sqrt(fan_in) (drawn from
+        ``generator``), B zero, so the model starts as the pretrained one."""
         named = dict(self.model.named_parameters(remove_duplicate=False))
-        return {name: named[name].detach().clone() for name in self._names}
+        if self.lora_rank is None:
+            return {name: named[name].detach().clone() for name in self._names}
+        out = {}
+        for name in self._names:
+            shape = named[name].shape
+            if ".lora_B." in name:
+                out[name] = torch.zeros(shape)
+            else:
+                bound = 1.0 / math.sqrt(shape[1])
+                out[name] = (torch.rand(shape, generator=generator) * 2 - 1) * bound
+        return {k: v.to(named[k].device) for k, v in out.items()}
 
     def _logits(self, params: Params, rows: torch.Tensor) -> torch.Tensor:
         n = rows.shape[-2]
@@ -196,6 +236,10 @@ class CausalLMTask:
         nll = torch.nn.functional.cross_entropy(
             logits.flatten(0, -2), targets.flatten(), reduction="none").view(targets.shape)
         return (nll * real).sum(dim=-1), real.sum(dim=-1)
+
+    def count_tokens(self, rows: torch.Tensor) -> int:
+        """Predicted tokens of ``rows`` (every real token after the start token)."""
+        return int(rows[..., 1:, self.hidden + 1].sum())
 
     def trim(self, rows: torch.Tensor) -> torch.Tensor:
         """``rows`` [..., max_len + 1, hidden + 2] cut after the last real token of any row (a

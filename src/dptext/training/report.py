@@ -16,6 +16,8 @@ from dptext.errors import DPTextError
 # A run whose held-out loss (nats) grows by more than this over the first round's is stopped:
 # log(100), perplexity multiplied by 100.
 DIVERGENCE_NATS = math.log(100.0)
+# private algorithms that make no entity-level claim
+USER_LEVEL = ("userdp", "dpsgd-example")
 
 
 def headline(summary: dict, algo: str) -> str:
@@ -38,6 +40,9 @@ def headline(summary: dict, algo: str) -> str:
     delta, k = config["delta"], config["entity_users"]
     if algo == "userdp":
         return line + f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user"
+    if algo == "dpsgd-example":
+        return line + (f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user (at most "
+                       f"{config['examples_per_user']} examples each)")
     line += (f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user and per entity held "
              f"by at most K={k} users")
     wide = summary.get("wide_entities")
@@ -106,7 +111,7 @@ def wide_entities(corpus, config) -> dict:
     # conservatively, every holder of the entity counts as another holder
     wide = int((spread > config.entity_users).sum()) if len(spread) else 0
     out: dict[str, Any] = {"entities_held_by_more_than_K_users": wide}
-    if wide and privacy is not None and config.algo != "userdp":
+    if wide and privacy is not None and config.algo not in USER_LEVEL:
         most = int(spread.max())
         wider = privacy.for_entity_users(most)
         eps = wider.epsilon(config.rounds, config.delta)
@@ -128,7 +133,7 @@ def entity_epsilons(corpus, config) -> dict[str, float]:
     another holder, as in :func:`wide_entities`). Empty for runs without an entity-level
     guarantee (user-level DP; non-private runs)."""
     privacy = config.privacy()
-    if privacy is None or config.algo == "userdp" or corpus.n_entities == 0:
+    if privacy is None or config.algo in USER_LEVEL or corpus.n_entities == 0:
         return {}
     spread = corpus.entity_users()
     by_spread: dict[int, float] = {}

@@ -53,7 +53,7 @@ from dptext.validation import (
 
 LSTM = "lstm"
 SMOLLM2 = "smollm2"
-ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid")
+ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid", "dpsgd-example")
 DETECTORS = ("spacy", "presidio", "both")
 # Defaults that depend on the model: words per sentence / sub-word tokens, local learning rate,
 # users trained at once (a causal LM's logits over its 49k-token vocabulary take ~0.6 GB per
@@ -62,7 +62,8 @@ MODEL_DEFAULTS = {LSTM: {"max_len": 24, "local_lr": 1.0, "users_per_chunk": 16},
                   "causal": {"max_len": 32, "local_lr": 0.02, "users_per_chunk": 4}}
 # metrics.json fields that are not covered by the training guarantee (docs/uedp.md)
 NOT_PRIVATE = ("per-round 'users' (sampled users with usable data), 'update_norm' (median "
-               "unclipped update norm), 'seconds', 'eval_seconds', the held-out metrics and "
+               "unclipped update norm), 'tokens' (trained on), 'seconds', 'eval_seconds', the "
+               "held-out metrics and "
                "'untrained' / 'learning' / 'warning' (evaluated on the held-out users' data, "
                "which the guarantee does not cover) and 'entities_held_by_more_than_K_users' / "
                "'wide_entities' are diagnostics computed from the data without noise: share "
@@ -79,6 +80,8 @@ class TrainJob:
     task: str = "nwp"
     model: str = LSTM
     trainable_blocks: int | None = None
+    # causal LM: train LoRA adapters of this rank on the trainable blocks instead of the blocks
+    lora_rank: int | None = None
     categories: list[str] | None = None
     detector: str = "spacy"
     synthetic_users: int | None = None
@@ -106,6 +109,8 @@ class TrainJob:
     vocab_size: int = 2000
     max_len: int | None = None
     normalizer: str = "usable"
+    # dpsgd-example: each user's sentences are cut to a uniform random subset of this many
+    examples_per_user: int = 8
     checkpoint_every: int = 10
     # the ledger every training user is charged in (the run's (epsilon, delta), before any
     # model is written); owner and dataset name the budget (docs/ledger.md)
@@ -122,7 +127,7 @@ class TrainJob:
 
     @property
     def private(self) -> bool:
-        return self.algo in ("uedp", "uedp-naive", "userdp")
+        return self.algo in ("uedp", "uedp-naive", "userdp", "dpsgd-example")
 
     def validate(self) -> TrainJob:
         """Check every setting (no data is read); fill in the model's defaults."""
@@ -136,9 +141,10 @@ class TrainJob:
         check_bool(self.secure_rng, "--secure-rng")
         check_int(self.rounds, "--rounds", minimum=1)
         if self.model == LSTM:
-            if self.trainable_blocks is not None:
-                raise DPTextError("--trainable-blocks needs --model smollm2 or a causal LM "
-                                  "directory")
+            for key in ("trainable_blocks", "lora_rank"):
+                if getattr(self, key) is not None:
+                    raise DPTextError(f"--{key.replace('_', '-')} needs --model smollm2 or a "
+                                      f"causal LM directory")
         else:
             if self.task != "nwp":
                 raise DPTextError("--model applies to --task nwp only")
@@ -146,7 +152,10 @@ class TrainJob:
                 raise DPTextError(f"--model: expected {LSTM}, {SMOLLM2} or a local causal LM "
                                   f"directory, got {self.model!r}")
             if self.trainable_blocks is not None:
-                check_int(self.trainable_blocks, "--trainable-blocks", minimum=0)
+                check_int(self.trainable_blocks, "--trainable-blocks",
+                          minimum=0 if self.lora_rank is None else 1)
+            if self.lora_rank is not None:
+                check_int(self.lora_rank, "--lora-rank", minimum=1)
         for key, value in MODEL_DEFAULTS[self.model_kind].items():
             if getattr(self, key) is None:
                 setattr(self, key, value)
@@ -158,6 +167,10 @@ class TrainJob:
 
         check_choice(self.normalizer, "--normalizer", NORMALIZERS)
         check_int(self.entity_users, "--entity-users", minimum=0)
+        check_int(self.examples_per_user, "--examples-per-user", minimum=1)
+        if self.ledger is not None and self.algo == "dpsgd-example":
+            raise DPTextError("--ledger is not supported with dpsgd-example (its units are "
+                              "examples; the comparison algorithm charges nobody)")
         for key in ("local_lr", "server_lr", "beta"):
             check_positive(getattr(self, key), f"--{key.replace('_', '-')}")
         for key in ("q_u", "q_e", "q_s"):
@@ -203,6 +216,7 @@ class TrainJob:
                              server_lr=self.server_lr, max_sentences=self.max_sentences,
                              max_len=self.max_len, users_per_chunk=self.users_per_chunk,
                              normalizer=self.normalizer, seed=self.seed,
+                             examples_per_user=self.examples_per_user,
                              secure_rng=self.secure_rng)
         if config.privacy() is not None and self.epsilon is not None:
             config.z = calibrate_z(config.privacy(), self.rounds, self.epsilon, self.delta)
@@ -242,13 +256,19 @@ class TrainJob:
         is_test = np.isin(corpus.sentence_user, test_users)
         rows, task, extra = self._task_rows(corpus, is_test)
         train_corpus = without_users(corpus, is_test)
+        train_rows = select_rows(rows, ~is_test)
+        if self.algo == "dpsgd-example":
+            train_corpus, keep = per_example(train_corpus, self.examples_per_user,
+                                             np.random.default_rng([seed, 1]))
+            train_rows = select_rows(train_rows, keep)
         fingerprint = {"job": self._fingerprint(), "config": without_rounds(asdict(config)),
                        "corpus": corpus_digest(train_corpus)}
         if saved:
             check_resumable(saved, fingerprint, self.rounds)
         guard = DivergenceGuard(config)
         summary = {"config": asdict(config), "task": self.task, "model": self.model,
-                   **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks}),
+                   **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks,
+                                                     "lora_rank": self.lora_rank}),
                    "users": train_corpus.n_users, "test_users": len(test_users),
                    "noise_generator": ("ChaCha20 (secure)" if self.secure_rng else "PCG64"),
                    "not_private": NOT_PRIVATE}
@@ -256,7 +276,7 @@ class TrainJob:
         # the generators: from the seed (drawn or given); a secure run without --seed keys its
         # ChaCha20 generators with 256 fresh bits each (their states are in the private
         # checkpoint state, so a resumed run continues them)
-        trainer = FederatedTrainer(train_corpus, select_rows(rows, ~is_test), task, config,
+        trainer = FederatedTrainer(train_corpus, train_rows, task, config,
                                    seed=None if self.secure_rng and self.seed is None else seed,
                                    device=self.device)
         # the untrained model on the held-out text (a pretrained model's: the baseline that
@@ -395,7 +415,7 @@ class TrainJob:
             rows = task.rows(corpus.sentences, progress=self.progress)
             task.test = rows[test]
             return rows, task, {"model": path, "trainable_blocks": task.blocks,
-                                "start_token_id": task.start_id}
+                                "lora_rank": task.lora_rank, "start_token_id": task.start_id}
         if self.task == "nwp":
             from dptext.training.vocab import Vocabulary
 
@@ -421,7 +441,7 @@ class TrainJob:
                 else self.model)
         model, tokenizer = load_model(path, causal=True)
         return CausalLMTask(model, tokenizer, blocks=self.trainable_blocks,
-                            max_len=self.max_len), path
+                            max_len=self.max_len, lora_rank=self.lora_rank), path
 
 
 # ------------------------------------------------------------------ pieces
@@ -447,7 +467,8 @@ def load_corpus(job, *, split: bool = True, seed: int | None = None):
     # user-level DP and noiseless FedAvg use every sentence of a sampled user: no entity is
     # sampled, protected or reported, so detection (minutes on a few thousand sentences) is
     # skipped
-    found = (_NoEntities() if getattr(job, "algo", None) in ("userdp", "noiseless")
+    found = (_NoEntities() if getattr(job, "algo", None) in ("userdp", "noiseless",
+                                                               "dpsgd-example")
              else detector(job.categories, job.detector))
     return build_corpus(raw, found, split=split,
                         synthetic=job.synthetic_users,
@@ -460,6 +481,26 @@ class _NoEntities:
     @staticmethod
     def detect(texts) -> list[list]:
         return [[] for _ in texts]
+
+
+def per_example(corpus, k: int, rng: np.random.Generator):
+    """(corpus, kept-sentence mask) for example-level DP-SGD: every user's sentences cut to a
+    uniform random subset of at most ``k`` (the contribution bound its user-level guarantee
+    rests on), each kept sentence a unit of its own (named ``user#i``)."""
+    from dptext.training.corpus import UserCorpus
+
+    keep = np.zeros(len(corpus.sentences), dtype=bool)
+    for u in range(corpus.n_users):
+        mine = np.flatnonzero(corpus.sentence_user == u)
+        keep[mine if len(mine) <= k else rng.choice(mine, k, replace=False)] = True
+    kept = np.flatnonzero(keep)
+    owners = corpus.sentence_user[kept]
+    names = tuple(f"{corpus.users[o]}#{j}" for j, o in enumerate(owners))
+    return UserCorpus(names, tuple(corpus.sentences[i] for i in kept), np.arange(len(kept)),
+                      corpus.entity_keys, corpus.entity_categories,
+                      tuple(corpus.sentence_entities[i] for i in kept),
+                      None if corpus.labels is None else tuple(corpus.labels[i] for i in kept)
+                      ), keep
 
 
 def select_rows(rows, mask):

@@ -34,6 +34,12 @@ class NextWordTask:
     def loss(params: Params, tokens: torch.Tensor):
         return sentence_nll(params, tokens)
 
+    @staticmethod
+    def count_tokens(tokens: torch.Tensor) -> int:
+        """Predicted tokens of ``tokens`` [n, L] (0 = padding; the first position is not
+        predicted)."""
+        return int((tokens[..., 1:] != 0).sum())
+
     def evaluate(self, params: Params) -> dict:
         ppl = perplexity(params, self.test)
         return {"perplexity": ppl, "loss": math.log(ppl)}
@@ -69,6 +75,11 @@ class ClassificationTask:
         """Evaluate on ``device`` (where the trainer keeps the parameters)."""
         self.test = self.test.to(device)
         return self
+
+    @staticmethod
+    def count_tokens(rows: torch.Tensor) -> int:
+        """One prediction per text."""
+        return int(rows.shape[0])
 
     @staticmethod
     def loss(params: Params, rows: torch.Tensor):

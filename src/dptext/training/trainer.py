@@ -2,9 +2,12 @@
 
 ``algo``: ``uedp`` (f_E+), ``uedp-naive`` (f_E), ``userdp`` (user-level DP-FedAvg, McMahan et al.
 2018, arXiv:1710.06963), ``noiseless`` (FedAvg), ``deid`` (FedAvg on the de-identified corpus;
-the caller passes that corpus). The private estimators divide the noised sum of clipped updates
-by the fixed denominator q_u * |U| (the user count is treated as public, as in DP-FedAvg; pass
-``population`` to give a public |U| other than the corpus's).
+the caller passes that corpus), ``dpsgd-example`` (example-level DP-SGD with a user-level
+guarantee: the caller passes a corpus where every example is a unit of its own, at most
+``examples_per_user`` of them from one user; training/run.py ``per_example``). The private
+estimators divide the noised sum of clipped updates by the fixed denominator q_u * |U| (the user
+count is treated as public, as in DP-FedAvg; pass ``population`` to give a public |U| other
+than the corpus's).
 
 A sampled user's loss is normalised by a quantity that depends on nothing outside its usable
 sentences of the round (``normalizer``, docs/uedp.md "Sensitivity"): ``"usable"`` (default) the
@@ -43,8 +46,8 @@ from dptext.training.federated import (
 )
 from dptext.training.sampling import RoundSample, RoundSampler
 
-ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid")
-PRIVATE = ("uedp", "uedp-naive", "userdp")
+ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid", "dpsgd-example")
+PRIVATE = ("uedp", "uedp-naive", "userdp", "dpsgd-example")
 NORMALIZERS = ("usable", "constant")
 
 
@@ -75,6 +78,8 @@ class TrainConfig:
     users_per_chunk: int = 16
     normalizer: str = "usable"
     population: int | None = None
+    # dpsgd-example: the most examples one user contributes (the sensitivity is k beta)
+    examples_per_user: int = 1
     seed: int | None = None
     secure_rng: bool = False
 
@@ -94,7 +99,8 @@ class TrainConfig:
     def privacy(self) -> TrainingPrivacy | None:
         if self.algo not in PRIVATE:
             return None
-        return TrainingPrivacy(self.algo, self.q_u, self.z, self.q_e, self.q_s, self.entity_users)
+        return TrainingPrivacy(self.algo, self.q_u, self.z, self.q_e, self.q_s, self.entity_users,
+                               self.examples_per_user)
 
     def sampler(self, corpus: UserCorpus) -> RoundSampler:
         mode = self.algo if self.algo in ("uedp", "uedp-naive") else "user"
@@ -223,6 +229,7 @@ class FederatedTrainer:
         self.population = config.population or corpus.n_users
         self.round = 0
         self.metrics: list[dict] = []
+        self._tokens = 0
 
     # ------------------------------------------------------------ one round
     def user_updates(self, sample: RoundSample) -> Params | None:
@@ -233,6 +240,9 @@ class FederatedTrainer:
             return None
         if hasattr(self.task, "trim"):  # drop all-padding positions
             batch = RoundBatch(self.task.trim(batch.tokens), batch.weights, batch.sizes)
+        count = getattr(self.task, "count_tokens", None)
+        if count is not None:  # diagnostic: tokens the local steps train on
+            self._tokens = int(count(batch.tokens[batch.weights > 0])) * self.config.local_steps
         if self.device.type != "cpu":
             batch = RoundBatch(*(x.to(self.device) for x in
                                  (batch.tokens, batch.weights, batch.sizes)))
@@ -252,6 +262,7 @@ class FederatedTrainer:
         t = self.round + 1
         start = time.perf_counter()
         sample = self.sampler.sample(self.rng)
+        self._tokens = 0
         updates = self.user_updates(sample)
         users = 0 if updates is None else len(next(iter(updates.values())))
         # diagnostic (not private): the median norm of the round's unclipped updates
@@ -265,7 +276,7 @@ class FederatedTrainer:
             step = {k: torch.zeros_like(v) for k, v in self.params.items()}
         self.params = {k: self.params[k] + config.server_lr * step[k] for k in self.params}
         trained = time.perf_counter()
-        row = {"round": t, "users": users, "update_norm": norm,
+        row = {"round": t, "users": users, "update_norm": norm, "tokens": self._tokens,
                **self.task.evaluate(self.params),
                "epsilon": None if self.privacy is None else self.privacy.epsilon(t, config.delta),
                "seconds": trained - start, "eval_seconds": time.perf_counter() - trained}
