@@ -53,10 +53,11 @@ def test_every_v1_endpoint_refuses_without_a_valid_key(service, header):
     headers = {} if header is None else {"Authorization": header}
     calls = [("get", "/v1/mechanisms"), ("post", "/v1/privatize"), ("get", "/v1/jobs"),
              ("post", "/v1/jobs"), ("get", "/v1/jobs/abc"), ("get", "/v1/jobs/abc/output"),
-             ("get", "/v1/units/u/budget"), ("post", "/v1/budgets"), ("post", "/v1/estimate")]
+             ("get", "/v1/units/u/budget"), ("post", "/v1/budgets"), ("post", "/v1/estimate"),
+             ("get", "/v1/budgets/d"), ("post", "/v1/columns")]
     paths = {r.path for r in app.routes if getattr(r, "path", "").startswith("/v1")}
     assert {p for _, p in calls} >= {"/v1/mechanisms", "/v1/privatize", "/v1/jobs"}
-    assert len(paths) == 8  # every /v1 route is in the list above (by its template)
+    assert len(paths) == 10  # every /v1 route is in the list above (by its template)
     for method, path in calls:
         r = getattr(client, method)(path, headers=headers)
         assert r.status_code == 401, (method, path, r.status_code)
@@ -210,13 +211,13 @@ def test_csv_job_with_units_and_a_budget(service):
                                      for i in range(3)) + '"Bob went home",bob\n'
     up = client.post("/v1/jobs", headers=a, files={"file": ("notes.csv", rows.encode())},
                      data={"fields": "note", "unit_field": "author", "dataset": "d",
-                           "params": json.dumps({"epsilon": 2})})
+                           "params": json.dumps({"epsilon": 2})})  # the person: not output
     assert up.status_code == 201, up.text
     job = _wait(client, a, up.json()["id"])
     assert job["state"] == "done", job
     out = client.get(f"/v1/jobs/{job['id']}/output", headers=a).text.splitlines()
     rejects = client.get(f"/v1/jobs/{job['id']}/rejects", headers=a).text.splitlines()
-    assert out[0] == "note,author"
+    assert out[0] == "note"  # the unit field is dropped unless kept or hashed (issue 31)
     assert len(out) - 1 + len(rejects) == 4  # every record released or withheld
     assert job["released"] == len(out) - 1 and job["withheld"] == len(rejects)
     assert job["withheld"] >= 1  # alice: 7 words * 2 = 14 per note, budget 15

@@ -38,7 +38,7 @@ def test_kill_9_mid_job_then_restart_resumes_exactly_once(tmp_path):
         r = httpx.post(f"{server.url}/v1/jobs", headers=h, timeout=120,
                        files={"file": ("notes.jsonl", lines.encode())},
                        data={"mechanism": "laplace", "params": json.dumps({"epsilon": 50}),
-                             "unit_field": "id"})
+                             "unit_field": "id", "keep": "id"})
         assert r.status_code == 201, r.text
         job_id = r.json()["id"]
         deadline = time.monotonic() + 300

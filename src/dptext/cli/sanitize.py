@@ -92,33 +92,6 @@ def _has_more_lines(path, n: int) -> bool:
         return False  # the engine reports an unreadable input itself
 
 
-def _columns_line(summary: dict) -> str | None:
-    """What happened to the columns that were not privatized (None: there were none)."""
-    cols = summary.get("columns") or {}
-    parts = [f"{', '.join(cols[k])} {what}" for k, what in (
-        ("released_verbatim_not_protected", "released verbatim, NOT protected"),
-        ("hashed", "replaced by keyed pseudonyms"), ("dropped", "dropped")) if cols.get(k)]
-    return f"  other columns      {'; '.join(parts)}" if parts else None
-
-
-def _units_line(summary: dict, user_field: str | None) -> str:
-    """Who the guarantee is about: the per-person distribution with ``--user-field``, else
-    the reminder that each record counts as one person."""
-    from dptext.accounting.units import RECORD_IS_UNIT
-
-    units = (summary or {}).get("units")
-    if user_field is None or not isinstance(units, dict):
-        return f"  privacy unit       the record: {RECORD_IS_UNIT}"
-    if not units.get("units"):
-        return f"  privacy units      --user-field {user_field}: no record was released"
-    worst = units.get("worst_unit") or {}
-    return (f"  privacy units      {units['units']} (--user-field {user_field}); each unit "
-            f"composes its own records (basic composition): worst "
-            f"{worst.get('epsilon', units.get('epsilon_max')):.4g}-DP over its "
-            f"{worst.get('records', '?')} records, median {units.get('epsilon_median', 0):.4g}, "
-            f"p95 {units.get('epsilon_p95', 0):.4g}")
-
-
 def _interrupted_message(output: str | None, err: KeyboardInterrupt) -> str:
     from dptext.corpus.jobdir import committed, workdir_of
 
@@ -245,16 +218,10 @@ def cmd_sanitize(args) -> int:
     elif result.report_path is not None:
         print(f"wrote {result.report_path}", file=sys.stderr)
     # to stdout without --report: the short summary below only (the JSON is --report FILE's)
-    print(result.report, file=sys.stderr)
-    print(_units_line(result.summary, args.user_field), file=sys.stderr)
-    line = _columns_line(result.summary)
-    if line:
+    from dptext.corpus.text_report import text_report
+
+    for line in text_report(result.report, result.summary, args.user_field, result.counts):
         print(line, file=sys.stderr)
-    counts = result.counts
-    if counts["records_rejected"] or counts["records_withheld"]:
-        print(f"dptext: {counts['records_rejected']} records rejected, "
-              f"{counts['records_withheld']} withheld by the ledger (see the rejects file)",
-              file=sys.stderr)
     if getattr(args, "epsilon_note", None):
         print(args.epsilon_note, file=sys.stderr)
     return 0

@@ -28,11 +28,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dptext.corpus.budget import LedgerSession, privacy_events
 from dptext.errors import DPTextError
+from dptext.service import entities as entities_mod
 from dptext.service.keys import KeyStore, key_id
 from dptext.service.limits import AuthFailures, LimitExceeded, Limits, RateLimiter
 from dptext.service.pool import LM_MECHANISMS, MechanismPool
 from dptext.service.reconcile import SERVICE_PRIVATIZE
-from dptext.service.spans import spans
+from dptext.service.spans import entity_spans, spans
 
 
 @dataclass
@@ -49,8 +50,12 @@ class PrivatizeRequest(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict,
                                    description="mechanism parameters, e.g. {\"epsilon\": 2}")
     units: list[str] | None = Field(None, description="privacy unit (person) of each text; "
-                                    "without it each text is its own unit")
+                                    "without it each text is its own unit (no default person)")
     dataset: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    entities: dict[str, Any] | None = Field(
+        None, description="entity mode: replace only the detected identifiers, e.g. "
+                          "{\"entities\": \"PHI\", \"detector\": \"spacy\"} (see "
+                          "entity_parameters in GET /v1/mechanisms); absent: every word")
 
 
 class EstimateRequest(BaseModel):
@@ -66,6 +71,8 @@ class EstimateRequest(BaseModel):
                                  description="per-person epsilon to check withholding "
                                              "against; without it, what each unit may still "
                                              "spend in the ledger")
+    entities: dict[str, Any] | None = Field(None, description="not covered: the spans are "
+                                            "only known after detection (a 400)")
 
 
 class BudgetRequest(BaseModel):
@@ -117,10 +124,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     rate = RateLimiter(limits.rate_per_second, limits.rate_burst)
     failures = AuthFailures(limits.auth_failure_rate, limits.auth_failure_burst)
 
-    from dptext.service.jobs import JobStore
+    from dptext.service.jobs import FORMATS, JobStore, read_columns
+
+    def pseudonym_key() -> bytes:
+        """The key of hashed columns, kept like the ledger's secret: $DPTEXT_PSEUDONYM_SECRET,
+        else beside a SQLite ledger (the command line's key for the same ledger), else in the
+        data directory (created 0600 on first use)."""
+        from dptext.corpus.columns import pseudonym_key as key
+
+        sqlite = "://" not in ledger.where and ledger.where.endswith((".sqlite", ".db"))
+        return (key(ledger=ledger.where) if sqlite else None) or \
+            key(data_dir / "pseudonym.key")
 
     jobs = JobStore(data_dir / "jobs", mechanisms=pool.get, ledger=ledger,
-                    max_per_owner=limits.max_jobs_per_owner)
+                    max_per_owner=limits.max_jobs_per_owner, pseudonym_key=pseudonym_key)
     jobs_lock = threading.Lock()
 
     app = FastAPI(title="dptext", version=_version(),
@@ -229,6 +246,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def mechanisms(owner: Owner) -> list[dict]:
         from dptext.mechanisms.registry import REQUIRED, parameters, registered
 
+        entity_parameters = entities_mod.describe()
         out = []
         for name, cls in registered().items():
             # what epsilon means and its measured useful range: the mechanism's declaration
@@ -238,6 +256,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         "epsilon_meaning": typical.meaning if typical else cls.guarantee_summary,
                         "typical_epsilon": typical.text if typical else "",
                         "typical_epsilon_range": typical.to_dict() if typical else None,
+                        "typical_epsilon_spaces": {k: t.to_dict() for k, t in
+                                                   cls.typical_epsilon_spaces.items()},
+                        "entity_parameters": entity_parameters,
                         "language_model": name in LM_MECHANISMS,
                         "parameters": {k: (None if v == REQUIRED else _plain(v))
                                        for k, v in parameters(cls).items()
@@ -252,28 +273,56 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # response's bytes completed with the decisions, and the charges committed.
         _check_texts(body, limits)
         params = _params(body.params)
-        m = pool.get(body.mechanism, params, owner=owner)
-        results = pool.privatize(body.mechanism, params, body.texts, owner=owner)
+        ent = entities_mod.parse(body.entities)
+        m = pool.get(body.mechanism, params, owner=owner, entities=ent)
+        results = pool.privatize(body.mechanism, params, body.texts, owner=owner, entities=ent)
         request_id = secrets.token_hex(8)
         units = body.units or [f"request:{request_id}:{i}" for i in range(len(body.texts))]
-        released = [{"withheld": False, "unit": unit if body.units else None,
-                     "text": r.text, "report": r.report.to_dict(),
-                     "spans": spans(m, text, r.text)}
+
+        def shown(text: str, r) -> dict:
+            refused = getattr(r.report, "withheld", None)  # entity mode: language, leak check
+            if refused:
+                return {"withheld": True, "reason": refused, "text": None,
+                        "report": r.report.to_dict(), "spans": [], "summary": str(r.report)}
+            return {"withheld": False, "text": r.text, "report": r.report.to_dict(),
+                    "spans": entity_spans(m, text, r.text, r.report) if ent is not None
+                    else spans(m, text, r.text), "summary": str(r.report)}
+
+        released = [{**shown(text, r), "unit": unit if body.units else None}
                     for text, unit, r in zip(body.texts, units, results, strict=True)]
         _encode({"results": released})  # a response that cannot be sent fails here, uncharged
         session = LedgerSession(ledger, owner=owner, dataset=body.dataset,
                                 mechanism=body.mechanism, params=params,
                                 job_key=f"{SERVICE_PRIVATIZE}:{request_id}",
                                 origin=SERVICE_PRIVATIZE)
-        decisions = session.reserve([
-            (f"{request_id}:{i}", unit, privacy_events(r.report))
-            for i, (unit, r) in enumerate(zip(units, results, strict=True))])
-        out = [r if d.allowed else {"withheld": True, "reason": d.reason, "unit": unit,
-                                    "text": None, "report": None, "spans": []}
-               for r, unit, d in zip(released, units, decisions, strict=True)]
+        charged = [i for i, r in enumerate(released) if not r["withheld"]]
+        decisions = dict(zip(charged, session.reserve([
+            (f"{request_id}:{i}", units[i], privacy_events(results[i].report))
+            for i in charged]), strict=True))
+        out = [r if i not in decisions or decisions[i].allowed else
+               {"withheld": True, "reason": decisions[i].reason, "unit": r["unit"],
+                "text": None, "report": None, "spans": [], "summary": None}
+               for i, r in enumerate(released)]
         payload = _encode({"release_id": session.release_id, "results": out})
-        session.commit([d.charge_id for d in decisions
+        session.commit([d.charge_id for d in decisions.values()
                         if d.allowed and d.charge_id is not None])
+        # committed: nothing may fail the response from here (the texts are charged)
+        budget = None
+        if body.units:
+            try:
+                budget = {"dataset": body.dataset, "units": {}}
+                for unit in dict.fromkeys(body.units):
+                    spent = ledger.spent(unit, owner=owner, dataset=body.dataset, pld=False)
+                    budget["units"][unit] = {
+                        "spent_epsilon": spent.epsilon_basic, "records": spent.records,
+                        "remaining_epsilon": ledger.remaining(unit, owner=owner,
+                                                              dataset=body.dataset)}
+                extra = _encode({"budget": budget})
+            except Exception:  # noqa: BLE001 - the budget is a courtesy; the texts are sent
+                extra = b'{"budget":null}'
+        else:
+            extra = b'{"budget":null}'
+        payload = payload[:-1] + b"," + extra[1:]
         return Response(payload, media_type="application/json")
 
     @app.post("/v1/estimate")
@@ -287,6 +336,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from dptext.mechanisms.word import WordMechanism
 
         _check_texts(body, limits)
+        if body.entities is not None:
+            raise DPTextError("/v1/estimate does not cover entity mode (the spans are only "
+                              "known after detection): drop \"entities\"")
         params = _params(body.params)
         cls = registered().get(body.mechanism)
         if cls is not None and issubclass(cls, WordMechanism):
@@ -313,6 +365,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return {"owner": owner, "dataset": body.dataset, "epsilon": body.epsilon,
                 "delta": body.delta}
 
+    @app.get("/v1/budgets/{dataset}")
+    def get_budget(dataset: str, owner: Owner) -> dict:
+        """The per-person budget that applies to the owner's releases of ``dataset`` (the
+        strictest of those set for it or for any owner/dataset); 404 when none is set."""
+        rows = [b for b in ledger.budgets() if b.owner in (owner, "*")
+                and b.dataset in (dataset, "*")]
+        if not rows:
+            raise StarletteHTTPException(404, f"no budget is set for {dataset!r}: nothing is "
+                                              "withheld")
+        b = min(rows, key=lambda b: (b.epsilon, b.delta))
+        return {"owner": owner, "dataset": dataset, "epsilon": b.epsilon, "delta": b.delta}
+
     @app.get("/v1/units/{unit}/budget")
     def unit_budget(unit: str, owner: Owner, dataset: str = "default") -> dict:
         spent = ledger.spent(unit, owner=owner, dataset=dataset)
@@ -322,38 +386,67 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return {"unit": unit, "dataset": dataset, "spent": spent.to_dict(),
                 "remaining_epsilon": ledger.remaining(unit, owner=owner, dataset=dataset)}
 
+    def upload(file: UploadFile) -> tuple[str, bytes]:
+        fmt = Path(file.filename or "").suffix.lower().lstrip(".")
+        fmt = {"ndjson": "jsonl"}.get(fmt, fmt)
+        if fmt not in FORMATS:
+            raise DPTextError(f"a job file must be .csv or .jsonl (.ndjson), got "
+                              f"{Path(file.filename or '').name or 'no file name'!r}")
+        data = file.file.read(limits.max_upload_bytes + 1)
+        if len(data) > limits.max_upload_bytes:
+            raise LimitExceeded(413, "max_upload_bytes", limits.max_upload_bytes,
+                                f"the file is over {limits.max_upload_bytes} bytes")
+        return fmt, data
+
+    def names(value: str | None) -> list[str]:
+        return [c.strip() for c in (value or "").split(",") if c.strip()]
+
+    @app.post("/v1/columns")
+    def columns(owner: Owner, file: Annotated[UploadFile, File()]) -> dict:
+        """The columns of a file (CSV header, keys of the first JSONL records) with the first
+        record's value of each, so a page can ask for each column's role; nothing is kept."""
+        import tempfile
+
+        fmt, data = upload(file)
+        with tempfile.TemporaryDirectory(dir=jobs.root) as tmp:
+            path = Path(tmp) / f"upload.{fmt}"
+            path.write_bytes(data)
+            cols, examples, total = read_columns(path, fmt, [])
+        return {"format": fmt, "records": total,
+                "columns": [{"name": c, "example": None if v is None else str(v)[:60]}
+                            for c, v in zip(cols, examples, strict=True)]}
+
     @app.post("/v1/jobs", status_code=201)
     def create_job(owner: Owner, file: Annotated[UploadFile, File()],
                    fields: Annotated[str, Form()] = "text",
                    mechanism: Annotated[str, Form()] = "custext",
                    params: Annotated[str, Form()] = "{}",
                    unit_field: Annotated[str | None, Form()] = None,
+                   keep: Annotated[str | None, Form()] = None,
+                   drop: Annotated[str | None, Form()] = None,
+                   hash: Annotated[str | None, Form()] = None,
+                   keep_other: Annotated[bool, Form()] = False,
+                   entities: Annotated[str | None, Form()] = None,
                    dataset: Annotated[str, Form(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
                    ) -> dict:
-        try:
-            parsed = json.loads(params)
-        except json.JSONDecodeError:
-            raise DPTextError("params must be a JSON object") from None
-        if not isinstance(parsed, dict):
-            raise DPTextError("params must be a JSON object")
-        names = [f.strip() for f in fields.split(",") if f.strip()]
-        if not names or len(set(names)) != len(names):
+        parsed = _json_object("params", params)
+        ent = entities_mod.parse(_json_object("entities", entities)
+                                 if entities not in (None, "", "null") else None)
+        fields_ = names(fields)
+        if not fields_ or len(set(fields_)) != len(fields_):
             raise DPTextError("fields must name distinct fields, e.g. text or note,summary")
-        fmt = Path(file.filename or "").suffix.lower().lstrip(".")
-        fmt = {"ndjson": "jsonl"}.get(fmt, fmt)
         # a bad mechanism fails before the upload is kept
-        pool.get(mechanism, _params(parsed), owner=owner)
-        data = file.file.read(limits.max_upload_bytes + 1)
-        if len(data) > limits.max_upload_bytes:
-            raise LimitExceeded(413, "max_upload_bytes", limits.max_upload_bytes,
-                                f"the file is over {limits.max_upload_bytes} bytes")
+        pool.get(mechanism, _params(parsed), owner=owner, entities=ent)
+        fmt, data = upload(file)
         with jobs_lock:
             if jobs.active(owner) >= limits.max_jobs_per_owner:
                 raise LimitExceeded(429, "max_jobs_per_owner", limits.max_jobs_per_owner,
                                     f"at most {limits.max_jobs_per_owner} jobs at once")
             job = jobs.create(owner=owner, dataset=dataset, mechanism=mechanism,
-                              params=_params(parsed), fields=names, unit_field=unit_field,
-                              fmt=fmt, data=data)
+                              params=_params(parsed), fields=fields_, unit_field=unit_field,
+                              fmt=fmt, data=data, keep=names(keep), drop=names(drop),
+                              hash=names(hash), keep_other=keep_other, entities=ent,
+                              name=Path(file.filename or "").name or "the file")
         jobs.start(job)
         return job.public()
 
@@ -430,6 +523,16 @@ def _check_unicode(what: str, values) -> None:
             raise DPTextError(f"{what}[{i}] has a character that is not valid Unicode text "
                               f"({err.reason} at {err.start}): a lone surrogate "
                               f"{value[err.start]!r}") from None
+
+
+def _json_object(name: str, text: str) -> dict:
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError:
+        raise DPTextError(f"{name} must be a JSON object") from None
+    if not isinstance(parsed, dict):
+        raise DPTextError(f"{name} must be a JSON object")
+    return parsed
 
 
 def _encode(body: dict) -> bytes:

@@ -45,6 +45,12 @@ class Job:
     fields: list[str]
     unit_field: str | None
     format: str
+    # the columns that are not privatized (corpus/columns.py): each named once, or keep_other
+    keep: list[str] = field(default_factory=list)
+    drop: list[str] = field(default_factory=list)
+    hash: list[str] = field(default_factory=list)
+    keep_other: bool = False
+    entities: dict | None = None  # entity mode's options (service/entities.py), else None
     state: str = "queued"
     records_total: int = 0
     records_done: int = 0
@@ -54,6 +60,9 @@ class Job:
     error: str | None = None
     created: float = field(default_factory=time.time)
     finished: float | None = None
+    summary: str | None = None  # the plain text report (corpus/text_report.py), once done
+    columns: dict | None = None  # the report's columns section, once done
+    leak_check: dict | None = None  # entity mode: dptext.deid.check on the release, once done
 
     def public(self) -> dict:
         d = asdict(self)
@@ -67,34 +76,43 @@ def _write(path: Path, data: str) -> None:
     write_durably(path, data.encode("utf-8"))
 
 
-def _count_records(path: Path, fmt: str, fields: list[str], unit_field: str | None) -> int:
-    """Records in an uploaded file, read as the engine will read it; a record without a named
-    field is an error before the job is accepted."""
+def read_columns(path: Path, fmt: str, fields: list[str]) -> tuple[list[str], list, int]:
+    """The columns of an uploaded file (the CSV header, the keys of the first JSONL records),
+    the first record's values (for the page), and the number of records, read as the engine
+    will read it (a file that does not parse is an error here, before any job)."""
+    from dptext.corpus.columns import peek_columns
     from dptext.corpus.records import RecordReader
     from dptext.corpus.sources import expand
 
     source = expand(str(path), fmt)[0]
-    names = fields + ([unit_field] if unit_field else [])
-    total = 0
-    for record in RecordReader(source, names):  # a CSV without a named column fails here
+    reader = RecordReader(source, fields)
+    columns = peek_columns(reader, fmt)
+    first, total = None, 0
+    for record in RecordReader(source, fields):
         total += 1
-        if isinstance(record.payload, dict):
-            missing = [f for f in names if f not in record.payload]
-            if missing:
-                raise DPTextError(f"record {total} (line {record.line}) has no field "
-                                  f"{missing[0]!r}")
-    return total
+        if first is None:
+            first = record.payload
+    if isinstance(first, dict):
+        examples = [first.get(c) for c in columns]
+    elif isinstance(first, list):
+        examples = list(first) + [None] * (len(columns) - len(first))
+    else:
+        examples = [None] * len(columns)
+    return columns, examples, total
 
 
 class JobStore:
     """Jobs of every owner under ``root``; ``run(job)`` works through a job in a thread."""
 
-    def __init__(self, root: Path, *, mechanisms, ledger, max_per_owner: int) -> None:
-        """``mechanisms``: ``(name, params) -> fitted Mechanism`` (the service's shared
-        pool); ``ledger``: the service's :class:`~dptext.ledger.Ledger`."""
+    def __init__(self, root: Path, *, mechanisms, ledger, max_per_owner: int,
+                 pseudonym_key=None) -> None:
+        """``mechanisms``: ``(name, params, entities=None) -> fitted Mechanism`` (the
+        service's shared pool); ``ledger``: the service's :class:`~dptext.ledger.Ledger`;
+        ``pseudonym_key``: ``() -> bytes`` - the key of hashed columns (made on first use)."""
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.mechanisms, self.ledger = mechanisms, ledger
+        self.pseudonym_key = pseudonym_key
         self.max_per_owner = max_per_owner
         self._lock = threading.Lock()
         self._threads: dict[str, threading.Thread] = {}
@@ -139,17 +157,27 @@ class JobStore:
 
     # ------------------------------------------------------------ create
     def create(self, *, owner: str, dataset: str, mechanism: str, params: dict,
-               fields: list[str], unit_field: str | None, fmt: str, data: bytes) -> Job:
+               fields: list[str], unit_field: str | None, fmt: str, data: bytes,
+               keep: list[str] = (), drop: list[str] = (), hash: list[str] = (),
+               keep_other: bool = False, entities: dict | None = None,
+               name: str = "the file") -> Job:
+        """Keep the upload and its job, after checking that the file parses and that every
+        column is named (``name``: the client's file name, for the error message)."""
         if fmt not in FORMATS:
             raise DPTextError(f"a job file must be JSONL or CSV, got {fmt!r}")
         job = Job(id=secrets.token_hex(12), owner=owner, dataset=dataset, mechanism=mechanism,
-                  params=params, fields=fields, unit_field=unit_field, format=fmt)
+                  params=params, fields=fields, unit_field=unit_field, format=fmt,
+                  keep=list(keep), drop=list(drop), hash=list(hash), keep_other=keep_other,
+                  entities=entities)
+        plan = self.columns_plan(job)  # two roles for one column: an error before any write
         d = self.dir(job.id)
         d.mkdir(mode=0o700)
         path = self.input_path(job)
         path.write_bytes(data)
-        try:  # check the file before accepting the job: parsable, fields present
-            job.records_total = _count_records(path, fmt, fields, unit_field)
+        try:  # check the file before accepting the job: parsable, every column named
+            columns, _, job.records_total = read_columns(path, fmt, fields)
+            if columns:
+                plan.check(columns, name)
         except BaseException:
             import shutil
 
@@ -157,6 +185,17 @@ class JobStore:
             raise
         self.save(job)
         return job
+
+    def columns_plan(self, job: Job):
+        """The job's :class:`~dptext.corpus.columns.ColumnPlan` (the pseudonym key mixed
+        with the owner: one owner's pseudonyms are stable across its jobs, another owner's
+        differ)."""
+        from dptext.corpus.columns import ColumnPlan
+
+        key = self.pseudonym_key() if job.hash and self.pseudonym_key is not None else None
+        return ColumnPlan.make(job.fields, keep=job.keep, drop=job.drop, hash=job.hash,
+                               keep_other=job.keep_other, user_field=job.unit_field, key=key,
+                               owner=job.owner)
 
     # ------------------------------------------------------------ run
     def start(self, job: Job) -> None:
@@ -224,31 +263,81 @@ class JobStore:
         output, report = self.output_path(job, "output"), self.output_path(job, "report")
         if finished(output, report):
             # the engine committed everything before a kill: finish the job, draw nothing
-            self._done(job, json.loads(report.read_text(encoding="utf-8")))
+            summary = json.loads(report.read_text(encoding="utf-8"))
+            self._done(job, summary, None)
             return
 
         corpus_job = CorpusJob(
-            mechanism=self.mechanisms(job.mechanism, job.params),
+            mechanism=self.mechanisms(job.mechanism, job.params, entities=job.entities),
             input=str(self.input_path(job)), input_format=job.format,
             output=str(self.output_path(job, "output")),
             report=str(self.output_path(job, "report")),
             rejects=str(self.output_path(job, "rejects")),
             fields=list(job.fields), user_field=job.unit_field, on_error="skip",
+            columns=self.columns_plan(job),
             ledger=self.ledger, owner=job.owner, dataset=job.dataset,
             parameters=job.params, spec=(job.mechanism, job.params),
             batch_size=BATCH_RECORDS, shard_records=SHARD_RECORDS,
             shard_seconds=SHARD_SECONDS, on_commit=committed)
         result = prepare(corpus_job).run()
-        self._done(job, result.summary)
+        self._done(job, result.summary, result.report)
 
-    def _done(self, job: Job, summary: dict) -> None:
+    def _done(self, job: Job, summary: dict, report) -> None:
+        from dptext.corpus.text_report import columns_line, counts_line, text_report, units_line
+
         rejects = self.output_path(job, "rejects")
         if not rejects.exists():  # always downloadable, empty when nothing was left out
             _write(rejects, "")
+        counts = {k: summary[k] for k in ("records_in", "records", "records_rejected",
+                                          "records_withheld")}
+        if report is not None:
+            lines = text_report(report, summary, job.unit_field, counts)
+        else:  # finished before a kill: the report object is gone, its file says the rest
+            lines = [line for line in (units_line(summary, job.unit_field),
+                                       columns_line(summary), counts_line(counts)) if line]
+        leak = self._leak_check(job) if job.entities is not None else None
         job = self.load(job.id)
         job.state, job.finished = "done", time.time()
         job.records_done = summary["records_in"]
         job.released, job.withheld = summary["records"], summary["records_withheld"]
         job.rejected = summary["records_rejected"]
+        job.summary, job.columns = "\n".join(lines), summary.get("columns")
+        job.leak_check = leak
         self.save(job)
+
+    def _leak_check(self, job: Job) -> dict:
+        """dptext.deid.check over the release: every identifier the detectors find in an
+        uploaded record (the job's categories, recognizers, patterns, deny list, the residual
+        net) looked up in its released record; records left out (rejects) are ``missing``."""
+        from dptext.deid.check import check_records, read_records
+        from dptext.detect.categories import resolve_categories
+        from dptext.detect.entities import EntityDetector
+        from dptext.detect.recognizers import (
+            DenyListRecognizer,
+            builtin_recognizers,
+            parse_pattern,
+        )
+        from dptext.detect.residual import ResidualNet
+
+        opts = job.entities
+        user = [parse_pattern(p) for p in opts["patterns"]]
+        if opts["deny_list"]:
+            user.append(DenyListRecognizer("deny-list", "DENY_LIST", entries=opts["deny_list"]))
+        allow = frozenset(opts["allow_list"])
+        categories = resolve_categories(opts["entities"]) | frozenset(r.category for r in user)
+        detector = EntityDetector(categories, opts["detector"],
+                                  builtin_recognizers() + tuple(user), allow)
+        original = read_records(self.input_path(job), job.fields)
+        released = iter(read_records(self.output_path(job, "output"), job.fields))
+        left_out = set()
+        for line in self.output_path(job, "rejects").read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                left_out.add(int(json.loads(line)["record"]) - 1)
+        pairs = ((i, texts, None if i in left_out else next(released)[1])
+                 for i, (_, texts) in enumerate(original))
+        result = check_records(pairs, detector, ResidualNet(allow))
+        return {"ran": True, "records": result.records, "compared": result.compared,
+                "missing": result.missing, "leaks": result.leaks,
+                "by_category": dict(sorted(result.by_category.items())),
+                "leaking_records": result.leaking_records}
 

@@ -34,8 +34,9 @@ from dptext.service.limits import LimitExceeded
 LM_MECHANISMS = ("dpmlm", "dpprompt")
 
 
-def _key(name: str, params: dict) -> str:
-    return json.dumps([name, params], sort_keys=True, default=str)
+def _key(name: str, params: dict, entities: dict | None = None) -> str:
+    return json.dumps([name, params] + ([entities] if entities else []), sort_keys=True,
+                      default=str)
 
 
 class Batcher:
@@ -153,13 +154,23 @@ class MechanismPool:
         self.bytes = 0  # of the kept mechanisms (memory_bytes)
         self.evicted = 0
 
-    def get(self, name: str, params: dict, *, owner: str | None = None) -> Mechanism:
+    def get(self, name: str, params: dict, *, owner: str | None = None,
+            entities: dict | None = None) -> Mechanism:
         """The fitted mechanism; built (and counted against ``owner``'s hourly limit of new
-        parameter sets, before the fit) when it is not kept."""
+        parameter sets, before the fit) when it is not kept. ``entities``: the checked entity
+        options (:func:`dptext.service.entities.parse`): the entity-targeted mechanism around
+        it, its detectors loaded once."""
         if name not in registered():
             raise DPTextError(f"unknown mechanism {name!r}; available: "
                               f"{', '.join(registered())}")
-        key = _key(name, params)
+        from dptext.service.entities import misplaced
+
+        wrong = misplaced(params)
+        if wrong is not None:
+            raise DPTextError(f"unknown parameter {wrong!r} for mechanism {name!r}: entity "
+                              f"parameters go in \"entities\", e.g. {{\"entities\": "
+                              f"{{\"entities\": \"PHI\", \"{wrong}\": ...}}}}")
+        key = _key(name, params, entities)
         with self._lock:
             if key in self._mechanisms:
                 self._mechanisms.move_to_end(key)
@@ -174,6 +185,10 @@ class MechanismPool:
                     return self._mechanisms[key][0]
             try:
                 m = mechanism(name, **params)
+                if entities is not None:
+                    from dptext.service.entities import build
+
+                    m = build(m, entities)
                 m.fit()
                 size = memory_bytes(m)
                 with self._lock:
@@ -223,11 +238,12 @@ class MechanismPool:
                 batcher.close()
 
     def privatize(self, name: str, params: dict, texts: Sequence[str], *,
-                  batch: bool = True, owner: str | None = None) -> list[Result]:
+                  batch: bool = True, owner: str | None = None,
+                  entities: dict | None = None) -> list[Result]:
         """Privatize ``texts`` with fresh OS entropy (LM mechanisms through the shared batcher
-        unless ``batch=False``)."""
-        m = self.get(name, params, owner=owner)
-        if name in LM_MECHANISMS and batch and self.batch_window > 0:
+        unless ``batch=False``; entity mode runs in the request's thread)."""
+        m = self.get(name, params, owner=owner, entities=entities)
+        if name in LM_MECHANISMS and batch and self.batch_window > 0 and entities is None:
             key = _key(name, params)
             with self._lock:
                 batcher = self._batchers.get(key)

@@ -1,0 +1,135 @@
+"""Entity mode in the service: the ``entities`` object of ``/v1/privatize`` and ``/v1/jobs``.
+
+``{"entities": "PHI" or ["PERSON", "GPE"], "detector": "spacy", ...}`` turns a whole-text
+mechanism into entity-targeted sanitization (:func:`dptext.targeted.build_targeted`) with the
+command line's defaults (``dptext sanitize --entities``): the rule recognizers on, the residual
+net protecting what the detectors miss, names replaced by public surrogates, texts in languages
+the detectors do not read withheld. :data:`PARAMETERS` is what ``GET /v1/mechanisms`` lists;
+:func:`parse` checks a request's object, one line per problem, before any work.
+
+``consistent: "unit"`` is refused here: the service's mechanisms are shared by every request
+and owner, so a per-person memory of draws would cross requests and owners.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dptext.errors import DPTextError
+
+#: name -> (default, choices or None, one line of help); the defaults are the command line's
+PARAMETERS: dict[str, tuple[Any, tuple | None, str]] = {
+    "entities": (None, None, "the categories to replace (required): names or groups, e.g. "
+                             "\"PHI\" or [\"PERSON\", \"GPE\", \"EMAIL\"]"),
+    "detector": ("spacy", ("spacy", "presidio", "both"),
+                 "entity detector (contact details need presidio)"),
+    "pattern_policy": ("placeholder", ("placeholder", "surrogate"),
+                       "e-mails, phones, IDs: a type placeholder (0-DP) or a surrogate drawn "
+                       "by the exponential mechanism (surrogate_epsilon per span)"),
+    "surrogate_epsilon": (1.0, None, "epsilon of one surrogate draw"),
+    "name_policy": ("surrogate", ("surrogate", "placeholder", "mechanism"),
+                    "PERSON spans: a public name drawn independently of the input (0-DP), a "
+                    "placeholder, or privatized word by word by the mechanism"),
+    "residual": ("protect", ("protect", "report", "keep"),
+                 "tokens outside every detected span that are not ordinary words: replaced "
+                 "whole, only counted, or not looked at"),
+    "patterns": ([], None, "your own recognizers: [\"NAME=REGEX\", "
+                           "\"NAME@context,words=REGEX\"]; matches are replaced whole"),
+    "deny_list": ([], None, "names and words that must never appear: replaced whole"),
+    "allow_list": ([], None, "words that are never identifiers"),
+    "consistent": ("none", ("none", "document"),
+                   "the same entity gets the same replacement within a text (document)"),
+    "check": (False, None, "run the leak check on each text before release and withhold a "
+                           "text in which an identifier survived"),
+    "other_languages": ("withhold", ("withhold", "whole"),
+                        "a text in a language the detectors do not read: withheld, or "
+                        "sanitized whole by the mechanism"),
+}
+
+
+def describe() -> dict:
+    """The entity parameters as ``GET /v1/mechanisms`` lists them."""
+    from dptext.detect.categories import CATEGORY_GROUPS
+
+    out = {name: {"default": default, "choices": list(choices) if choices else None,
+                  "help": text}
+           for name, (default, choices, text) in PARAMETERS.items()}
+    out["entities"]["groups"] = {k: list(v) for k, v in CATEGORY_GROUPS.items()}
+    return out
+
+
+def _strings(name: str, value) -> list[str]:
+    if isinstance(value, str):
+        value = [v for v in value.split(",") if v.strip()] if name == "entities" else [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise DPTextError(f"entities.{name} must be a list of strings")
+    return [v.strip() for v in value] if name == "entities" else list(value)
+
+
+def parse(value: Any) -> dict | None:
+    """The checked entity options of a request (None: whole-text mode); a one-line
+    DPTextError naming the problem otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise DPTextError("entities must be a JSON object, e.g. {\"entities\": \"PHI\"}")
+    unknown = sorted(set(value) - set(PARAMETERS))
+    if unknown:
+        raise DPTextError(f"unknown entity parameter {unknown[0]!r}; known: "
+                          f"{', '.join(PARAMETERS)}")
+    if value.get("consistent") == "unit":
+        raise DPTextError("entities.consistent 'unit' is not available in the service: its "
+                          "mechanisms are shared by every request, so a per-person memory "
+                          "would cross requests; use 'document' or 'none'")
+    out: dict[str, Any] = {}
+    for name, (default, choices, _) in PARAMETERS.items():
+        v = value.get(name, default)
+        if v is None and name != "entities":
+            v = default
+        if name == "entities":
+            cats = _strings(name, v) if v is not None else []
+            if not cats:
+                raise DPTextError("entities.entities must name the categories to replace, "
+                                  "e.g. \"PHI\" or [\"PERSON\", \"GPE\"]")
+            from dptext.detect.categories import resolve_categories
+
+            resolve_categories(cats)  # an unknown category is a one-line error here
+            v = cats
+        elif choices is not None:
+            if v not in choices:
+                raise DPTextError(f"entities.{name} must be one of {', '.join(choices)}, "
+                                  f"got {v!r}")
+        elif name in ("patterns", "deny_list", "allow_list"):
+            v = _strings(name, v)
+        elif name == "check":
+            if not isinstance(v, bool):
+                raise DPTextError("entities.check must be true or false")
+        elif name == "surrogate_epsilon":
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < 1e6:
+                raise DPTextError("entities.surrogate_epsilon must be a positive number")
+            v = float(v)
+        out[name] = v
+    if out["patterns"]:
+        from dptext.detect.recognizers import parse_pattern
+
+        for p in out["patterns"]:
+            parse_pattern(p)  # a bad pattern is a one-line error before any work
+    return out
+
+
+def build(mechanism, options: dict):
+    """The entity-targeted mechanism around ``mechanism`` (an unfitted instance)."""
+    from dptext.targeted import build_targeted
+
+    return build_targeted(
+        mechanism, entities=options["entities"], detector=options["detector"],
+        pattern_policy=options["pattern_policy"], surrogate_epsilon=options["surrogate_epsilon"],
+        consistent=options["consistent"], recognizers=True, patterns=options["patterns"],
+        deny_list=options["deny_list"], allow_list=options["allow_list"],
+        residual=options["residual"], name_policy=options["name_policy"],
+        check=options["check"], languages=("en",), other_languages=options["other_languages"])
+
+
+def misplaced(params: dict) -> str | None:
+    """The first entity parameter given among a mechanism's parameters (a common mistake)."""
+    return next((k for k in params if k in PARAMETERS), None)
