@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench lint
+.PHONY: setup demo test bench lint screenshots
 
 setup: $(VENV)/.installed
 
@@ -44,6 +44,11 @@ bench: setup
 	$(BIN)/python benchmarks/bench_grid.py --workers 2
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_training.py cost --texts 120 --repeats 4
 	uptime
+
+# The web page's screenshots in docs/img (README.md, docs/service.md): its browser test, run
+# with DPTEXT_UPDATE_DOCS=1 (needs Debian's chromium).
+screenshots: setup
+	DPTEXT_UPDATE_DOCS=1 $(BIN)/python -m pytest -q tests/test_service_browser.py
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
