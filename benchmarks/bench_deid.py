@@ -10,7 +10,8 @@ Sets (each with its own gold categories; never tuned to one):
 
 For each detector (spacy, presidio, both) with and without the residual net, the release is
 made with ``TargetedMechanism(custext epsilon 2 on the default space, entities="PHI",
-recognizers=True, name_policy="surrogate")`` - what ``dptext sanitize --entities PHI`` does -
+recognizers=True, name_policy="surrogate", word_policy="surrogate")`` - what ``dptext
+sanitize --entities PHI`` does -
 and scored (:mod:`dptext.deid.gold`): token recall per gold category, token precision, the
 share of gold tokens left verbatim in the release, readability (non-identifier tokens kept),
 and the verbatim identifiers by the leak check's rules on the gold spans (full names, phones,
@@ -89,7 +90,8 @@ def build(detector: str, residual: str, mechanism=None):
     from dptext.targeted import TargetedMechanism
 
     return TargetedMechanism(mechanism, entities="PHI", detector=detector, recognizers=True,
-                             residual=residual, name_policy="surrogate")
+                             residual=residual, name_policy="surrogate",
+                             word_policy="surrogate")
 
 
 def run_set(records, m, seed: int = 0) -> dict:

@@ -302,6 +302,27 @@ def test_name_policies(custext):
         TargetedMechanism(custext, detector=None, name_policy="hide")
 
 
+def test_deid_detection_drops_durations_credentials_and_clinical_words_keeps_mentions(space):
+    from dptext.detect.residual import is_clinical
+
+    m = build_deid("custext", epsilon=2, k=5, space=space, detector="spacy", languages=None)
+
+    def spans(text):
+        return {(s.category, text[s.start:s.end]) for s in m.detect([text])[0]}
+
+    text = ("Seen two weeks ago and again today; follow up in 3 months. Next visit "
+            "March 3, 2024.")
+    got = spans(text)
+    assert ("DATE", "March 3, 2024") in got
+    assert not {v for c, v in got if "week" in v or "today" in v or "months" in v}
+    got = spans("Attending: Don Quarlow, MD\nStarted Prednisone 10 mg PO QD and Atenolol.")
+    assert not {v for _, v in got if v in ("MD", "PO", "QD", "Prednisone", "Atenolol")}
+    assert is_clinical("ED") and not is_clinical("Ed") and not is_clinical("Aki")
+    text = "She lives in Merced. Address: 12 Oak Rd, Merced, CA 95340. Ms Vandermolen called."
+    got = [(s.category, text[s.start:s.end]) for s in m.detect([text])[0]]
+    assert sum(v == "Merced" for _, v in got) == 2  # the mention the engine missed too
+
+
 # ----------------------------------------------- places and organisations whole
 def test_places_and_organisations_never_come_back_verbatim(space):
     from dptext.targeted.surrogates import WORD_SURROGATES

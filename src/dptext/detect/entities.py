@@ -110,7 +110,8 @@ class EntityDetector:
         else:
             found = self._from_engines(texts)[1]
         if self.recognizers:
-            found = [_rules_first(_no_credentials(t, ents), self._from_rules(t))
+            found = [_rules_first(_no_clinical(t, _no_durations(t, _no_credentials(t, ents))),
+                                  self._from_rules(t))
                      for ents, t in zip(found, texts, strict=True)]
         if self.allow:
             found = [[e for e in ents if not self._allowed(t[e.start:e.end])]
@@ -214,6 +215,40 @@ def _rules_first(ner: list[Entity], rules: list[Entity]) -> list[Entity]:
 _CREDENTIAL = re.compile(r"(?:M\.?D|D\.?O|R\.?N|N\.?P|P\.?A(?:-C)?|Ph\.?D|DDS|DMD|MBBS|MPH|"
                          r"FAC[PS]|LPN|CNM|APRN|PharmD)\.?")
 _NOT_NAMES = frozenset({"GPE", "ORG", "NORP", "LOC", "FAC"})
+
+
+# an NER "date" that names no date: a duration or a relative day ("two weeks", "3 months
+# ago", "today", "a week") - Safe Harbor's dates are dates; the rules find those (numeric,
+# month names), and an NER date with a month, a weekday or a year is kept
+_DATE_WORDS = re.compile(
+    r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|"
+    r"april|june|july|august|september|october|november|december|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday|christmas|easter|thanksgiving|halloween|new year)\b")
+_DURATION = re.compile(
+    r"(?i)(?:(?:about|approximately|around|over|the|past|last|next|previous|another|a|an|"
+    r"few|several|couple|of|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+    r"\d{1,3}(?:\.\d)?|-|to|and|or|half)\s*)*(?:days?|weeks?|months?|years?|hours?|"
+    r"minutes?|nights?|decades?|today|tonight|yesterday|tomorrow|now|recently|daily|weekly|"
+    r"monthly|yearly|annually)(?:\s+(?:ago|later|prior|before|after|earlier|old|from now))?")
+
+
+def _no_durations(text: str, ner: list[Entity]) -> list[Entity]:
+    return [e for e in ner if e.category != "DATE" or _DATE_WORDS.search(text, e.start, e.end)
+            or not _DURATION.fullmatch(text[e.start:e.end].strip())]
+
+
+def _no_clinical(text: str, ner: list[Entity]) -> list[Entity]:
+    """Less an NER name, place or organisation made only of clinical vocabulary ("PO", "MG",
+    "Prednisone": :func:`dptext.detect.residual.is_clinical`)."""
+    from dptext.detect.residual import is_clinical
+
+    out = []
+    for e in ner:
+        words = _WORDS.findall(text[e.start:e.end]) if e.category in _NOT_NAMES or \
+            e.category == "PERSON" else []
+        if not (words and all(is_clinical(w) for w in words)):
+            out.append(e)
+    return out
 
 
 def _no_credentials(text: str, ner: list[Entity]) -> list[Entity]:

@@ -25,6 +25,7 @@ _DIGIT_GROUP = re.compile(r"\d[\d\s().\-/]*\d|\d")
 _NUMBER = re.compile(r"\d(?:[\d\-./ ]*\d)?")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
+_PLACEHOLDER = re.compile(r"\[[A-Z][A-Z0-9_]*\]")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ def survivors(original: str, released: str, entities: Iterable, *,
 
         ordinary = common_words()
     groups = [_digits(g) for g in _DIGIT_GROUP.findall(released)]
+    released = _PLACEHOLDER.sub(" ", released)  # "[DATE]" is no release of the word "Date"
     low = released.casefold()
     out: list[Survivor] = []
     seen: set[tuple[int, int]] = set()

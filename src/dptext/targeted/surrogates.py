@@ -298,8 +298,10 @@ def surrogate_name(value: str, rng: np.random.Generator) -> str:
     out = []
     for i, w in enumerate(words):
         initial = len(w.rstrip(".")) == 1
-        if initial:
-            new = chr(ord("A") + int(rng.integers(26))) + ("." if w.endswith(".") else "")
+        if initial:  # never the same letter
+            new = chr(ord("A") + (ord(w[0].upper()) - ord("A") + 1 + int(rng.integers(25))) % 26
+                      if "A" <= w[0].upper() <= "Z" else ord("A") + int(rng.integers(26))) \
+                + ("." if w.endswith(".") else "")
         else:
             surname = (i > 0) != comma or (len(words) == 1 and (w.isupper() or bool(prefix)))
             new = _draw_other(last if surname else first, avoid, rng)
