@@ -167,7 +167,11 @@ def test_page_deidentifies_a_note_and_a_file_with_the_keyboard(server, tmp_path,
             page.keyboard.type(letter)
         assert [page.input_value(f"#role-{c}") for c in ("patient_id", "note", "doctor")] == \
             ["hash", "field", "drop"]
-        tab_to(page, "#unit-field")
+        # the dataset has a budget: a person column is required, as the person of a text
+        tab_to(page, "#upload")
+        page.keyboard.press("Enter")
+        assert page.inner_text("#job-status").startswith("Choose the person column")
+        assert page.evaluate("document.activeElement.id") == "unit-field"
         page.keyboard.type("p")
         assert page.input_value("#unit-field") == "patient_id"
         assert page.inner_text("#job-status") == ""  # the refusal went with the choices
@@ -190,6 +194,13 @@ def test_page_deidentifies_a_note_and_a_file_with_the_keyboard(server, tmp_path,
         check_layout(page, viewport)
         shots.take(page, "4-file", "#file-section")
 
+        # a failed leak check as the page words it (the job as GET /v1/jobs/{id} gives it;
+        # the indices count from 0, the page and the rejects file from 1) - never a value
+        failed = page.evaluate("""leakLine({entities: {}, leak_check: {ran: true, records: 3,
+            compared: 2, missing: 1, leaks: 2, by_category: {PERSON: 2},
+            leaking_records: [0, 2]}})""")
+        assert failed.startswith("Leak check: FAILED - 2 identifier(s) survived (PERSON 2) in "
+                                 "record(s) 1, 3 of the file"), failed
         if desktop:
             whole_text_flow(page, shots)
         assert errors == []

@@ -459,7 +459,8 @@ function leakLine(job) {
   const cats = Object.entries(leak.by_category || {}).map(([c, k]) => c + " " + k).join(", ");
   const recs = (leak.leaking_records || []).map((i) => i + 1).join(", ");
   return "Leak check: FAILED - " + leak.leaks + " identifier(s) survived (" + cats + ") in " +
-    "record(s) " + recs + missing + ". Do not release this output as it is.";
+    "record(s) " + recs + " of the file (counted from 1, as in the rejects file)" + missing +
+    ". Do not release this output as it is.";
 }
 async function showJob(job) {
   $("job-box").hidden = false;
