@@ -169,14 +169,14 @@ def test_the_plan_itself():
         ColumnPlan.make(["a", "a"])
 
 
-def test_consistent_unit_is_refused_not_downgraded(tmp_path, capsys):
-    """--consistent unit on the command line would act per record (records reach the
-    mechanism without their person): refused in one line, never silently downgraded."""
+def test_consistent_unit_without_a_unit_field_is_refused_not_downgraded(tmp_path, capsys):
+    """--consistent unit without --user-field would act per record: refused in one line,
+    never silently downgraded (with one: tests/test_corpus_entities.py)."""
     src = tmp_path / "n.jsonl"
     src.write_text('{"pid": "p1", "text": "Anna Lee called."}\n')
     code = main(["sanitize", "-m", "custext", "-e", "2", "--entities", "PERSON",
-                 "--consistent", "unit", "--user-field", "pid", "-i", str(src), "-o",
+                 "--consistent", "unit", "--keep", "pid", "-i", str(src), "-o",
                  str(tmp_path / "o.jsonl"), "--no-progress"])
     err = capsys.readouterr().err
-    assert code == 2 and "--consistent unit is not available on the command line" in err
+    assert code == 2 and "--consistent unit needs a unit field: give --user-field" in err
     assert not (tmp_path / "o.jsonl").exists()

@@ -203,7 +203,9 @@ def cmd_sanitize(args) -> int:
         m = _targeted(args, unfitted_mechanism(args, args._params))
         runner = prepare(_job(args, m))  # every path and option checked before any work
         if not lm_in_workers:
-            fit_mechanism(args, m)
+            # entity mode on workers: each worker loads the detector itself, once
+            fit_mechanism(args, m.mechanism if args.entities is not None and (
+                args.workers > 1 or args.engine == "ray") else m)
         result = runner.run()
     except KeyboardInterrupt as err:
         print(_interrupted_message(output, err), file=sys.stderr)
@@ -279,12 +281,10 @@ def _targeted(args, m):
             if getattr(args, flag, default) not in (default, None):
                 raise DPTextError(f"--{flag.replace('_', '-')} needs --entities")
         return m
-    if getattr(args, "workers", 1) > 1 or getattr(args, "engine", "local") != "local":
-        raise DPTextError("--entities runs in one process: drop --workers/--engine")
-    if args.consistent == "unit":  # never silently downgraded to per-record consistency
-        raise DPTextError("--consistent unit is not available on the command line yet: records "
-                          "reach the mechanism without their person, so it would act per "
-                          "record; use --consistent document (or units= in Python)")
+    if args.consistent == "unit" and not args.user_field:  # never downgraded to per record
+        raise DPTextError("--consistent unit needs a unit field: give --user-field naming each "
+                          "record's person (one --text is one record: use --consistent "
+                          "document)")
     from dptext.detect.recognizers import read_word_list
     from dptext.targeted import build_targeted
 
@@ -377,8 +377,8 @@ def register(subparsers) -> None:
     run.add_argument("--workers", action=Once, type=_workers_type, default="auto",
                      help="processes on this machine; auto: 1, or 2 single-threaded workers "
                           "for a language-model mechanism on a file of more than two batches "
-                          "when two cores are free. --entities and --text run in one process "
-                          "(--entities refuses more)")
+                          "when two cores are free (--entities: 1; with more, each worker "
+                          "loads the detector once). --text runs in one process")
     run.add_argument("--engine", action=Once, choices=("local", "ray"), default="local",
                      help="ray: Ray actors (joins $RAY_ADDRESS, else a local Ray)")
     run.add_argument("--torch-threads", action=Once, type=int_type(1), default=1,
@@ -411,7 +411,9 @@ def register(subparsers) -> None:
                      help="epsilon of one surrogate draw")
     ent.add_argument("--consistent", action=Once, choices=("none", "document", "unit"),
                      default="none",
-                     help="the same entity gets the same replacement within a document")
+                     help="the same entity gets the same replacement within a document, or "
+                          "(unit, with --user-field) in all of a person's records - one draw "
+                          "per distinct entity per person, charged once")
     ent.add_argument("--pattern", action="append", default=[], metavar="NAME=REGEX",
                      help="your own recognizer (repeatable): NAME=REGEX, or "
                           "NAME@ctx1,ctx2=REGEX to count a match only after a context word; "

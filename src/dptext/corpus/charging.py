@@ -36,22 +36,26 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from dptext.corpus.draws import reserve_in_order
+
 GROUP_RECORDS = 4096
 GROUP_SECONDS = 0.5
 
 
 def charged(results: Iterable, session, *, group_records: int | None = None,
-            group_seconds: float | None = None) -> Iterator[tuple]:
+            group_seconds: float | None = None, draws=None) -> Iterator[tuple]:
     """``(batch result, decisions)`` for each result in order; ``decisions`` is None without a
     ledger (``session`` None) or for a batch with nothing to reserve, else that batch's list of
-    :class:`dptext.ledger.Decision`, one per ``result.items`` entry."""
+    :class:`dptext.ledger.Decision`, one per ``result.items`` entry. ``draws``: the job's
+    :class:`~dptext.corpus.draws.SharedDraws` (``--consistent unit``): a group is reserved in
+    segments, each record charged for the shared draws no released record paid for yet."""
     if session is None:
         for out in results:
             yield out, None
         return
     group_records = GROUP_RECORDS if group_records is None else group_records
     group_seconds = GROUP_SECONDS if group_seconds is None else group_seconds
-    writer = _Writer(session)
+    writer = _Writer(session, draws)
     pool = ThreadPoolExecutor(1, thread_name_prefix="dptext-ledger")
     inflight: tuple[list, Future] | None = None
     group: list = []
@@ -95,8 +99,9 @@ class _Writer:
     """The writer thread's side: one ``reserve`` per group, in order; after a failed one, no
     later group is charged (its records would be decided before the failed group's)."""
 
-    def __init__(self, session) -> None:
+    def __init__(self, session, draws=None) -> None:
         self.session = session
+        self.draws = draws
         self.failed = False
 
     def reserve(self, group: list) -> list[list | None]:
@@ -107,7 +112,12 @@ class _Writer:
             # driver raises the earlier group's error first
         items = [item for out in group for item in (out.items or ())]
         try:
-            decisions = self.session.reserve(items)
+            if self.draws is not None and any(out.draws for out in group):
+                decisions = reserve_in_order(
+                    self.draws, [(out, i) for out in group for i in range(len(out.items or ()))],
+                    self.session.reserve)
+            else:
+                decisions = self.session.reserve(items)
         except BaseException:
             self.failed = True
             raise

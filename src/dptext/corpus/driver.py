@@ -33,6 +33,7 @@ from dptext.corpus import charging
 from dptext.corpus import shards as shards_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals
 from dptext.corpus.columns import plan_columns
+from dptext.corpus.draws import job_draw_key, shared_draws
 from dptext.corpus.executors import EXECUTORS, ProcessExecutor, fork_safe
 from dptext.corpus.fold import Fold
 from dptext.corpus.job import (
@@ -64,6 +65,7 @@ from dptext.corpus.workdir import RELEASE, WorkDir, changed_input, changed_setti
 from dptext.corpus.writers import RecordWriter, output_format
 from dptext.errors import DPTextError
 from dptext.mechanisms.word import WordMechanism
+from dptext.targeted import TargetedMechanism
 
 
 def prepare(job: CorpusJob) -> Driver:
@@ -144,7 +146,11 @@ class Driver:
             raise DPTextError("--ledger needs --owner and --dataset")
         self.units_tracked = j.user_field is not None or j.ledger is not None
         self.agg = JobAggregate(self.fields)
-        self.fold = Fold(self.fields, self.sources, self.out_fmt == "parquet", self.units_tracked)
+        # --consistent unit: one draw per entity per person, keyed (corpus/draws.py)
+        self.draws = shared_draws(self.m, j.user_field)
+        self.draw_key: bytes | None = None
+        self.fold = Fold(self.fields, self.sources, self.out_fmt == "parquet", self.units_tracked,
+                         self.draws)
         self.started = now()
         self.schema = None
         self._pending_in = 0
@@ -211,10 +217,12 @@ class Driver:
     # ------------------------------------------------------------------ executors
     def _layout(self) -> JobLayout:
         j = self.job
+        if self.draws is not None and self.draw_key is None:  # streaming: no work directory
+            self.draw_key = job_draw_key(None, self.seed)
         return JobLayout(self.sources, self.fields, self.in_fmt, self.out_fmt, self.seed,
                          self.skip, j.max_record_bytes, j.user_field,
                          ledger=j.ledger is not None, units=self.units_tracked,
-                         columns=self.columns)
+                         columns=self.columns, draw_key=self.draw_key)
 
     def _executor(self, shared_dir: Path | None, close_fds: tuple[int, ...] = ()):
         """The job's executor; ``close_fds``: the driver's descriptors a forked worker closes
@@ -272,7 +280,7 @@ class Driver:
     def _charged(self, results: Iterator[BatchResult]) -> Iterator[tuple[BatchResult, Any]]:
         """Each batch result with its ledger decisions, reserved (in groups, in a writer
         thread: :mod:`dptext.corpus.charging`) before the batch is handed on to be written."""
-        return charging.charged(results, self.ledger)
+        return charging.charged(results, self.ledger, draws=self.draws)
 
     def _process(self, out: BatchResult, shard: Shard, decisions: Sequence | None = None
                  ) -> bytes | list[dict]:
@@ -313,6 +321,10 @@ class Driver:
         inline = j.workers == 1 and j.engine == "local"
         if (self.word or inline) and not self.m.is_fitted:
             self.m.fit()
+        elif isinstance(self.m, TargetedMechanism):  # its word mechanism is shared fitted
+            inner = self.m.mechanism
+            if isinstance(inner, WordMechanism) and not inner.is_fitted:
+                inner.fit()
 
     def _per_token(self):
         try:
@@ -363,6 +375,8 @@ class Driver:
                             "next_batch": 0, "aggregate": None, "started": self.started,
                             "ledger_committed": 0, "header": None}
             wd.clean(manifest)
+            if self.draws is not None:  # kept for a resume, never released
+                self.draw_key = job_draw_key(wd.path, self.seed)
             self.manifest = manifest
             if manifest["aggregate"] is not None:
                 self.agg = JobAggregate.from_state(self.fields, manifest["aggregate"])

@@ -11,6 +11,7 @@ from typing import Any
 
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import JobAggregate, combine
+from dptext.corpus.draws import SharedDraws
 from dptext.corpus.shards import Shard
 from dptext.corpus.sources import Source
 from dptext.corpus.work import BatchResult, max_record_epsilon, reject_line
@@ -18,9 +19,10 @@ from dptext.corpus.work import BatchResult, max_record_epsilon, reject_line
 
 class Fold:
     def __init__(self, fields: list[str], sources: list[Source], parquet: bool,
-                 units_tracked: bool) -> None:
+                 units_tracked: bool, draws: SharedDraws | None = None) -> None:
         self.fields, self.sources = fields, sources
         self.parquet, self.units_tracked = parquet, units_tracked
+        self.draws = draws  # --consistent unit without a ledger: charged here, in order
 
     def __call__(self, agg: JobAggregate, out: BatchResult, shard: Shard, ledger: Any,
                  decisions: Sequence | None = None) -> bytes | list[dict]:
@@ -33,6 +35,17 @@ class Fold:
         payload: bytes | list[dict] = (out.rows or []) if parquet else out.data
         parts, max_eps, units = out.field_reports, out.max_record_epsilon, out.units
         released = out.written
+        if ledger is None and out.draws is not None and out.items:
+            units = {}  # every written record is released: each pays its draws not paid yet
+            for i, (key, unit, own) in enumerate(out.items):
+                events = self.draws.cost(own, out.draws[i])
+                self.draws.settle(out.draws[i], True)
+                out.items[i] = (key, unit, events)
+                eps, delta = budget_mod.event_totals(events)
+                t = units.setdefault(unit, [0.0, 0.0, 0])
+                t[0] += eps
+                t[1] += delta
+                t[2] += 1
         if ledger is not None and out.items:
             if decisions is None:
                 decisions = ledger.reserve(out.items)

@@ -46,6 +46,33 @@ def generator(seed: int | str | None, key: str) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=words)))
 
 
+def draw_key(seed: int | str | None) -> bytes:
+    """The key of a job's per-person draws (``consistent="unit"``, :func:`draw_generator`):
+    derived from an int seed (experiments: reproducible), else 32 bytes of OS entropy - a
+    secret the driver keeps in the job's work directory (so that a resumed run draws what the
+    interrupted one drew) and never writes into the output, report or provenance."""
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        return hashlib.sha256(f"dptext-draws:{seed}".encode()).digest()
+    import secrets
+
+    return secrets.token_bytes(32)
+
+
+def draw_generator(key: bytes, name: str, secure: bool = False) -> np.random.Generator:
+    """The generator of one shared draw, named by ``name`` (the person and the entity): the
+    same in every batch, worker process, Ray actor and resumed run of the job, independent of
+    every other name's. Keyed BLAKE2b of the name under the job's key seeds it (ChaCha20 under
+    ``secure``, else PCG64 as the batches' generators)."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), key=key,
+                             digest_size=32).digest()
+    if secure:
+        from dptext.rng import chacha_generator
+
+        return chacha_generator(int.from_bytes(digest, "little"))
+    words = tuple(int(w) for w in np.frombuffer(digest, dtype="<u4"))
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(words)))
+
+
 def seed_description(seed: int | None) -> str:
     """For the provenance manifest: a hash of the seed (never the seed), or "OS entropy"."""
     if seed is None:

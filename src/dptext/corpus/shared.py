@@ -61,9 +61,24 @@ def _set_geometry(space: EmbeddingSpace, geometry: Geometry) -> None:
     space.install_geometry(geometry)
 
 
+def files_of(shared: dict) -> dict | None:
+    """The part of an :func:`export` description that names files (a word mechanism's, or
+    the one an entity-targeted mechanism wraps); None when there are none."""
+    if shared.get("kind") == "targeted":
+        return files_of(shared["inner"])
+    return shared if shared.get("kind") == "word" else None
+
+
 def export(m: Mechanism, directory: Path, spec: tuple[str, dict] | None = None) -> dict:
     """A small, picklable description from which :func:`attach` rebuilds ``m`` in another
-    process. Word mechanisms must be fitted; their arrays are written under ``directory``."""
+    process. Word mechanisms must be fitted; their arrays are written under ``directory``.
+    An entity-targeted mechanism travels as its wrapper (detector settings, recognizers, no
+    models) plus the wrapped mechanism's own description (``spec`` names the wrapped one)."""
+    from dptext.targeted import TargetedMechanism
+
+    if isinstance(m, TargetedMechanism):
+        return {"kind": "targeted", "inner": export(m.mechanism, directory, spec),
+                "state": pickle.dumps(m.shell())}
     if isinstance(m, WordMechanism):
         if not m.is_fitted:
             raise DPTextError(f"{m.name}: fit() before sharing the mechanism with workers")
@@ -88,7 +103,11 @@ def export(m: Mechanism, directory: Path, spec: tuple[str, dict] | None = None) 
 
 
 def attach(shared: dict) -> Mechanism:
-    """The mechanism :func:`export` described, ready to privatize (fitted)."""
+    """The mechanism :func:`export` described, ready to privatize (fitted; an entity-targeted
+    one with its detector loaded, once per process)."""
+    if shared["kind"] == "targeted":
+        inner = attach(shared["inner"])
+        return pickle.loads(shared["state"]).with_mechanism(inner).load_detector()
     if shared["kind"] == "spec":
         from dptext.mechanisms.registry import mechanism
 

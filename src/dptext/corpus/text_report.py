@@ -34,7 +34,10 @@ def units_line(summary: dict, user_field: str | None) -> str:
             f"composes its own records (basic composition): worst "
             f"{worst.get('epsilon', units.get('epsilon_max')):.4g}-DP over its "
             f"{worst.get('records', '?')} records, median {units.get('epsilon_median', 0):.4g}, "
-            f"p95 {units.get('epsilon_p95', 0):.4g}")
+            f"p95 {units.get('epsilon_p95', 0):.4g}" + (
+                "; --consistent unit: one draw per distinct entity per person, charged once, "
+                "to the first released record that shows it"
+                if (summary or {}).get("consistent") == "unit" else ""))
 
 
 def counts_line(counts: dict) -> str | None:

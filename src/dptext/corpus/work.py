@@ -19,7 +19,8 @@ from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import combine
 from dptext.corpus.columns import ColumnPlan
-from dptext.corpus.randomness import generator
+from dptext.corpus.draws import draw_id
+from dptext.corpus.randomness import draw_generator, generator
 from dptext.corpus.ranges import Range, read_range
 from dptext.corpus.records import Record
 from dptext.corpus.sources import Source
@@ -43,6 +44,9 @@ class JobLayout:
     ledger: bool = False  # the driver reserves each record: send the per-record items
     units: bool = False  # per-unit totals are reported
     columns: ColumnPlan | None = None  # every column's role (corpus/columns.py)
+    # consistent="unit": the key of the per-person draws (corpus/randomness.draw_key); the
+    # records' units reach the mechanism and their shared draws come back (corpus/draws.py)
+    draw_key: bytes | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -82,6 +86,9 @@ class BatchResult:
     reports: list[list[PrivacyReport]] | None = None
     where: list[tuple[int, int]] | None = None
     record_epsilon: list[float] | None = None
+    # consistent="unit": per written record, the draws it shares with its person's other
+    # records (draw id -> privacy events); ``items`` then hold each record's own events only
+    draws: list[dict[bytes, list]] | None = None
 
 
 def reject_line(source: Source, ordinal: int, line: int, reason: str) -> bytes:
@@ -142,16 +149,24 @@ class Worker:
             return None, f"line {record.line}: no privacy unit (--user-field {uf!r})"
         return str(value), None
 
+    def _draw_rng(self):
+        """The generator of each shared draw (``consistent="unit"``), by the draw's name."""
+        key, secure = self.layout.draw_key, self.layout.seed == "secure"
+        return lambda name: draw_generator(key, name, secure)
+
     def _privatize(self, texts: list[list[str]], keys: list[str], batch_key: str,
-                   ) -> tuple[list[list], dict[int, str]]:
+                   units: list[str | None] | None = None) -> tuple[list[list], dict[int, str]]:
         """Every field of the batch with the batch's generator (fields in order). If the
         mechanism refuses the batch and ``skip`` is set, each record is retried alone with a
         generator derived from its own key, so the records that can be privatized are,
-        deterministically, and the others carry the mechanism's reason."""
+        deterministically, and the others carry the mechanism's reason. ``units``: each
+        record's unit, for per-person draws (``layout.draw_key``)."""
         m, seed = self.m, self.layout.seed
+        extra = {} if units is None else {"draw_rng": self._draw_rng()}
 
-        def run(columns: list[list[str]], rng) -> list[list]:
-            return [m.privatize_batch(col, rng=rng) if col else [] for col in columns]
+        def run(columns: list[list[str]], rng, who=units) -> list[list]:
+            more = {} if who is None else {**extra, "units": who}
+            return [m.privatize_batch(col, rng=rng, **more) if col else [] for col in columns]
 
         try:
             return run(texts, generator(seed, batch_key)), {}
@@ -163,7 +178,8 @@ class Worker:
         results: list[list] = [[None] * len(keys) for _ in texts]
         for i, key in enumerate(keys):
             try:
-                one = run([[col[i]] for col in texts], generator(seed, key))
+                one = run([[col[i]] for col in texts], generator(seed, key),
+                          None if units is None else [units[i]])
             except DPTextError as e:
                 errors[i] = str(e)
                 continue
@@ -203,8 +219,10 @@ class Worker:
             out.field_reports = [None] * n_fields
             return out
         texts = [[r.texts[f] for r in good] for f in range(n_fields)]
+        shared = lay.draw_key is not None
         results, errors = self._privatize(texts, keys,
-                                          f"{source.name}#{records[0].ordinal}")
+                                          f"{source.name}#{records[0].ordinal}",
+                                          units if shared else None)
         parquet = lay.out_fmt == "parquet"
         encoded: list = []
         kept: list[int] = []  # indices into good of the records written
@@ -240,11 +258,31 @@ class Worker:
         if n_fields > 1:
             rec_eps = [sum(col[i].epsilon for col in reports) for i in range(len(kept))]
         out.max_record_epsilon = max_record_epsilon(out.field_reports, rec_eps)
-        if lay.ledger:
+        if shared:  # each record's shared draws out of its own cost (corpus/draws.py)
+            out.draws = []
+            own = []
+            for i in range(len(kept)):
+                mine: dict[bytes, list] = {}
+                events: list = []
+                for col in reports:
+                    r = col[i]
+                    if not getattr(r, "shared_draws", None):  # none (or not entity mode)
+                        events += budget_mod.privacy_events(r)
+                        continue
+                    for name, draw in r.shared_draws.items():
+                        mine[draw_id(lay.draw_key, name)] = r.events_of(draw)
+                    events += r.own_events()
+                    r.shared_draws = {}  # never serialized with the report
+                out.draws.append(mine)
+                own.append(events)
+        if lay.ledger or shared:
             out.reports, out.record_epsilon = reports, rec_eps
             out.where = [(good[n].ordinal, good[n].line) for n in kept]
             out.items = []
             for i, n in enumerate(kept):
+                if shared:
+                    out.items.append((keys[n], units[n], own[i]))
+                    continue
                 rec = reports[0][i] if n_fields == 1 else combine([c[i] for c in reports])
                 out.items.append((keys[n], units[n], budget_mod.privacy_events(rec)))
             if not parquet:

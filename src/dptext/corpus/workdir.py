@@ -24,6 +24,10 @@ from dptext.corpus.jobdir import FORMAT, MANIFEST, RELEASE, read_manifest
 from dptext.corpus.paths import write_durably
 from dptext.errors import DPTextError
 
+#: ``--consistent unit``: the job's draw key (corpus/randomness.draw_key), mode 0600, kept for a
+#: resume and removed with the work directory
+DRAW_KEY = "draws.key"
+
 
 def _dead(pid: str) -> bool:
     """Whether the process that wrote ``pid`` into the lock file is gone."""
@@ -105,7 +109,7 @@ class WorkDir:
         """Delete what the manifest does not list (an interrupted shard's files; everything
         when ``manifest`` is None)."""
         keep = {"lock", RELEASE} if manifest is None else {"lock", RELEASE, MANIFEST,
-                                                           "units.sqlite"}
+                                                           "units.sqlite", DRAW_KEY}
         if manifest is not None:
             for shard in manifest["shards"]:
                 keep.update(n for n in (shard["part"], shard.get("rejects"),

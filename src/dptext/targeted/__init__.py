@@ -11,13 +11,8 @@ Names are privatized by the chosen mechanism, contact details replaced whole
 per detected span and counts the tokens released verbatim and unprotected.
 """
 
-from dptext.targeted.mechanism import (
-    CONSISTENCY,
-    PATTERN_POLICIES,
-    TargetedMechanism,
-    build_deid,
-    build_targeted,
-)
+from dptext.targeted.build import build_deid, build_targeted
+from dptext.targeted.mechanism import CONSISTENCY, PATTERN_POLICIES, TargetedMechanism
 from dptext.targeted.report import TargetedReport
 from dptext.targeted.spans import Span, merge_spans
 from dptext.targeted.surrogates import SURROGATE_SETS, SurrogateSet

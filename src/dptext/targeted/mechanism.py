@@ -25,8 +25,10 @@ only of withheld texts are forgotten.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
+
+import numpy as np
 
 from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.detect.categories import (
@@ -220,8 +222,26 @@ class TargetedMechanism(Mechanism):
         """Fit the wrapped mechanism and load the detector's models (once per process, so
         forked workers inherit them)."""
         self.mechanism.fit(**kwargs)
+        return self.load_detector()
+
+    def load_detector(self) -> TargetedMechanism:
+        """Load the detector's models now (once per process: they are cached per process)."""
         if self._detector is not None:
             self._detector.detect(["warm up"])
+        return self
+
+    def shell(self) -> TargetedMechanism:
+        """This wrapper without its wrapped mechanism or remembered draws (what a worker is
+        sent; the wrapped mechanism travels its own way), completed by :meth:`with_mechanism`."""
+        import copy
+
+        out = copy.copy(self)
+        out.mechanism = None
+        out._memory, out._tentative, out._unsettled = {}, {}, {}
+        return out
+
+    def with_mechanism(self, mechanism: Mechanism) -> TargetedMechanism:
+        self.mechanism = mechanism  # completes a shell()
         return self
 
     @property
@@ -270,16 +290,17 @@ class TargetedMechanism(Mechanism):
         return [Span(e.start, e.end, e.category, e.key) for e in self._residual.find(text, spans)]
 
     def privatize_batch(self, texts: Sequence[str], *, rng: RngLike = None,
-                        units: Sequence[str] | None = None, settle: bool = True
+                        units: Sequence[str] | None = None, settle: bool = True,
+                        draw_rng: Callable[[str], np.random.Generator] | None = None
                         ) -> list[Result]:
         """Detect and privatize the entity spans of ``texts``; ``units`` (one id per text)
-        scopes ``consistent="unit"``; ``settle``: see :meth:`privatize_spans`."""
+        scopes ``consistent="unit"``; ``settle``, ``draw_rng``: see :meth:`privatize_spans`."""
         for t in texts:
             if not isinstance(t, str):
                 raise DPTextError(f"texts must be strings, got {type(t).__name__}")
         if self.languages is None:
             return self.privatize_spans(texts, self.detect(texts), rng=rng, units=units,
-                                        settle=settle)
+                                        settle=settle, draw_rng=draw_rng)
         from dptext.detect.language import detect_language
 
         langs = [detect_language(t) for t in texts]
@@ -290,7 +311,7 @@ class TargetedMechanism(Mechanism):
             sub = [texts[i] for i in mine]
             done = self.privatize_spans(sub, self.detect(sub), rng=gen,
                                         units=None if units is None else [units[i] for i in mine],
-                                        settle=settle)
+                                        settle=settle, draw_rng=draw_rng)
             for i, r in zip(mine, done, strict=True):
                 out[i] = r
         for i, lang in enumerate(langs):
@@ -350,7 +371,8 @@ class TargetedMechanism(Mechanism):
 
     def privatize_spans(self, texts: Sequence[str], spans: Sequence[Iterable[Any]], *,
                         rng: RngLike = None,
-                        units: Sequence[str] | None = None, settle: bool = True
+                        units: Sequence[str] | None = None, settle: bool = True,
+                        draw_rng: Callable[[str], np.random.Generator] | None = None
                         ) -> list[Result]:
         """Privatize the given spans of each text (objects with ``start``, ``end``,
         ``category``: :class:`Span`, :class:`~dptext.detect.Entity`, ...); the rest of each
@@ -358,11 +380,18 @@ class TargetedMechanism(Mechanism):
 
         ``settle=False`` (a ledger will decide which results are released): with
         ``consistent="unit"`` the new draws stay tentative, a text reusing a tentative draw of
-        another text pays for it, and :meth:`settle` must be called with the decisions."""
+        another text pays for it, and :meth:`settle` must be called with the decisions.
+
+        ``draw_rng`` (``consistent="unit"`` with ``units``; the corpus engine): draw name (unit,
+        category, entity) -> its generator. Nothing is remembered: each text of a unit draws
+        its entities from their generators (the same value in every call and process), charges
+        them and names them in ``report.shared_draws`` for :mod:`dptext.corpus.draws`."""
         if len(spans) != len(texts):
             raise DPTextError(f"{len(texts)} texts but {len(spans)} span lists")
         if units is not None and len(units) != len(texts):
             raise DPTextError(f"{len(texts)} texts but {len(units)} units")
+        if draw_rng is not None and (units is None or self.consistent != "unit"):
+            raise DPTextError("draw_rng draws per unit: it needs consistent='unit' and units")
         for t in texts:
             if not isinstance(t, str):
                 raise DPTextError(f"texts must be strings, got {type(t).__name__}")
@@ -373,8 +402,9 @@ class TargetedMechanism(Mechanism):
             spans = [merge_spans(t, list(s) + r) if r else s
                      for t, s, r in zip(texts, spans, residual, strict=True)]
         scope = self.consistent if (self.consistent != "unit" or units is not None) else "document"
-        memory = self._memory if scope == "unit" else {}
-        tentative = self._tentative if scope == "unit" and not settle else {}
+        keyed = draw_rng is not None
+        memory = self._memory if scope == "unit" and not keyed else {}
+        tentative = self._tentative if scope == "unit" and not settle and not keyed else {}
         # 1. which spans draw, which reuse the draw of an earlier occurrence (and whether the
         # reuse pays: a draw of another text not known to be released, settle=False only)
         first: dict[tuple, tuple[int, int]] = {}
@@ -382,12 +412,14 @@ class TargetedMechanism(Mechanism):
         for t, text_spans in enumerate(spans):
             row = []
             for j, s in enumerate(text_spans):
+                # keyed: a text's first occurrence draws (the unit's generator), later ones reuse
                 ident = None if scope == "none" else (
-                    str(units[t]) if scope == "unit" else f"#{t}", s.category, s.key)
+                    str(units[t]) if scope == "unit" and not keyed else f"#{t}", s.category,
+                    s.key)
                 if ident is not None and ident in memory:
                     row.append((ident, False))
                 elif ident is not None and (ident in first or ident in tentative):
-                    pays = scope == "unit" and not settle and (
+                    pays = scope == "unit" and not settle and not keyed and (
                         ident in tentative or first[ident][0] != t)
                     row.append((ident, pays))
                 else:
@@ -397,21 +429,26 @@ class TargetedMechanism(Mechanism):
             plan.append(row)
         # 2. the draws
         new: dict[tuple[int, int], Result | str] = {}
+        names = {(t, j): repr((str(units[t]), spans[t][j].category, spans[t][j].key))
+                 for t, ss in enumerate(spans) for j in range(len(ss))} if keyed else {}
         words = [(t, j) for t, ss in enumerate(spans) for j, s in enumerate(ss)
                  if plan[t][j] is None and not self._whole(s.category)]
-        if words:
+        if words and keyed:
+            new.update(self._privatize_keyed(texts, spans, words, names, draw_rng))
+        elif words:
             new.update(self._privatize_words(texts, spans, words, gen))
         for t, ss in enumerate(spans):
             for j, s in enumerate(ss):
                 if plan[t][j] is None and self._whole(s.category):
                     value = texts[t][s.start:s.end]
+                    g = draw_rng(names[(t, j)]) if keyed else gen
                     if self._name_surrogate(s.category):
-                        new[(t, j)] = surrogate_name(value, gen)
+                        new[(t, j)] = surrogate_name(value, g)
                     elif self._surrogate(s.category):
                         new[(t, j)] = SURROGATE_SETS[s.category].draw(
-                            value, self.surrogate_epsilon, gen)
+                            value, self.surrogate_epsilon, g)
                     elif self._word_surrogate(s.category) and (
-                            got := surrogate_word(s.category, value, gen)) is not None:
+                            got := surrogate_word(s.category, value, g)) is not None:
                         new[(t, j)] = got
                     else:  # a name's title stays ("Dear Dr. [PERSON]")
                         prefix = split_title(value)[0] if s.category in _NAMES else ""
@@ -444,7 +481,13 @@ class TargetedMechanism(Mechanism):
                     cats = sorted({s.category for s in left})
                     results[t] = self._withheld(
                         texts[t], f"surviving identifier: {', '.join(cats)} ({len(left)})")
-        if scope == "unit" and not settle:
+        if keyed:  # each text names the draws it shows (charged once per unit by the caller)
+            for ident, (t, j) in first.items():
+                events = drawn[ident][1]
+                report = results[t].report
+                if events and getattr(report, "withheld", None) is None:
+                    report.shared_draws[names[(t, j)]] = events
+        elif scope == "unit" and not settle:
             if len(self._unsettled) > 100_000:  # never settled: forget (their draws stay
                 for key in list(self._unsettled)[:50_000]:  # tentative, the safe side)
                     del self._unsettled[key]
@@ -463,6 +506,17 @@ class TargetedMechanism(Mechanism):
             _, g = self._treatment(span.category)
             return [TokenEvent(g, 1, f"surrogate {span.category}")]
         return []
+
+    def _privatize_keyed(self, texts, spans, which, names, draw_rng
+                         ) -> dict[tuple[int, int], Result]:
+        """Each word span drawn alone from its own generator (``draw_rng``); word mechanisms
+        only (a DP-MLM draw depends on its sentence: the engine refuses it)."""
+        out = {}
+        for t, j in which:
+            s = spans[t][j]
+            out[(t, j)] = self.mechanism.privatize_batch(
+                [texts[t][s.start:s.end]], rng=draw_rng(names[(t, j)]))[0]
+        return out
 
     def _privatize_words(self, texts, spans, which, gen) -> dict[tuple[int, int], Result]:
         from dptext.mechanisms.dpmlm import DPMLM
@@ -541,48 +595,3 @@ def _grouped(events: list[TokenEvent]) -> list[TokenEvent]:
     for e in events:
         counts[(e.guarantee, e.reason)] = counts.get((e.guarantee, e.reason), 0) + e.count
     return [TokenEvent(g, c, r) for (g, r), c in counts.items() if c]
-
-
-def build_targeted(mechanism: str | Mechanism, *, entities: Iterable[str] | str | None = None,
-                   detector: str | EntityDetector | None = "spacy",
-                   pattern_policy: str = "placeholder", surrogate_epsilon: float = 1.0,
-                   consistent: str = "none", placeholder: str = "[{category}]",
-                   word_policy: str = "mechanism", recognizers: bool = False,
-                   patterns: Iterable[Any] = (), deny_list: Iterable[str] = (),
-                   allow_list: Iterable[str] = (), residual: str = "keep",
-                   name_policy: str = "mechanism", check: bool = False,
-                   languages: Iterable[str] | None = None, other_languages: str = "withhold",
-                   **params: Any) -> TargetedMechanism:
-    """The factory the CLI and the integrations call: ``mechanism`` is a registered name (built
-    with ``params``, e.g. ``epsilon=2``) or a mechanism instance; ``entities`` a list or a
-    comma-separated string (``"PERSON,GPE,EMAIL,PHONE"``)."""
-    if isinstance(mechanism, str):
-        from dptext.mechanisms import mechanism as build
-
-        mechanism = build(mechanism, **params)
-    elif params:
-        raise DPTextError(f"parameters {sorted(params)} given with a mechanism instance")
-    return TargetedMechanism(mechanism, entities=entities, detector=detector,
-                             pattern_policy=pattern_policy, surrogate_epsilon=surrogate_epsilon,
-                             consistent=consistent, placeholder=placeholder,
-                             word_policy=word_policy, recognizers=recognizers,
-                             patterns=patterns, deny_list=deny_list, allow_list=allow_list,
-                             residual=residual, name_policy=name_policy, check=check,
-                             languages=languages, other_languages=other_languages)
-
-
-DEID_DEFAULTS: dict[str, Any] = {
-    "entities": "PHI", "detector": "both", "recognizers": True, "residual": "protect",
-    "name_policy": "surrogate", "word_policy": "surrogate", "languages": ("en",),
-    "other_languages": "withhold",
-}
-
-
-def build_deid(mechanism: str | Mechanism, **options: Any) -> TargetedMechanism:
-    """De-identification (docs/deid.md): :func:`build_targeted` with every safety on - the
-    Safe-Harbor categories (``PHI``) found by both engines and the rule recognizers, the
-    residual net protecting what they miss, names, places and organisations replaced whole by
-    public surrogates (never verbatim: ``word_policy="surrogate"``), records in
-    languages the detectors do not support withheld. Any option of :class:`TargetedMechanism`
-    (and the mechanism's own parameters) may be given to change one of them."""
-    return build_targeted(mechanism, **{**DEID_DEFAULTS, **options})

@@ -40,6 +40,12 @@ class TargetedReport(PrivacyReport):
     consistent: str = "none"
     residual: dict = field(default_factory=dict)
     withheld: str | None = None
+    #: the draws of this text shared with the person's other texts (``consistent="unit"``
+    #: with keyed draws: :meth:`TargetedMechanism.privatize_spans`'s ``draw_rng``): draw name ->
+    #: its events, all of them also in ``draws``. The corpus engine takes them out of the
+    #: record's own cost and charges each once per person (:mod:`dptext.corpus.draws`);
+    #: never combined, serialized or shown.
+    shared_draws: dict = field(default_factory=dict)
 
     # ------------------------------------------------------------ counts
     @property
@@ -67,10 +73,25 @@ class TargetedReport(PrivacyReport):
         """What this record (or combined report) costs, for the ledger (docs/integrations.md):
         one event per group of draws with their worst-case pure epsilon; placeholders and
         reused draws cost nothing. Needs ``dptext.accounting.events.PrivacyEvent``."""
+        return self.events_of(self.draws)
+
+    def own_events(self) -> list:
+        """:meth:`privacy_events` without the :attr:`shared_draws` (what the text costs beyond
+        the draws it shares with its person's other texts)."""
+        if not self.shared_draws:
+            return self.privacy_events()
+        left = Counter({(e.guarantee, e.reason): e.count for e in self.draws})
+        for events in self.shared_draws.values():
+            left.subtract({(e.guarantee, e.reason): e.count for e in events})
+        return self.events_of([TokenEvent(g, c, r) for (g, r), c in left.items() if c > 0])
+
+    def events_of(self, draws: Iterable[TokenEvent]) -> list:
+        """Privacy events (for a ledger) of token events ``draws`` of this report's
+        mechanism."""
         from dptext.accounting.events import PrivacyEvent
 
         out = []
-        for e in self.draws:
+        for e in draws:
             eps = e.guarantee.worst_case_epsilon
             if e.count and eps > 0:
                 out.append(PrivacyEvent(kind="pure", epsilon=eps, count=e.count,

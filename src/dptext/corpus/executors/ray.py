@@ -138,7 +138,11 @@ def private_tables(m):
 
     from dptext.corpus import shared as shared_mod
     from dptext.mechanisms.word import WordMechanism
+    from dptext.targeted import TargetedMechanism
 
+    if isinstance(m, TargetedMechanism):  # the word mechanism it wraps
+        private_tables(m.mechanism)
+        return m
     if not isinstance(m, WordMechanism) or not m.is_fitted:
         return m
     tables = shared_mod.fitted_tables(m)
@@ -150,7 +154,10 @@ def private_tables(m):
 def export_digest(shared: dict) -> str | None:
     """SHA-256 over the files :func:`~dptext.corpus.shared.export` wrote (names and bytes):
     what every actor must see before it maps them. None for a mechanism without files."""
-    if shared.get("kind") != "word":
+    from dptext.corpus.shared import files_of
+
+    shared = files_of(shared)
+    if shared is None:
         return None
     directory = Path(shared["dir"])
     h = hashlib.sha256()
@@ -172,9 +179,11 @@ def check_export(shared: dict, digest: str | None) -> None:
         return
     seen = export_digest(shared)
     if seen != digest:
-        raise DPTextError(f"the shared tables in {shared['dir']} are not the ones this job "
-                          f"wrote (another copy of the directory?): every Ray node must see "
-                          f"the work directory on the same shared storage")
+        from dptext.corpus.shared import files_of
+
+        raise DPTextError(f"the shared tables in {files_of(shared)['dir']} are not the ones "
+                          f"this job wrote (another copy of the directory?): every Ray node "
+                          f"must see the work directory on the same shared storage")
 
 
 _ACTOR = None
