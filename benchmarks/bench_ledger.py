@@ -28,6 +28,12 @@ the medians. The issue's target (13): ``sanitize_ratio`` <= 1.3 at 100,000 recor
 command, about 2 minutes on a quiet 2-core machine:
 
     OMP_NUM_THREADS=1 python benchmarks/bench_ledger.py --records 100000 --sanitize --rounds 2
+
+``--busy-disk`` (issue 36): the same with a competing writer beside every run - another process
+writing 4 MiB and fsyncing it, over and over, to a file in the same directory (the busy disk
+a shared machine or a database server gives the ledger's fsyncs). ``--disk-writer DIR`` runs
+that writer alone (until killed or ``--seconds``), ``--make-input PATH`` writes the records'
+JSONL, so that other tools can time the two commands themselves.
 """
 
 from __future__ import annotations
@@ -82,25 +88,85 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def disk_writer(directory: str, seconds: float | None = None) -> None:
+    """Write 4 MiB and fsync it, over and over, to one file in ``directory`` (rewritten from
+    the start every 256 MiB): a competing process keeping the disk's write queue busy (on the
+    machine of issue 36 it made a 4 KiB fsync take a median 12 ms instead of 2)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # terminate(): remove the file
+    block = os.urandom(4 << 20)
+    path = Path(directory) / f"busy-disk-{os.getpid()}.bin"
+    stop = None if seconds is None else time.monotonic() + seconds
+    try:
+        with open(path, "wb") as f:
+            while stop is None or time.monotonic() < stop:
+                if f.tell() >= 256 << 20:
+                    f.seek(0)
+                f.write(block)
+                f.flush()
+                os.fsync(f.fileno())
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def start_disk_writer(directory: str):
+    import subprocess
+
+    return subprocess.Popen([sys.executable, __file__, "--disk-writer", directory],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def write_input(path: Path, records: int, units: int) -> None:
+    with open(path, "w") as f:
+        for unit, text in make_records(records, units):
+            f.write(json.dumps({"author": unit, "text": text}) + "\n")
+
+
 def sanitize_runs(args) -> int:
     """Whole `dptext sanitize --user-field` runs, off/on/on/off the ledger, each a process of
     its own (after an untimed warm-up run): wall time, and CPU time (user + system), which a
     shared machine's load distorts less (but which leaves out waiting for fsync)."""
-    import resource
-    import subprocess
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     tmp = tempfile.TemporaryDirectory()
     d = Path(tmp.name)
     src = d / "in.jsonl"
-    with open(src, "w") as f:
-        for unit, text in make_records(args.records, args.units):
-            f.write(json.dumps({"author": unit, "text": text}) + "\n")
+    write_input(src, args.records, args.units)
     warm = d / "warm.jsonl"
     warm.write_text("".join(src.read_text().splitlines(keepends=True)[:256]))
     walls: dict[str, list[float]] = {"off": [], "on": []}
     cpus: dict[str, list[float]] = {"off": [], "on": []}
     loads = [_load()]
+    writer = start_disk_writer(str(d)) if args.busy_disk else None
+    try:
+        _sanitize_rounds(args, env, d, src, warm, walls, cpus, loads)
+    finally:
+        if writer is not None:
+            writer.terminate()
+            writer.wait()
+    print(json.dumps({
+        "records": args.records, "units": args.units, "batch": args.batch,
+        "mechanism": args.mechanism, "order": ",".join(["off,on,on,off"] * args.rounds),
+        "busy_disk": bool(args.busy_disk),
+        "wall_s_without_ledger": [round(x, 2) for x in walls["off"]],
+        "wall_s_with_ledger": [round(x, 2) for x in walls["on"]],
+        "cpu_s_without_ledger": [round(x, 2) for x in cpus["off"]],
+        "cpu_s_with_ledger": [round(x, 2) for x in cpus["on"]],
+        "sanitize_ratio": round(sum(walls["on"]) / sum(walls["off"]), 3),
+        "sanitize_cpu_ratio": round(sum(cpus["on"]) / sum(cpus["off"]), 3),
+        "wall_median_ratio": round(statistics.median(walls["on"])
+                                   / statistics.median(walls["off"]), 3),
+        "cpu_median_ratio": round(statistics.median(cpus["on"])
+                                  / statistics.median(cpus["off"]), 3),
+        "loadavg_before_and_after_each_run": loads}))
+    return 0
+
+
+def _sanitize_rounds(args, env, d, src, warm, walls, cpus, loads) -> None:
+    import resource
+    import subprocess
+
     for k, mode in enumerate(("warm", *("off", "on", "on", "off") * args.rounds)):
         cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "-m", args.mechanism, "-e",
                str(args.epsilon), "--seed", "1", "--no-progress", "--input",
@@ -122,21 +188,6 @@ def sanitize_runs(args) -> int:
             cpus[mode].append(after.ru_utime - before.ru_utime + after.ru_stime
                               - before.ru_stime)
             loads.append(_load())
-    print(json.dumps({
-        "records": args.records, "units": args.units, "batch": args.batch,
-        "mechanism": args.mechanism, "order": ",".join(["off,on,on,off"] * args.rounds),
-        "wall_s_without_ledger": [round(x, 2) for x in walls["off"]],
-        "wall_s_with_ledger": [round(x, 2) for x in walls["on"]],
-        "cpu_s_without_ledger": [round(x, 2) for x in cpus["off"]],
-        "cpu_s_with_ledger": [round(x, 2) for x in cpus["on"]],
-        "sanitize_ratio": round(sum(walls["on"]) / sum(walls["off"]), 3),
-        "sanitize_cpu_ratio": round(sum(cpus["on"]) / sum(cpus["off"]), 3),
-        "wall_median_ratio": round(statistics.median(walls["on"])
-                                   / statistics.median(walls["off"]), 3),
-        "cpu_median_ratio": round(statistics.median(cpus["on"])
-                                  / statistics.median(cpus["off"]), 3),
-        "loadavg_before_and_after_each_run": loads}))
-    return 0
 
 
 def main(argv=None) -> int:
@@ -151,7 +202,20 @@ def main(argv=None) -> int:
                     help="time whole `dptext sanitize` runs with and without --ledger")
     ap.add_argument("--rounds", type=int, default=1,
                     help="--sanitize: repeat the off,on,on,off runs this many times")
+    ap.add_argument("--busy-disk", action="store_true",
+                    help="--sanitize: a competing process fsyncing to the same disk throughout")
+    ap.add_argument("--disk-writer", metavar="DIR",
+                    help="only run the competing fsync writer in DIR (until killed)")
+    ap.add_argument("--seconds", type=float, help="--disk-writer: stop after this long")
+    ap.add_argument("--make-input", metavar="PATH",
+                    help="only write the records as JSONL (fields author, text) to PATH")
     args = ap.parse_args(argv)
+    if args.disk_writer:
+        disk_writer(args.disk_writer, args.seconds)
+        return 0
+    if args.make_input:
+        write_input(Path(args.make_input), args.records, args.units)
+        return 0
     if args.sanitize:
         return sanitize_runs(args)
 

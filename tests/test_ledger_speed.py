@@ -138,7 +138,9 @@ def batches(n: int, size: int = 10):
 def test_pipeline_releases_nothing_before_its_reserve_committed():
     session = Session(delay=0.01)
     seen = []
-    for out, decisions in charging.charged(batches(20), session, group_records=30):
+    # fixed groups of 3 batches (no growing while the writer commits: see the next test)
+    for out, decisions in charging.charged(batches(20), session, group_records=30,
+                                           max_group_records=30):
         keys = [k for k, _, _ in out.items]
         assert set(keys) <= session.reserved  # charge before release
         assert [d.charge_id for d in decisions] == keys  # its own decisions, in order
@@ -147,6 +149,37 @@ def test_pipeline_releases_nothing_before_its_reserve_committed():
     assert seen == list(range(20))
     assert [len(c) for c in session.calls] == [30] * 6 + [20]  # grouped: 3 batches a call
     assert session.thread_names == {"dptext-ledger_0"}  # in the writer thread
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.1])
+def test_slow_commits_grow_the_groups_and_nothing_is_released_before_its_charge(delay):
+    """While the writer is in a transaction (slow commits: a busy disk), the next group keeps
+    gathering batches, up to max_group_records, instead of the driver waiting: fewer, larger
+    transactions - and still every batch is handed on only after its records are reserved,
+    in order, with its own decisions."""
+    session = Session(delay=delay)
+    made = []
+
+    def fast():  # a batch every 2 ms: many batches come during one transaction
+        for out in batches(150):
+            made.append(out.batch)
+            yield out
+            time.sleep(0.002)
+
+    seen = []
+    for out, decisions in charging.charged(fast(), session, group_records=30,
+                                           max_group_records=200, group_seconds=60):
+        keys = [k for k, _, _ in out.items]
+        assert set(keys) <= session.reserved  # charge before release
+        assert [d.charge_id for d in decisions] == keys
+        seen.append(out.batch)
+    assert seen == list(range(150))
+    sizes = [len(c) for c in session.calls]
+    assert sum(sizes) == 1500 and sizes[0] == 30  # the first group: before any commit
+    assert all(30 <= n <= 200 for n in sizes[:-1]) and sizes[-1] <= 200
+    # groups that never grew would be 50 transactions of 30 records
+    assert max(sizes) > 30 and len(sizes) < 50
+    assert made == list(range(150))
 
 
 def test_pipeline_raises_the_writer_threads_error_and_charges_nothing_after_it():

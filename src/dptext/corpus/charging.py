@@ -25,7 +25,14 @@ the shard is durable (``ledger_committed`` in the manifest); grouping only decid
 records are reserved, never what a shard holds.
 
 A group is closed at :data:`GROUP_RECORDS` records or :data:`GROUP_SECONDS` after its first
-batch came. A slow producer (a batch took :data:`GROUP_SECONDS` or more to come: language-model
+batch came - unless the writer thread is still in the previous group's transaction (a slow
+commit: a busy disk makes each fsync take tens to hundreds of milliseconds). Then the group
+keeps growing, up to :data:`MAX_GROUP_RECORDS`, instead of the driver waiting: the slower the
+commits, the more records each carries, so the fsyncs per record fall exactly when they cost
+most (issue 36), and a fast disk keeps the groups of :data:`GROUP_RECORDS`. Nothing is yielded
+earlier for it: a batch still waits for the transaction holding its records (a finished one's
+batches are yielded as soon as the next batch comes, not when the growing group closes). A slow
+producer (a batch took :data:`GROUP_SECONDS` or more to come: language-model
 mechanisms, a trickle on stdin) gets its group reserved and yielded at once, so output is not
 held back behind the next batch; the overlap only matters where privatizing is fast.
 """
@@ -40,10 +47,13 @@ from dptext.corpus.draws import reserve_in_order
 
 GROUP_RECORDS = 4096
 GROUP_SECONDS = 0.5
+# the most records a group gathers while the writer is still in the previous transaction
+MAX_GROUP_RECORDS = 65536
 
 
 def charged(results: Iterable, session, *, group_records: int | None = None,
-            group_seconds: float | None = None, draws=None) -> Iterator[tuple]:
+            group_seconds: float | None = None, draws=None,
+            max_group_records: int | None = None) -> Iterator[tuple]:
     """``(batch result, decisions)`` for each result in order; ``decisions`` is None without a
     ledger (``session`` None) or for a batch with nothing to reserve, else that batch's list of
     :class:`dptext.ledger.Decision`, one per ``result.items`` entry. ``draws``: the job's
@@ -55,6 +65,7 @@ def charged(results: Iterable, session, *, group_records: int | None = None,
         return
     group_records = GROUP_RECORDS if group_records is None else group_records
     group_seconds = GROUP_SECONDS if group_seconds is None else group_seconds
+    most = MAX_GROUP_RECORDS if max_group_records is None else max_group_records
     writer = _Writer(session, draws)
     pool = ThreadPoolExecutor(1, thread_name_prefix="dptext-ledger")
     inflight: tuple[list, Future] | None = None
@@ -70,8 +81,13 @@ def charged(results: Iterable, session, *, group_records: int | None = None,
                 first = now
             group.append(out)
             count += len(out.items or ())
+            if inflight is not None and inflight[1].done():  # charged: hand its batches on
+                yield from _ready(*inflight)
+                inflight = None
             if count < group_records and now - first < group_seconds and not slow:
                 continue
+            if inflight is not None and not slow and count < most:
+                continue  # the writer is still committing: this group grows meanwhile
             future = pool.submit(writer.reserve, group)
             if inflight is not None:
                 yield from _ready(*inflight)
