@@ -1,0 +1,102 @@
+"""What a user meets first (issue 36): the CLI's start-up with a cached space and tables, and the
+first ``-m dpmlm``'s GGUF -> fp32 conversion into a fresh cache.
+
+    python benchmarks/bench_startup.py [--runs 5] [--gguf] [--reference PATH/src]
+
+Start-up: ``python -m dptext.cli sanitize --text hi`` (the default mechanism) run ``--runs``
+times as child processes after one untimed run that fills the caches; CPU (user + system of the
+child, from the OS) and wall, medians. ``--reference SRC``: the same command on another
+checkout's ``src`` in turn (A B A B ...), with the pairwise ratios. ``--gguf``: one conversion of
+the packaged SmolLM2 GGUF to the fp32 safetensors copy in a fresh temporary cache (a child
+process; about a minute of CPU). ``uptime`` and the CPU model/flags beside every figure; the
+child's environment keeps ``OMP_NUM_THREADS`` as given (unset: the libraries' defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def machine() -> dict:
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    info = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    flags = set(info.get("Flags", "").split())
+    return {"model": info.get("Model name", "?").strip(),
+            "flags": " ".join(sorted(f for f in flags if f.startswith(("avx", "amx", "fma",
+                                                                       "sse4", "vnni")))),
+            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+
+
+def run(cmd: list[str], env: dict) -> tuple[float, float]:
+    """(CPU s, wall s) of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-1500:]}")
+    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall)
+
+
+def startup(runs: int, reference: str | None) -> None:
+    cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "--text", "hi"]
+    sides = {"this": SRC, **({"reference": reference} if reference else {})}
+    envs = {k: {**os.environ, "PYTHONPATH": v} for k, v in sides.items()}
+    for name, env in envs.items():  # untimed: caches filled, bytecode compiled
+        subprocess.run([sys.executable, "-m", "compileall", "-q", sides[name]], env=env,
+                       stdout=subprocess.DEVNULL)
+        run(cmd, env)
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in envs}
+    for _ in range(runs):
+        for name, env in envs.items():
+            got[name].append(run(cmd, env))
+    row = {"row": "CLI start-up: sanitize --text hi (cached space and tables)", "runs": runs}
+    for name, values in got.items():
+        row[f"{name}_cpu_s"] = [round(c, 3) for c, _ in values]
+        row[f"{name}_wall_s"] = [round(w, 3) for _, w in values]
+        row[f"{name}_cpu_median_s"] = round(statistics.median(c for c, _ in values), 3)
+    if reference:
+        row["this_over_reference_cpu"] = round(statistics.median(
+            a[0] / b[0] for a, b in zip(got["this"], got["reference"], strict=True)), 3)
+        row["this_over_reference_wall"] = round(statistics.median(
+            a[1] / b[1] for a, b in zip(got["this"], got["reference"], strict=True)), 3)
+    print(json.dumps(row), flush=True)
+
+
+def gguf() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "PYTHONPATH": SRC, "DPTEXT_CACHE": tmp}
+        code = "from dptext.lm.loading import default_causal_dir; default_causal_dir()"
+        cpu, wall = run([sys.executable, "-c", code], env)
+    print(json.dumps({"row": "first -m dpmlm: GGUF -> fp32 conversion, fresh cache",
+                      "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}), flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--gguf", action="store_true", help="also time the GGUF conversion")
+    p.add_argument("--reference", help="another checkout's src, run in turn")
+    args = p.parse_args()
+    print(json.dumps({"when": "start", **machine()}), flush=True)
+    startup(args.runs, args.reference)
+    if args.gguf:
+        gguf()
+    print(json.dumps({"when": "end", **machine()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
