@@ -151,7 +151,7 @@ def test_pipeline_releases_nothing_before_its_reserve_committed():
     assert session.thread_names == {"dptext-ledger_0"}  # in the writer thread
 
 
-@pytest.mark.parametrize("delay", [0.02, 0.1])
+@pytest.mark.parametrize("delay", [0.1])
 def test_slow_commits_grow_the_groups_and_nothing_is_released_before_its_charge(delay):
     """While the writer is in a transaction (slow commits: a busy disk), the next group keeps
     gathering batches, up to max_group_records, instead of the driver waiting: fewer, larger
@@ -229,7 +229,10 @@ def test_pipeline_reserves_one_group_while_the_next_is_made():
             stamps.append(("made", out.batch))
             yield out
 
-    for out, _ in charging.charged(fast(), session, group_records=10, group_seconds=60):
+    # fixed groups (max_group_records = group_records): whether the writer has finished a
+    # group when the next batch comes is a race, and a busy writer would let a group grow
+    for out, _ in charging.charged(fast(), session, group_records=10, group_seconds=60,
+                                   max_group_records=10):
         stamps.append(("handed", out.batch))
     assert stamps == [("made", 0), ("made", 1), ("handed", 0), ("made", 2), ("handed", 1),
                       ("handed", 2)]
