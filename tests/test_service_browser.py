@@ -207,6 +207,34 @@ def test_page_deidentifies_a_note_and_a_file_with_the_keyboard(server, tmp_path,
         browser.close()
 
 
+def test_page_never_offers_entity_mode_a_server_does_not_list(server):
+    """A server whose GET /v1/mechanisms lists no entity parameters (an older one): the page
+    disables entity mode and says so, instead of sending an entity request it would ignore."""
+    import json
+
+    srv, key = server
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport=VIEWPORTS[0])
+
+        def older(route):
+            listed = json.loads(route.fetch().text())
+            for m in listed:
+                m.pop("entity_parameters", None)
+            route.fulfill(json=listed)
+
+        page.route("**/v1/mechanisms", older)
+        page.goto(srv.url + "/")
+        page.fill("#key", key)
+        page.press("#key", "Enter")
+        page.wait_for_selector("#mechanism option[value=custext]", state="attached")
+        assert page.is_disabled("#mode-entities") and page.is_checked("#mode-whole")
+        assert page.is_hidden("#entity-controls")
+        assert "does not offer entity mode" in page.inner_text("#mode-note")
+        assert page.evaluate("entities()") is None  # nothing entity-like is sent
+        browser.close()
+
+
 def whole_text_flow(page, shots) -> None:
     """"Stronger: rewrite every word": the whole-text mechanisms, the dry run of the cost and
     the word kinds' legend."""
