@@ -140,6 +140,10 @@ def test_shipped_head_is_small_fp16_with_its_recipe():
     import json
 
     assert json.loads(meta["recipe"]) == mb.RECIPE
+    # the shipped clip bounds were calibrated on this head (recalibrate when the head changes)
+    from dptext.lm.bounds import shipped_bounds
+
+    assert shipped_bounds()["minilm-mlm"]["head_fingerprint"] == meta["fingerprint"]
 
 
 def test_build_command_is_wired_and_rejects_bad_input(tmp_path):
@@ -159,7 +163,8 @@ def test_checkpointed_build_resumes_to_the_same_weights(tmp_path, monkeypatch):
     texts = {"a": ["the doctor walked home after a long night shift in the city"] * 6,
              "b": ["parliament debated the budget for schools and hospitals today"] * 6}
     monkeypatch.setattr(mb, "corpus_texts", lambda split, recipe=mb.RECIPE: texts)
-    recipe = {**mb.RECIPE, "corpora": ["a", "b"], "steps": 4, "batch_size": 2,
+    shipped = {k: v for k, v in mb.RECIPE.items() if k != "stop_step"}
+    recipe = {**shipped, "corpora": ["a", "b"], "steps": 4, "batch_size": 2,
               "sequence_length": 12, "warmup_steps": 1, "trainable_layers": 1,
               "block_learning_rate": 1e-4}
     straight, _ = mb.train_head(recipe, progress=False, log=lambda s: None)
