@@ -57,7 +57,8 @@ def cmd_build_mlm(args) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "mlm", help="re-train the MLM head of the packaged masked LM minilm-mlm (~80 min of one core)",
+        "mlm", help="re-train the MLM head of the packaged masked LM minilm-mlm (~80 min, one "
+        "core)",
         description="Train the BERT MLM head and the last blocks of the packaged MiniLM with the "
         "seeded recipe of dptext.lm.mlm_build and write the fp16 tensors with their fingerprint.")
     p.add_argument("--output", help="head file to write (default: in the cache; the package "
