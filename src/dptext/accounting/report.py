@@ -1,12 +1,20 @@
-"""PrivacyReport: every token of a text, what happened to it, and the composed guarantee."""
+"""PrivacyReport: every token of a text, what happened to it, and the composed guarantee.
+
+A report is saved as data in one way, :meth:`PrivacyReport.to_state` (JSON-able, versioned,
+its class named by a registered tag) and read back by :meth:`PrivacyReport.from_state`, which
+also reads the states earlier versions wrote: the corpus manifest's and the integrations'.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from dptext.accounting.composition import (
     br_epsilon,
@@ -15,6 +23,7 @@ from dptext.accounting.composition import (
     pure_epsilon,
 )
 from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent, TokenGuarantee
+from dptext.errors import DPTextError
 
 KEPT_REASONS = {
     "punctuation": "punctuation and symbols (always kept)",
@@ -66,6 +75,12 @@ class PrivacyReport:
     sequential composition (:mod:`dptext.accounting.composition`), stated for the privatized
     tokens with the kept ones named as unprotected.
     """
+
+    #: the class's name in a state (:meth:`to_state`); a subclass that is saved declares its
+    #: own, and a tag names one class for good (states on disk and in datasets keep it)
+    tag: ClassVar[str] = "PrivacyReport"
+    #: the fields that hold lists of :class:`TokenEvent` (a subclass adds its own)
+    event_fields: ClassVar[tuple[str, ...]] = ("events",)
 
     mechanism: str
     per_token: TokenGuarantee
@@ -222,6 +237,65 @@ class PrivacyReport:
         return [f"WARNING: {c} {WARNINGS.get(w, w)}" for w, c in sorted(self.warnings.items())
                 if c]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "tag" in cls.__dict__:
+            _register(cls)
+
+    # ------------------------------------------------------------ state
+    def to_state(self) -> dict:
+        """Every field as JSON-able data, with the class's ``tag`` and the state ``version``
+        (:data:`STATE_VERSION`); :meth:`from_state` reads it back."""
+        cls = type(self)
+        if "tag" not in cls.__dict__:
+            raise DPTextError(f"{cls.__name__} declares no tag: its reports cannot be saved")
+        state: dict[str, Any] = {"class": cls.tag, "version": STATE_VERSION}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, TokenGuarantee):
+                value = _guarantee_state(value)
+            elif f.name in cls.event_fields:
+                value = [{"guarantee": _guarantee_state(e.guarantee), "count": e.count,
+                          "reason": e.reason} for e in value]
+            elif isinstance(value, tuple):
+                value = list(value)
+            state[f.name] = value
+        return state
+
+    @staticmethod
+    def from_state(state: dict | str) -> PrivacyReport:
+        """The report a state describes (or its JSON text), of the class its tag names:
+        this version's states, the integrations' states before versions (``version`` absent)
+        and the corpus manifest's before versions (``"class": "module:Name"``)."""
+        if isinstance(state, str):
+            state = json.loads(state)
+        if not isinstance(state, dict) or not isinstance(state.get("class"), str):
+            raise DPTextError("not a dptext report state")
+        if ":" in state["class"]:
+            return _from_manifest_state(state)
+        version = state.get("version", 0)
+        if not isinstance(version, int) or not 0 <= version <= STATE_VERSION:
+            raise DPTextError(f"report state version {version!r}: this dptext reads versions "
+                              f"0 to {STATE_VERSION}")
+        cls = REPORT_CLASSES.get(state["class"])
+        if cls is None:
+            raise DPTextError(f"not a dptext report state: unknown report class "
+                              f"{state['class']!r} (known: {', '.join(sorted(REPORT_CLASSES))})")
+        tuples = {f.name for f in dataclasses.fields(cls) if isinstance(f.default, tuple)}
+        kwargs = {}
+        for name, value in state.items():
+            if name in ("class", "version"):
+                continue
+            if name == "per_token":
+                value = _guarantee_from_state(value)
+            elif name in cls.event_fields:
+                value = [TokenEvent(_guarantee_from_state(e["guarantee"]), e["count"],
+                                    e["reason"]) for e in value]
+            elif name in tuples:
+                value = tuple(value)
+            kwargs[name] = value
+        return cls(**kwargs)
+
     # ------------------------------------------------------------ combine
     @classmethod
     def combine(cls, reports: Iterable[PrivacyReport]) -> PrivacyReport:
@@ -323,3 +397,70 @@ class PrivacyReport:
         if resampled:
             lines.insert(4, f"  redrawn, no guarantee {sum(resampled.values())}  {resampled}")
         return "\n".join(lines + d["warnings"])
+
+
+# ------------------------------------------------------------------ states
+#: the version :meth:`PrivacyReport.to_state` writes. 1: the integrations' form (every field by
+#: name, guarantees and events as objects) with ``version``; 0: that form without it, or the
+#: corpus manifest's (``"class": "module:Name"``, guarantees and events as lists, ``extra``)
+STATE_VERSION = 1
+
+#: report classes by tag; a subclass declaring ``tag`` is added when its module is imported
+REPORT_CLASSES: dict[str, type[PrivacyReport]] = {}
+
+
+def _register(cls: type[PrivacyReport]) -> None:
+    tag = cls.__dict__["tag"]
+    if not isinstance(tag, str) or not tag or ":" in tag:
+        raise DPTextError(f"{cls.__name__}: a report tag is a non-empty name without ':', "
+                          f"got {tag!r}")
+    old = REPORT_CLASSES.get(tag)
+    if old is not None and (old.__module__, old.__qualname__) != (cls.__module__,
+                                                                  cls.__qualname__):
+        raise DPTextError(f"report tag {tag!r} is already registered by "
+                          f"{old.__module__}.{old.__qualname__}")
+    REPORT_CLASSES[tag] = cls
+
+
+REPORT_CLASSES[PrivacyReport.tag] = PrivacyReport
+
+
+def _guarantee_state(g: TokenGuarantee) -> dict:
+    out = {"kind": g.kind.value, "epsilon": g.epsilon, "scope": g.scope, "metric": g.metric,
+           "diameter": g.diameter}
+    if g.bounded_range:
+        out["bounded_range"] = True
+    return out
+
+
+def _guarantee_from_state(d: dict) -> TokenGuarantee:
+    return TokenGuarantee(GuaranteeKind(d["kind"]), d["epsilon"], d["scope"], d["metric"],
+                          d["diameter"], bool(d.get("bounded_range", False)))
+
+
+def _listed_guarantee(state: list) -> TokenGuarantee:
+    kind, eps, scope, metric, diameter, *rest = state
+    return TokenGuarantee(GuaranteeKind(kind), eps, scope, metric, diameter,
+                          bounded_range=bool(rest and rest[0]))
+
+
+def _listed_extra(value):
+    if isinstance(value, dict) and "__token_events__" in value:
+        return [TokenEvent(_listed_guarantee(g), c, reason)
+                for g, reason, c in value["__token_events__"]]
+    if isinstance(value, dict) and "__tuple__" in value:
+        return tuple(value["__tuple__"])
+    return value
+
+
+def _from_manifest_state(state: dict) -> PrivacyReport:
+    """A state the corpus manifest held before versions: the class as ``module:Name`` (a
+    class outside the registry reads as a plain :class:`PrivacyReport`, as it did)."""
+    by_path = {f"{c.__module__}:{c.__qualname__}": c for c in REPORT_CLASSES.values()}
+    cls = by_path.get(state["class"], PrivacyReport)
+    return cls(
+        mechanism=state["mechanism"], per_token=_listed_guarantee(state["per_token"]),
+        events=[TokenEvent(_listed_guarantee(g), c, reason) for g, reason, c in state["events"]],
+        records=state["records"], max_record_epsilon=state["max_record_epsilon"],
+        **{k: _listed_extra(v) for k, v in state.get("extra", {}).items()},
+    )

@@ -2,85 +2,23 @@
 
 Per field, the reports of each batch are folded into one :class:`PrivacyReport` (events grouped
 by guarantee and reason, record count, largest record); the whole job's report adds the largest
-record over all fields. Its state is saved in the manifest with every shard, so a resumed job
-continues the same sums. Per-unit totals (``--user-field``) live in a small SQLite table in the
-job's work directory, not in memory: one row per unit and shard; their summary is the
+record over all fields. Its state (:meth:`PrivacyReport.to_state`) is saved in the manifest
+with every shard, so a resumed job continues the same sums. Per-unit totals (``--user-field``)
+live in a small SQLite table in the job's work directory, not in memory: one row per unit and
+shard; their summary is the
 :class:`~dptext.accounting.units.UnitSummary` of :mod:`dptext.accounting.units`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
+from dptext.accounting.events import TokenGuarantee
 from dptext.accounting.report import PrivacyReport
 from dptext.accounting.units import UnitSummary, nearest_rank
-
-# fields serialized explicitly; every other dataclass field (JSON-able) goes into "extra"
-_EXPLICIT = {"mechanism", "per_token", "events", "records", "max_record_epsilon"}
-
-
-# ------------------------------------------------------------------ serialization
-def _guarantee_state(g: TokenGuarantee) -> list:
-    state = [g.kind.value, g.epsilon, g.scope, g.metric, g.diameter]
-    return state + [True] if g.bounded_range else state  # older states have five
-
-
-def _guarantee(state: list) -> TokenGuarantee:
-    kind, eps, scope, metric, diameter, *rest = state
-    return TokenGuarantee(GuaranteeKind(kind), eps, scope, metric, diameter,
-                          bounded_range=bool(rest and rest[0]))
-
-
-def _extra_state(value):
-    """A report's extra field as JSON (lists of token events, as the targeted report has)."""
-    if isinstance(value, list) and value and all(isinstance(e, TokenEvent) for e in value):
-        return {"__token_events__": [[_guarantee_state(e.guarantee), e.reason, e.count]
-                                     for e in value]}
-    if isinstance(value, tuple):
-        return {"__tuple__": list(value)}
-    return value
-
-
-def _extra_from_state(value):
-    if isinstance(value, dict) and "__token_events__" in value:
-        return [TokenEvent(_guarantee(g), c, reason) for g, reason, c in value["__token_events__"]]
-    if isinstance(value, dict) and "__tuple__" in value:
-        return tuple(value["__tuple__"])
-    return value
-
-
-def report_state(r: PrivacyReport) -> dict:
-    """A JSON-able state of a report (its class kept: DP-MLM's report has an extra field)."""
-    return {
-        "class": f"{type(r).__module__}:{type(r).__qualname__}",
-        "mechanism": r.mechanism,
-        "per_token": _guarantee_state(r.per_token),
-        "events": [[_guarantee_state(e.guarantee), e.reason, e.count] for e in r.events],
-        "records": r.records,
-        "max_record_epsilon": r.max_record_epsilon,
-        "extra": {f.name: _extra_state(getattr(r, f.name)) for f in dataclasses.fields(r)
-                  if f.name not in _EXPLICIT},
-    }
-
-
-def report_from_state(state: dict) -> PrivacyReport:
-    module, _, name = state["class"].partition(":")
-    cls = PrivacyReport
-    if module.startswith("dptext."):  # only the package's own report classes
-        candidate = getattr(importlib.import_module(module), name, None)
-        if isinstance(candidate, type) and issubclass(candidate, PrivacyReport):
-            cls = candidate
-    return cls(
-        mechanism=state["mechanism"], per_token=_guarantee(state["per_token"]),
-        events=[TokenEvent(_guarantee(g), c, reason) for g, reason, c in state["events"]],
-        records=state["records"], max_record_epsilon=state["max_record_epsilon"],
-        **{k: _extra_from_state(v) for k, v in state.get("extra", {}).items()},
-    )
 
 
 def combine(reports: Sequence[PrivacyReport]) -> PrivacyReport:
@@ -107,7 +45,7 @@ class JobAggregate:
             self.max_record_epsilon = eps
 
     def state(self) -> dict:
-        return {"per_field": {f: None if r is None else report_state(r)
+        return {"per_field": {f: None if r is None else r.to_state()
                               for f, r in self.per_field.items()},
                 "counts": dict(self.counts), "max_record_epsilon": self.max_record_epsilon}
 
@@ -115,7 +53,7 @@ class JobAggregate:
     def from_state(cls, fields: Sequence[str], state: dict) -> JobAggregate:
         agg = cls(fields)
         for f, s in state["per_field"].items():
-            agg.per_field[f] = None if s is None else report_from_state(s)
+            agg.per_field[f] = None if s is None else PrivacyReport.from_state(s)
         agg.counts.update(state["counts"])
         agg.max_record_epsilon = state["max_record_epsilon"]
         return agg

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -62,6 +62,8 @@ class RewriteReport(PrivacyReport):
     word replaced and followed by an insertion: (eligible words + words) * epsilon <= 2 n
     epsilon (paper section 7). The realized composition (``epsilon``) counts the slots drawn.
     """
+
+    tag: ClassVar[str] = "RewriteReport"
 
     worst_case_epsilon: float = 0.0
 

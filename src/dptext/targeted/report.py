@@ -15,6 +15,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
 from dptext.accounting.events import GuaranteeKind, TokenEvent
@@ -32,6 +33,9 @@ class TargetedReport(PrivacyReport):
     ``residual``: ``{"policy": ..., "tokens": n}`` when the residual net ran (tokens it found
     outside every detected span). ``withheld``: why the text was not released (then empty).
     """
+
+    tag: ClassVar[str] = "TargetedReport"
+    event_fields: ClassVar[tuple[str, ...]] = ("events", "draws")
 
     draws: list[TokenEvent] = field(default_factory=list)
     spans: dict[str, dict] = field(default_factory=dict)
