@@ -1,7 +1,37 @@
 """Shared test fixtures."""
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
 import pytest
 import torch
+
+from dptext.embeddings import EmbeddingSpace
+
+
+def random_space(words: Sequence[str] | Callable[[], Sequence[str]], *, seed: int, dim: int,
+                 name: str, float32: bool = False, geometry: int | None = None,
+                 **kwargs) -> EmbeddingSpace:
+    """``words`` (or the function that gives them) at standard normal vectors drawn from
+    ``np.random.default_rng(seed)``, as float32 or float64, with its kNN geometry of ``geometry``
+    neighbours computed when given; ``kwargs`` go to :class:`EmbeddingSpace`."""
+    words = list(words() if callable(words) else words)
+    vectors = np.random.default_rng(seed).standard_normal((len(words), dim))
+    space = EmbeddingSpace(words, vectors.astype(np.float32) if float32 else vectors,
+                           name=name, **kwargs)
+    if geometry is not None:
+        space.geometry(geometry)
+    return space
+
+
+@pytest.fixture(scope="module")
+def space(request) -> EmbeddingSpace:
+    """The module's random embedding space: :func:`random_space` of the module's ``SPACE``
+    (each module keeps its own words, seed and size, so what its tests draw is unchanged)."""
+    spec = getattr(request.module, "SPACE", None)
+    if spec is None:
+        pytest.fail(f"{request.module.__name__} asks for the space fixture but has no SPACE")
+    return random_space(**spec)
 
 
 @pytest.fixture(scope="module")

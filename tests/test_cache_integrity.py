@@ -29,11 +29,8 @@ def cache_dir(tmp_path, monkeypatch):
     return root
 
 
-@pytest.fixture(scope="module")
-def space():
-    rng = np.random.default_rng(3)
-    words = [f"w{i}" for i in range(60)]
-    return EmbeddingSpace(words, rng.standard_normal((60, 6)).astype(np.float32), name="t60")
+SPACE = dict(words=[f"w{i}" for i in range(60)], seed=3, dim=6, float32=True,
+             name="t60")  # the space fixture (conftest.py)
 
 
 def custext(space, **kw):

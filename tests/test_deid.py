@@ -39,10 +39,7 @@ def categories_at(text: str, surface: str) -> set[str]:
             if e.start < end and start < e.end}
 
 
-@pytest.fixture(scope="module")
-def space():
-    return EmbeddingSpace(WORDS, np.random.default_rng(0).standard_normal((len(WORDS), 6)),
-                          name="deid-tiny")
+SPACE = dict(words=WORDS, seed=0, dim=6, name="deid-tiny")  # the space fixture (conftest.py)
 
 
 @pytest.fixture

@@ -16,19 +16,13 @@ import pytest
 import dptext
 from dptext.accounting.composition import per_token_epsilon, token_step
 from dptext.accounting.report import PrivacyReport
-from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 
 WORDS = [f"w{i:02d}" for i in range(40)]
 
 
-@pytest.fixture(scope="module")
-def space() -> EmbeddingSpace:
-    rng = np.random.default_rng(5)
-    s = EmbeddingSpace(WORDS, rng.standard_normal((len(WORDS), 6)).astype(np.float32),
-                       metric="euclidean", name="tiny")
-    s.geometry(16)
-    return s
+SPACE = dict(words=WORDS, seed=5, dim=6, float32=True, name="tiny", metric="euclidean",
+             geometry=16)  # the space fixture (conftest.py)
 
 
 def test_ladder_keeps_every_length_between_three_quarters_and_all_of_e():

@@ -10,23 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import dptext
 from dptext.corpus.estimate import CostEstimate
-from dptext.embeddings import EmbeddingSpace
 
 WORDS = [f"w{i:02d}" for i in range(40)]
 
 
-@pytest.fixture(scope="module")
-def space() -> EmbeddingSpace:
-    rng = np.random.default_rng(7)
-    s = EmbeddingSpace(WORDS, rng.standard_normal((len(WORDS), 6)).astype(np.float32),
-                       metric="euclidean", name="tiny")
-    s.geometry(16)
-    return s
+SPACE = dict(words=WORDS, seed=7, dim=6, float32=True, name="tiny", metric="euclidean",
+             geometry=16)  # the space fixture (conftest.py)
 
 
 TEXTS = ["w01 w02 w03", " ".join(WORDS[:12]), "w05, w06! unknownword", "", " ".join(WORDS)]

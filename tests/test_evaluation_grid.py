@@ -9,10 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from dptext.embeddings import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.evaluation.encoders import make_encoder
 from dptext.evaluation.grid import GridConfig, cells_of, run_grid
@@ -25,15 +23,14 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path / "cache"))
 
 
-@pytest.fixture(scope="module")
-def space() -> EmbeddingSpace:
+def _grid_words() -> list[str]:
     import wordfreq
 
-    words = [w for w in wordfreq.top_n_list("en", 400) if w.isalpha()][:250]
-    s = EmbeddingSpace(words, np.random.default_rng(7).standard_normal((len(words), 6)),
-                       name="grid-tiny")
-    s.geometry(16)
-    return s
+    return [w for w in wordfreq.top_n_list("en", 400) if w.isalpha()][:250]
+
+
+SPACE = dict(words=_grid_words, seed=7, dim=6, name="grid-tiny",
+             geometry=16)  # the space fixture (conftest.py)
 
 
 def config(**overrides) -> GridConfig:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dptext.embeddings import EmbeddingSpace
 from dptext.evaluation.grid import GridConfig, run_grid
 from dptext.evaluation.inversion import map_guesses, word_prior
 from dptext.mechanisms.santext import SanText, SanTextPlus
@@ -20,15 +19,15 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path / "cache"))
 
 
-@pytest.fixture(scope="module")
-def space() -> EmbeddingSpace:
+def _many_words() -> list[str]:
     import wordfreq
 
-    words = [w for w in wordfreq.top_n_list("en", 300) if w.isalpha()][:150]
-    s = EmbeddingSpace(words, np.random.default_rng(11).standard_normal((len(words), 5)),
-                       name="santext-many")
-    s.geometry(16)  # kNN rows shorter than the vocabulary: the far part is exercised
-    return s
+    return [w for w in wordfreq.top_n_list("en", 300) if w.isalpha()][:150]
+
+
+# kNN rows shorter than the vocabulary: the far part is exercised
+SPACE = dict(words=_many_words, seed=11, dim=5, name="santext-many",
+             geometry=16)  # the space fixture (conftest.py)
 
 
 @pytest.mark.parametrize("cls", [SanText, SanTextPlus])

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import dptext
-from dptext import EmbeddingSpace
 from dptext.accounting.report import PrivacyReport
 from dptext.mechanisms import truncated_gumbel as tg
 from dptext.text import NAME_STOPWORDS, default_stopwords, split_words
@@ -20,12 +19,8 @@ WORDS = ["doctor", "hospital", "john", "london", "the", "came", "we", "met", "in
 WORD_MECHANISMS = ["custext", "custext+", "santext", "santext+", "laplace", "gumbel"]
 
 
-@pytest.fixture(scope="module")
-def space():
-    rng = np.random.default_rng(5)
-    words = WORDS + [f"tok{i:03d}" for i in range(60 - len(WORDS))]
-    return EmbeddingSpace(words, rng.standard_normal((60, 8)).astype(np.float32),
-                          name="guardrails")
+SPACE = dict(words=WORDS + [f"tok{i:03d}" for i in range(60 - len(WORDS))], seed=5, dim=8,
+             float32=True, name="guardrails")  # the space fixture (conftest.py)
 
 
 def _mechanism(name, space, **kw):

@@ -9,7 +9,7 @@ from rng_spy import recording_generator
 from scipy import stats
 
 import dptext
-from dptext import DPTextError, EmbeddingSpace
+from dptext import DPTextError
 from dptext.rng import as_generator, gaussian_noise, is_secure, secure_generator
 
 
@@ -41,11 +41,8 @@ def test_secure_generators_are_fresh_and_recognised():
     assert np.array_equal(u * 2.0**53, np.floor(u * 2.0**53)) and (u < 1).all()
 
 
-@pytest.fixture(scope="module")
-def space():
-    rng = np.random.default_rng(5)
-    words = [f"w{i}" for i in range(40)]
-    return EmbeddingSpace(words, rng.standard_normal((40, 6)).astype(np.float32), name="s40")
+SPACE = dict(words=[f"w{i}" for i in range(40)], seed=5, dim=6, float32=True,
+             name="s40")  # the space fixture (conftest.py)
 
 
 @pytest.mark.parametrize("name", ["custext", "custext+", "santext", "santext+", "laplace"])

@@ -9,10 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-import numpy as np
 import pytest
 
-from dptext import EmbeddingSpace, mechanism
+from dptext import mechanism
 from dptext.corpus import CorpusJob, run
 from dptext.targeted import Span, TargetedMechanism
 
@@ -27,10 +26,7 @@ def _digest(*parts) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=repr).encode()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def space():
-    return EmbeddingSpace(WORDS, np.random.default_rng(11).standard_normal((len(WORDS), 6)),
-                          name="seeded-bytes")
+SPACE = dict(words=WORDS, seed=11, dim=6, name="seeded-bytes")  # the space fixture (conftest.py)
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import chi2 as chi2_dist
 
-from dptext import EmbeddingSpace, mechanism
+from dptext import mechanism
 from dptext.accounting.events import GuaranteeKind
 from dptext.errors import DPTextError
 from dptext.targeted import (
@@ -28,10 +28,7 @@ WORDS = ["alice", "bob", "paris", "london", "anna", "lee", "smith", "john", "met
          "city", "call", "at", "or", "and", "said", "hello"] + [f"w{i}" for i in range(40)]
 
 
-@pytest.fixture(scope="module")
-def space():
-    return EmbeddingSpace(WORDS, np.random.default_rng(0).standard_normal((len(WORDS), 6)),
-                          name="targeted-tiny")
+SPACE = dict(words=WORDS, seed=0, dim=6, name="targeted-tiny")  # the space fixture (conftest.py)
 
 
 @pytest.fixture

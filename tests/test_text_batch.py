@@ -12,7 +12,6 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import dptext
-from dptext import EmbeddingSpace
 from dptext import text as T
 from dptext.text import is_word_char, split_batch, split_words
 
@@ -96,11 +95,8 @@ def test_code_point_table_agrees_with_the_word_character_class():
 VOCAB = ["alpha", "beta", "gamma", "delta", "the", "and", "of", "omega", "sigma", "kappa"]
 
 
-@pytest.fixture(scope="module")
-def space():
-    words = VOCAB + [f"tok{i}" for i in range(30)]
-    return EmbeddingSpace(words, np.random.default_rng(7).standard_normal((len(words), 6)),
-                          name="batch-40")
+SPACE = dict(words=VOCAB + [f"tok{i}" for i in range(30)], seed=7, dim=6,
+             name="batch-40")  # the space fixture (conftest.py)
 
 
 def corpus(n: int) -> list[str]:
