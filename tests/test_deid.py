@@ -300,7 +300,7 @@ def test_name_policies(custext):
 
 
 def test_deid_detection_drops_durations_credentials_and_clinical_words_keeps_mentions(space):
-    from dptext.detect.residual import is_clinical
+    from dptext.detect.vocabulary import is_clinical
 
     m = build_deid("custext", epsilon=2, k=5, space=space, detector="spacy", languages=None)
 

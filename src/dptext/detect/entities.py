@@ -239,8 +239,8 @@ def _no_durations(text: str, ner: list[Entity]) -> list[Entity]:
 
 def _no_clinical(text: str, ner: list[Entity]) -> list[Entity]:
     """Less an NER name, place or organisation made only of clinical vocabulary ("PO", "MG",
-    "Prednisone": :func:`dptext.detect.residual.is_clinical`)."""
-    from dptext.detect.residual import is_clinical
+    "Prednisone": :func:`dptext.detect.vocabulary.is_clinical`)."""
+    from dptext.detect.vocabulary import is_clinical
 
     out = []
     for e in ner:
@@ -277,7 +277,7 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
         if sum(c.isalpha() for c in surface) >= 3 and any(c.islower() for c in surface):
             needles.setdefault((surface, False), (e.category, e.key))
         if e.category in ("PERSON", "DENY_LIST"):
-            from dptext.detect.residual import common_words
+            from dptext.detect.vocabulary import common_words
 
             for w in _NAME_PART.findall(surface):
                 if len(w) >= 3 and w.casefold() not in common_words():

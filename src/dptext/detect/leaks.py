@@ -48,7 +48,7 @@ def survivors(original: str, released: str, entities: Iterable, *,
     ``released`` (module docstring). ``ordinary``: words never counted alone (default: the
     residual net's vocabulary)."""
     if ordinary is None:
-        from dptext.detect.residual import common_words  # noqa: PLC0415
+        from dptext.detect.vocabulary import common_words  # noqa: PLC0415
 
         ordinary = common_words()
     groups = [_digits(g) for g in _DIGIT_GROUP.findall(released)]

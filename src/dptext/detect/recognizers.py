@@ -31,6 +31,7 @@ from functools import cache
 from pathlib import Path
 
 from dptext.detect.entities import Entity, normalize_entity
+from dptext.detect.vocabulary import ID_CONTEXTS, common_words
 from dptext.errors import DPTextError
 
 _CONTEXT_WINDOW = 40  # characters before a match searched for a context word
@@ -282,29 +283,11 @@ _SALUTED_NAME = (rf"\b(?:{_SALUTATION})[ \t]+(?:{_INITIALS})?{_NAME_WORD}"
 
 
 def _not_ordinary_after(value: str) -> bool:
-    from dptext.detect.residual import common_words
 
     words = re.findall(r"[^\W\d_][\w'-]*", value)
     return len(words) > 1 and words[1].casefold() not in common_words()
 
 
-ID_CONTEXTS: dict[str, tuple[str, ...]] = {
-    "MEDICAL_RECORD": ("mrn", "mr#", "mr #", "medical record", "record number", "record no",
-                       "record #", "record", "chart", "chart number", "chart #", "unit number",
-                       "unit no", "patient id", "patient number", "hospital number",
-                       "encounter", "accession", "specimen"),
-    "ACCOUNT_NUMBER": ("account", "acct", "a/c", "billing", "invoice", "claim"),
-    "HEALTH_PLAN": ("health plan", "member id", "member", "insurance", "insurer", "policy",
-                    "subscriber", "beneficiary", "medicaid", "medicare", "group number"),
-    "LICENSE_NUMBER": ("license", "licence", "lic", "dea", "npi", "certificate",
-                       "registration"),
-    "VEHICLE_ID": ("plate", "license plate", "vin", "vehicle", "registration plate"),
-    "DEVICE_ID": ("serial", "s/n", "sn", "device", "implant", "pacemaker", "udi", "lot",
-                  "model number"),
-    "ID_NUMBER": ("id", "identifier", "ssn", "social security", "passport", "national id",
-                  "study code", "study id", "code", "ref", "reference", "ticket", "case number",
-                  "case #", "no.", "#"),
-}
 
 
 @cache
