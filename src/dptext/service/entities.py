@@ -30,6 +30,11 @@ PARAMETERS: dict[str, tuple[Any, tuple | None, str]] = {
     "name_policy": ("surrogate", ("surrogate", "placeholder", "mechanism"),
                     "PERSON spans: a public name drawn independently of the input (0-DP), a "
                     "placeholder, or privatized word by word by the mechanism"),
+    "word_policy": (None, ("surrogate", "placeholder", "mechanism"),
+                    "places and organisations (GPE, LOC, FAC, ORG): a public surrogate sharing "
+                    "no word with the input (default; placeholder when name_policy is "
+                    "placeholder), a placeholder, or privatized word by word by the mechanism "
+                    "(which returns some unchanged: the report counts them)"),
     "residual": ("protect", ("protect", "report", "keep"),
                  "tokens outside every detected span that are not ordinary words: replaced "
                  "whole, only counted, or not looked at"),
@@ -95,6 +100,8 @@ def parse(value: Any) -> dict | None:
 
             resolve_categories(cats)  # an unknown category is a one-line error here
             v = cats
+        elif name == "word_policy" and v is None:  # the command line's default
+            v = "placeholder" if out["name_policy"] == "placeholder" else "surrogate"
         elif choices is not None:
             if v not in choices:
                 raise DPTextError(f"entities.{name} must be one of {', '.join(choices)}, "
@@ -127,6 +134,7 @@ def build(mechanism, options: dict):
         consistent=options["consistent"], recognizers=True, patterns=options["patterns"],
         deny_list=options["deny_list"], allow_list=options["allow_list"],
         residual=options["residual"], name_policy=options["name_policy"],
+        word_policy=options["word_policy"],
         check=options["check"], languages=("en",), other_languages=options["other_languages"])
 
 

@@ -71,9 +71,10 @@ class Job:
 
 
 def _write(path: Path, data: str) -> None:
-    from dptext.corpus.paths import write_durably
+    from dptext.io import atomic_write
 
-    write_durably(path, data.encode("utf-8"))
+    with atomic_write(path, "w", durable=True, encoding="utf-8") as f:
+        f.write(data)
 
 
 def read_columns(path: Path, fmt: str, fields: list[str]) -> tuple[list[str], list, int]:
