@@ -30,7 +30,7 @@ PARAMETERS: dict[str, tuple[Any, tuple | None, str]] = {
     "name_policy": ("surrogate", ("surrogate", "placeholder", "mechanism"),
                     "PERSON spans: a public name drawn independently of the input (0-DP), a "
                     "placeholder, or privatized word by word by the mechanism"),
-    "word_policy": (None, ("surrogate", "placeholder", "mechanism"),
+    "word_policy": ("surrogate", ("surrogate", "placeholder", "mechanism"),
                     "places and organisations (GPE, LOC, FAC, ORG): a public surrogate sharing "
                     "no word with the input (default; placeholder when name_policy is "
                     "placeholder), a placeholder, or privatized word by word by the mechanism "
@@ -100,7 +100,7 @@ def parse(value: Any) -> dict | None:
 
             resolve_categories(cats)  # an unknown category is a one-line error here
             v = cats
-        elif name == "word_policy" and v is None:  # the command line's default
+        elif name == "word_policy" and value.get(name) is None:  # the command line's default
             v = "placeholder" if out["name_policy"] == "placeholder" else "surrogate"
         elif choices is not None:
             if v not in choices:
