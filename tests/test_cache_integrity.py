@@ -230,6 +230,20 @@ def test_read_only_cache_falls_back_to_memory(tmp_path, monkeypatch, space):
     assert m.privatize("w1 w2", rng=0).report.tokens_privatized == 2
 
 
+@pytest.mark.parametrize("what", ["the default space", "the GloVe space"])
+def test_a_built_space_that_cannot_be_cached_is_kept_in_memory(tmp_path, space, what):
+    from dptext.resources import cache_space
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.warns(cache_files.CacheWarning, match=f"not writable .*: {what} is used in memory"):
+        assert cache_space(space, blocker / "space.npz", what) is space
+    assert blocker.read_text() == "not a directory"
+    assert cache_space(space, tmp_path / "space.npz", what) is space  # writable: saved, no warning
+    assert cache_files.digest_path(tmp_path / "space.npz").is_file()
+    assert EmbeddingSpace.load(tmp_path / "space.npz").words == space.words
+
+
 def test_files_are_created_shared_readable(cache_dir, space):
     old = os.umask(0o022)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 from pathlib import Path
 
@@ -198,7 +199,6 @@ def test_store_line_without_key_is_a_one_line_error(tmp_path):
 # ------------------------------------------------------------------ durable writes
 def _fsyncs(monkeypatch) -> list[str]:
     """The kinds of what os.fsync is called on ("file" or "dir"), in order."""
-    import os
     import stat
 
     seen, real = [], os.fsync
@@ -213,8 +213,6 @@ def _fsyncs(monkeypatch) -> list[str]:
 
 @pytest.mark.parametrize("durable", [False, True])
 def test_atomic_write_replaces_only_on_success(tmp_path, monkeypatch, durable):
-    import os
-
     target = write(tmp_path / "out.txt", "old\n")
     fsyncs = _fsyncs(monkeypatch)
     with pytest.raises(RuntimeError), dio.atomic_write(target, durable=durable) as f:
@@ -260,3 +258,11 @@ def test_staged_write_is_fsynced_in_place_or_removed(tmp_path, monkeypatch):
         f.write(b"whole")
     assert part.read_bytes() == b"whole" and fsyncs == ["file"]
     assert part.stat().st_mode & 0o777 == dio.file_mode()
+
+
+def test_atomic_write_can_keep_a_file_private(tmp_path):
+    target = tmp_path / "state.pt"
+    with dio.atomic_write(target, "wb", durable=True, permissions=0o600) as f:
+        assert oct(os.fstat(f.fileno()).st_mode & 0o777) == oct(0o600)  # from its creation on
+        f.write(b"generator state")
+    assert target.stat().st_mode & 0o777 == 0o600 and target.read_bytes() == b"generator state"

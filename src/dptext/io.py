@@ -36,7 +36,8 @@ from dptext.errors import DPTextError
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", *, durable: bool = False,
-                 temp: str | os.PathLike | None = None, **kwargs) -> Iterator[IO]:
+                 temp: str | os.PathLike | None = None, permissions: int | None = None,
+                 **kwargs) -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and rename it into place on success only
     (the one helper for every file that replaces another; ``kwargs`` go to ``open``).
 
@@ -44,7 +45,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, durable: bool = Fa
     the new file survives a power failure once the ``with`` block has returned. ``temp``: the
     temporary path to write (the corpus engine names its own so that a later run can remove
     what a killed one left: :func:`dptext.corpus.paths.temp_beside`); by default a fresh
-    ``.NAME.XXXXXXXX.tmp``. The file gets the permissions a plain ``open()`` would give it."""
+    ``.NAME.XXXXXXXX.tmp``. The file gets the permissions a plain ``open()`` would give it, or
+    ``permissions`` (``0o600``: readable by the owner only, from its creation on)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise DPTextError(f"output directory does not exist: {path.parent}")
@@ -58,7 +60,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, durable: bool = Fa
     try:
         with os.fdopen(fd, mode, **kwargs) as f:
             # mkstemp creates 0600; give the output the permissions a plain open() would
-            os.fchmod(f.fileno(), file_mode())
+            os.fchmod(f.fileno(), file_mode() if permissions is None else permissions)
             yield f
             if durable:
                 f.flush()

@@ -108,7 +108,6 @@ def encode_words(words: list[str], *, batch_size: int = 1024, progress: bool = T
 def build_default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True) -> EmbeddingSpace:
     """Distil, deduplicate, index and cache the default space; returns it (kept in memory
     only, with a warning, where the cache cannot be written)."""
-    from dptext import cache
 
     words = default_vocabulary(size)
     vectors = encode_words(words, progress=progress)
@@ -116,12 +115,19 @@ def build_default_space(size: int = DEFAULT_VOCAB_SIZE, *, progress: bool = True
     space.geometry(80, progress=progress)
     space = space.merge_near_duplicates(tolerance=DEFAULT_MERGE_TOLERANCE)
     space.geometry(64, progress=progress)  # derived from the scan above unless merging was heavy
-    path = default_space_path(size)
+    return cache_space(space, default_space_path(size), "the default space")
+
+
+def cache_space(space: EmbeddingSpace, path: Path, what: str) -> EmbeddingSpace:
+    """Save a built space (and its digest) in the cache; where the cache cannot be written,
+    warn that ``what`` is used in memory only. Returns ``space``."""
+    from dptext import cache
+
     try:
         space.save(path)
     except (OSError, DPTextError) as err:
-        cache.warn(f"the cache is not writable ({cache.reason(err)}): the default space is "
-                   "used in memory only and rebuilt next time")
+        cache.warn(f"the cache is not writable ({cache.reason(err)}): {what} is used in "
+                   "memory only and rebuilt next time")
     else:
         cache.record_digest(path)
     return space
@@ -204,7 +210,6 @@ def build_glove_space(size: int | None = None, *, progress: bool = True,
     GloVe's own Euclidean geometry), accent variants folded (``café`` -> ``cafe``, as in the
     default space; no two GloVe words are near-duplicates otherwise: the closest pair,
     ``tuesday``/``monday``, is 0.35 apart), the kNN table; cached like the default space."""
-    from dptext import cache
 
     size = size or GLOVE_VOCAB_SIZE
     index = glove_index()
@@ -216,15 +221,7 @@ def build_glove_space(size: int | None = None, *, progress: bool = True,
     space.geometry(64, progress=progress)
     if not save:
         return space
-    path = glove_space_path(size)
-    try:
-        space.save(path)
-    except (OSError, DPTextError) as err:
-        cache.warn(f"the cache is not writable ({cache._reason(err)}): the GloVe space is "
-                   "used in memory only and rebuilt next time")
-    else:
-        cache.record_digest(path)
-    return space
+    return cache_space(space, glove_space_path(size), "the GloVe space")
 
 
 def glove_space(size: int | None = None, *, progress: bool = True) -> EmbeddingSpace:

@@ -29,14 +29,29 @@ def _finite(x: float) -> float | None:
 
 
 @dataclass(frozen=True)
-class SampledTest:
+class _PairTest:
+    """What every test of a pair (x, x') has: the pair, the claim, the scale of a metric claim
+    and the first fields of its JSON form."""
+
+    pair: Pair
+    claim: float
+
+    @property
+    def scale(self) -> float:
+        return self.pair.distance if self.pair.distance is not None else 1.0
+
+    def _pair_dict(self) -> dict[str, Any]:
+        return {"x": self.pair.x, "x_prime": self.pair.x_prime, "distance": self.pair.distance,
+                "why": self.pair.why, "claim": self.claim}
+
+
+@dataclass(frozen=True)
+class SampledTest(_PairTest):
     """Pair (x, x'), event E chosen on the selection half, counts on the estimation half:
     ``k_x`` of ``n_x`` draws of x and ``k_x_prime`` of ``n_x_prime`` draws of x' fell in E.
     ``lower_bound`` holds for log(P[E|x] / P[E|x']) at level 1 - ``level`` (and all tests of an
     audit hold together at its confidence, by the union bound)."""
 
-    pair: Pair
-    claim: float
     event: tuple[str, ...]
     k_x: int
     n_x: int
@@ -60,14 +75,9 @@ class SampledTest:
         """Whether a violation of the claim could show at all with these draws."""
         return self.claim < self.reachable
 
-    @property
-    def scale(self) -> float:
-        return self.pair.distance if self.pair.distance is not None else 1.0
-
     def to_dict(self) -> dict[str, Any]:
         return {
-            "x": self.pair.x, "x_prime": self.pair.x_prime, "distance": self.pair.distance,
-            "why": self.pair.why, "claim": self.claim, "reachable": self.reachable,
+            **self._pair_dict(), "reachable": self.reachable,
             "testable": self.testable, "event": list(self.event),
             "counts": {"in_event_x": self.k_x, "draws_x": self.n_x,
                        "in_event_x_prime": self.k_x_prime, "draws_x_prime": self.n_x_prime},
@@ -94,11 +104,9 @@ def split_draws(samples: int) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True)
-class ExactTest:
+class ExactTest(_PairTest):
     """The exact worst log-ratio of pair (x, x') over all outputs, from ``distribution()``."""
 
-    pair: Pair
-    claim: float
     output: str
     p_x: float
     p_x_prime: float
@@ -115,14 +123,9 @@ class ExactTest:
 
     testable = True  # exact: no sampling limit
 
-    @property
-    def scale(self) -> float:
-        return self.pair.distance if self.pair.distance is not None else 1.0
-
     def to_dict(self) -> dict[str, Any]:
         return {
-            "x": self.pair.x, "x_prime": self.pair.x_prime, "distance": self.pair.distance,
-            "why": self.pair.why, "claim": self.claim, "output": self.output,
+            **self._pair_dict(), "output": self.output,
             "p_x": self.p_x, "p_x_prime": self.p_x_prime,
             "log_ratio": _finite(self.lower_bound), "violation": self.violation,
         }

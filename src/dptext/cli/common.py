@@ -86,12 +86,18 @@ def parse_value(text: str):
     return text
 
 
+def parse_as(cast, text: str, message: str):
+    """``cast(text)`` for an argparse type, or argparse's error ``message`` when ``text`` is not
+    a value of that kind (every numeric option type of the CLI starts with it)."""
+    try:
+        return cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(message) from None
+
+
 def epsilon_type(text: str) -> float:
     """argparse type for an epsilon: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"epsilon must be a number, got {text!r}") from None
+    value = parse_as(float, text, f"epsilon must be a number, got {text!r}")
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"epsilon must be finite and > 0, got {text!r}")
     return value
@@ -99,10 +105,7 @@ def epsilon_type(text: str) -> float:
 
 def positive_type(text: str) -> float:
     """argparse type for a number that must be finite and > 0 (a noise multiplier, a rate)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    value = parse_as(float, text, f"expected a number > 0, got {text!r}")
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
     return value
@@ -110,10 +113,7 @@ def positive_type(text: str) -> float:
 
 def rate_type(text: str) -> float:
     """argparse type for a probability in [0, 1]."""
-    try:
-        q = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text!r}") from None
+    q = parse_as(float, text, f"expected a rate in [0, 1], got {text!r}")
     if not 0.0 <= q <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a rate in [0, 1], got {text!r}")
     return q
@@ -123,10 +123,7 @@ def int_type(minimum: int):
     """argparse type for an integer >= ``minimum``."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        value = parse_as(int, text, f"expected an integer, got {text!r}")
         if value < minimum:
             raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
         return value

@@ -15,15 +15,13 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
+from dptext.cli.common import parse_as
 from dptext.errors import DPTextError
 from dptext.io import atomic_write
 
 
 def _positive(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    x = parse_as(float, text, f"expected a number, got {text!r}")
     if not (math.isfinite(x) and x >= 0):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return x

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dptext.cli.common import int_type, progress_wanted
+from dptext.cli.common import int_type, parse_as, progress_wanted
 from dptext.errors import DPTextError
 
 # Defaults measured in docs/robustness.md: the gumbel bound of the default space is ~194; in the
@@ -33,10 +33,7 @@ def _names(text: str) -> tuple[str, ...]:
 def _optional_size(text: str) -> int | None:
     if text.lower() in ("all", "none"):
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer or 'all', got {text!r}") from None
+    value = parse_as(int, text, f"expected an integer or 'all', got {text!r}")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
@@ -45,10 +42,7 @@ def _optional_size(text: str) -> int | None:
 def _optional_distance(text: str) -> float | None:
     if text.lower() in ("none", "all"):
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+    value = parse_as(float, text, f"expected a number or 'none', got {text!r}")
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value

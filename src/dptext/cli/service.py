@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import sys
 
+from dptext.cli.common import parse_as
 from dptext.errors import DPTextError
 
 
 def _positive(text: str) -> int:
     import argparse
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a positive integer, got {text!r}") from None
+    value = parse_as(int, text, f"a positive integer, got {text!r}")
     if value < 1:
         raise argparse.ArgumentTypeError(f"a positive integer, got {value}")
     return value
@@ -23,10 +21,7 @@ def _positive(text: str) -> int:
 def _port(text: str) -> int:
     import argparse
 
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a port is an integer, got {text!r}") from None
+    port = parse_as(int, text, f"a port is an integer, got {text!r}")
     if not 0 < port < 65536:
         raise argparse.ArgumentTypeError(f"a port is in 1-65535, got {port}")
     return port

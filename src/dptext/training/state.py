@@ -57,23 +57,14 @@ def write_model(path: Path, trainer, config, task: str, extra: dict) -> None:
 
 
 def write_state(path: Path, state: dict) -> None:
-    """Atomically, readable by the owner only (0600 from creation: it holds the noise's
-    generator state)."""
-    import os
-    import tempfile
-
+    """Atomically and durably, readable by the owner only (0600 from creation: it holds the
+    noise's generator state)."""
     import torch
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from dptext.io import atomic_write
+
+    with atomic_write(path, "wb", durable=True, permissions=0o600) as f:
+        torch.save(state, f)
 
 
 def read_state(out: Path, resume: bool) -> dict | None:
