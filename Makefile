@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench bench36 lint screenshots
+.PHONY: setup demo test test-fast bench bench36 lint screenshots
 
 setup: $(VENV)/.installed
 
@@ -19,6 +19,37 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The fast tier, for every change: each package's core tests (tests/test_structure.py checks that
+# every package of src/dptext is imported by one of these files and that each file exists), without
+# the tests marked slow and those named in FAST_SKIP (each over about 1 s of CPU: a language
+# model, spaCy or Presidio, the CLI in fresh processes, PLD accounting, many draws); how it was
+# chosen and what it costs: docs/architecture.md, "Tests".
+# `make test` (everything, about 10 minutes on 2 quiet cores) before landing.
+FAST_TESTS := tests/test_structure.py tests/test_seeded_bytes.py tests/test_report_state.py \
+	tests/test_text.py tests/test_rng_secure.py tests/test_reliability_io.py \
+	tests/test_embeddings.py tests/test_accounting.py tests/test_br_composition.py \
+	tests/test_mechanisms.py tests/test_custext_sampling.py tests/test_document_epsilon.py \
+	tests/test_typical_epsilon.py tests/test_lm_units.py tests/test_corpus_ranges.py \
+	tests/test_columns.py tests/test_jobdir.py tests/test_estimate.py tests/test_ledger.py \
+	tests/test_detect.py tests/test_deid.py tests/test_targeted.py tests/test_integrations_pandas.py \
+	tests/test_service_schema.py tests/test_uedp_accounting.py tests/test_training_rng.py \
+	tests/test_evaluation_metrics.py tests/test_audit_one_run.py tests/test_robustness.py \
+	tests/test_datasets.py tests/test_cache_integrity.py
+FAST_SKIP := not test_dpmlm_on_the_tiny_bert_gives_the_pinned_bytes \
+	and not test_build_targeted_with_spacy_detection_end_to_end \
+	and not test_spacy_finds_the_entities and not test_presidio_finds_pii_offline \
+	and not test_cli_estimate_matches_the_ledger and not test_tiny_end_to_end_run \
+	and not test_draw_pool_draws_follow and not test_cli_robustness_runs \
+	and not test_gumbel_fixed_k_candidates and not test_cli_document_epsilon \
+	and not test_demo_takes_a_document_epsilon and not test_allow_list_drops_detections \
+	and not test_epsilon_for_delta_matches_pld and not test_no_server_error_with_a_key \
+	and not postgresql and not test_seeded_secure_run_resumes_bit_for_bit \
+	and not test_unseeded_secure_run_continues and not test_author_corpora_expose_authors \
+	and not test_gguf_conversion_bar and not test_calibration_inverts_the_accountant \
+	and not test_pld_counts_self_composition and not test_concurrent_builds_of_one_entry
+test-fast: setup
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -k "$(FAST_SKIP)" $(FAST_TESTS)
 
 # Every figure of the speed issues in one run (about 30 minutes on 2 quiet cores); each script
 # prints `uptime` beside its figures and the reference it is compared with.

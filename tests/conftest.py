@@ -4,7 +4,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
-import torch
 
 from dptext.embeddings import EmbeddingSpace
 
@@ -37,7 +36,10 @@ def space(request) -> EmbeddingSpace:
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny models on a shared 2-core CPU: one torch thread avoids OpenMP spin-waiting (about 7x
-    faster here). Restores the previous setting afterwards."""
+    faster here). Restores the previous setting afterwards. (torch is imported here, not at
+    the top: a test run that needs no model does not pay for it.)"""
+    import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

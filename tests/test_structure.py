@@ -380,3 +380,28 @@ def test_no_file_is_over_600_lines():
              if len(path.read_text(encoding="utf-8").splitlines()) > MAX_LINES}
     assert found <= ALLOWED_LONG, sorted(found - ALLOWED_LONG)
     assert not ALLOWED_LONG - found, ("fixed: drop from the allow-list", ALLOWED_LONG - found)
+
+
+# ------------------------------------------------------------------ the fast test tier
+MAKEFILE = SRC.parent.parent / "Makefile"
+
+
+def _fast_tier() -> list[str]:
+    text = MAKEFILE.read_text(encoding="utf-8").replace("\\\n", " ")
+    (line,) = [x for x in text.splitlines() if x.startswith("FAST_TESTS :=")]
+    return line.split(":=", 1)[1].split()
+
+
+def test_the_fast_tier_exists_and_reaches_every_package():
+    """`make test-fast` names files that exist, and for every package of src/dptext one of
+    them imports it (a new package needs its core tests in the fast tier)."""
+    files = _fast_tier()
+    root = MAKEFILE.parent
+    assert files and len(set(files)) == len(files)
+    missing = [f for f in files if not (root / f).is_file()]
+    assert not missing, missing
+    imported = set().union(*(_imports(root / f) for f in files))
+    packages = sorted(p.name for p in SRC.iterdir() if (p / "__init__.py").is_file())
+    unreached = [p for p in packages
+                 if not any(m == f"dptext.{p}" or m.startswith(f"dptext.{p}.") for m in imported)]
+    assert not unreached, f"no file of the fast tier imports {unreached}"
