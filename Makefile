@@ -47,7 +47,8 @@ FAST_SKIP := not test_dpmlm_on_the_tiny_bert_gives_the_pinned_bytes \
 	and not postgresql and not test_seeded_secure_run_resumes_bit_for_bit \
 	and not test_unseeded_secure_run_continues and not test_author_corpora_expose_authors \
 	and not test_gguf_conversion_bar and not test_calibration_inverts_the_accountant \
-	and not test_pld_counts_self_composition and not test_concurrent_builds_of_one_entry
+	and not test_pld_counts_self_composition and not test_concurrent_builds_of_one_entry \
+	and not test_category_selection_filters and not test_corpus_one_entity_across_users
 test-fast: setup
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -k "$(FAST_SKIP)" $(FAST_TESTS)
 
