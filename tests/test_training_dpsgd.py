@@ -87,10 +87,9 @@ def test_round_tokens_are_the_predicted_tokens_of_the_trained_sentences(tmp_path
     job = TrainJob(algo="noiseless", data=data, rounds=1, q_u=1.0, local_steps=3,
                    vocab_size=300, max_len=10, seed=0, max_sentences=32)
     summary = job.run(tmp_path / "out")
-    from dptext.training.vocab import Vocabulary
-
     # every training user trains on all its sentences: count the words (+ the closing <eos>)
     from dptext.training.run import load_corpus
+    from dptext.training.vocab import Vocabulary
 
     corpus, _ = load_corpus(job, seed=0)
     rows = Vocabulary.public(300).encode(corpus.sentences, 10)
