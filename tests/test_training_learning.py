@@ -183,3 +183,35 @@ def test_a_budget_the_wide_entities_would_exceed_stops_the_run(corpus_file, tmp_
     assert code == 2 and "would exceed their budget" in err and "entity:boston" in err
     assert not (tmp_path / "u" / "checkpoint.pt").exists()
     assert ledger.spent("p0", owner="clinic", dataset="notes").records == 0
+
+
+def test_a_classifier_that_learned_only_the_class_prior_has_not_learned():
+    # a held-out set of 3 classes with frequencies 0.6 / 0.3 / 0.1: a head that predicts exactly
+    # those frequencies for every example beats uniform by log(3) - H(p) = 0.20 nats, far over
+    # the 5% bar, but is no better than the class prior - it has learned nothing of the texts
+    import torch
+
+    from dptext.training.tasks import ClassificationTask, classification_rows
+
+    labels = torch.tensor([0] * 60 + [1] * 30 + [2] * 10)
+    features = torch.randn(100, 4, generator=torch.Generator().manual_seed(0))
+    task = ClassificationTask(dim=4, n_classes=3, test=classification_rows(features, labels))
+    name, prior = task.baseline
+    p = np.array([0.6, 0.3, 0.1])
+    assert name == "class prior" and prior == pytest.approx(-(p * np.log(p)).sum(), rel=1e-12)
+    users = np.arange(100) % 20
+    start = task.sentence_losses(task.init(torch.Generator()))  # zeros: uniform
+    prior_only = {"w": torch.zeros(3, 4), "b": torch.log(torch.tensor(p, dtype=torch.float32))}
+    final = task.sentence_losses(prior_only)
+    check = learning_check(start, final, prior, users, baseline=name)
+    assert check["gain_nats"] == pytest.approx(math.log(3) - prior, abs=1e-5)
+    assert check["gain_nats"] >= MIN_GAIN and not check["learned"]
+    assert "class prior" in check["criterion"]
+    # the same head judged against uniform alone would have passed: the old, lenient check
+    assert learning_check(start, final, task.uniform_loss, users)["learned"]
+    # a head that separates the classes learns: features carry the label
+    separable = classification_rows(torch.nn.functional.one_hot(labels, 3).float() * 4, labels)
+    task = ClassificationTask(dim=3, n_classes=3, test=separable)
+    good = task.sentence_losses({"w": torch.eye(3), "b": torch.zeros(3)})
+    assert learning_check(task.sentence_losses(task.init(torch.Generator())), good,
+                          task.baseline[1], users, baseline="class prior")["learned"]

@@ -259,6 +259,11 @@ class CausalLMTask:
         """Per-token NLL (nats) of the uniform distribution over the model's vocabulary."""
         return math.log(int(self.model.lm_head.weight.shape[0]))
 
+    @property
+    def baseline(self) -> tuple[str, float]:
+        """What a model must beat to have learned something: the uniform distribution."""
+        return "uniform", self.uniform_loss
+
     @torch.no_grad()
     def sentence_losses(self, params: Params, batch: int = 32):
         """Per held-out sentence (in the test rows' order): summed NLL and predicted tokens

@@ -1,12 +1,13 @@
-"""Did a run learn anything? The trained model against the untrained one (and against the
-uniform distribution) on the held-out users' text, with the likely cause when it did not
+"""Did a run learn anything? The trained model against the untrained one (and against a
+baseline: the uniform distribution for a language model, the held-out class prior for a
+classifier) on the held-out users' text, with the likely cause when it did not
 (docs/uedp.md, "Did it learn?").
 
 The comparison is paired: the same held-out sentences under both models. The gain is the drop
 in held-out NLL per predicted token (nats; ``exp(gain)`` is the perplexity ratio), its standard
 error is that of a ratio estimator over the held-out *users* (a user's sentences are not
 independent), and a run has learned when its gain over the untrained model and over the
-uniform distribution are both at least ``MIN_GAIN`` and at least ``Z`` standard errors.
+baseline are both at least ``MIN_GAIN`` and at least ``Z`` standard errors.
 """
 
 from __future__ import annotations
@@ -45,26 +46,28 @@ def paired_gain(before: np.ndarray, after: np.ndarray, tokens: np.ndarray,
     return gain, se
 
 
-def learning_check(start: tuple, final: tuple, uniform_loss: float,
-                   clusters: np.ndarray | None = None) -> dict:
+def learning_check(start: tuple, final: tuple, baseline_loss: float,
+                   clusters: np.ndarray | None = None, baseline: str = "uniform") -> dict:
     """The verdict on a run: ``start`` and ``final`` are the held-out ``(nll, tokens)`` per
-    sentence of the untrained and the trained model (tasks' ``sentence_losses``)."""
+    sentence of the untrained and the trained model (tasks' ``sentence_losses``);
+    ``baseline_loss`` is the per-token loss of a constant model named ``baseline`` (tasks'
+    ``baseline``: uniform, or the class prior)."""
     s_nll, tokens = (np.asarray(x, dtype=np.float64) for x in start)
     f_nll = np.asarray(final[0], dtype=np.float64)
     total = max(float(tokens.sum()), 1.0)
     gain, se = paired_gain(s_nll, f_nll, tokens, clusters)
-    # against the uniform model: its per-sentence NLL is tokens * log(V)
-    gain_u, se_u = paired_gain(tokens * uniform_loss, f_nll, tokens, clusters)
-    learned = all(g >= max(MIN_GAIN, Z * e) for g, e in ((gain, se), (gain_u, se_u)))
+    # against the constant model: its per-sentence NLL is tokens * its per-token loss
+    gain_b, se_b = paired_gain(tokens * baseline_loss, f_nll, tokens, clusters)
+    learned = all(g >= max(MIN_GAIN, Z * e) for g, e in ((gain, se), (gain_b, se_b)))
     return {"learned": learned,
             "untrained_loss": float(s_nll.sum()) / total,
             "final_loss": float(f_nll.sum()) / total,
-            "uniform_loss": uniform_loss,
+            "baseline": baseline, "baseline_loss": baseline_loss,
             "gain_nats": gain, "gain_se": se,
-            "gain_over_uniform_nats": gain_u, "gain_over_uniform_se": se_u,
+            "gain_over_baseline_nats": gain_b, "gain_over_baseline_se": se_b,
             "criterion": f"gain >= max(log 1.05, {Z:g} SE) over the untrained model and over "
-                         f"uniform (per token, paired on the held-out sentences, SE over "
-                         f"held-out users)"}
+                         f"the {baseline} (per token, paired on the held-out sentences, SE "
+                         f"over held-out users)"}
 
 
 def likely_cause(config, n_params: int, population: int, *, rose: bool,

@@ -61,13 +61,14 @@ def loss_metrics(losses, task: str) -> dict:
 
 
 def learning_summary(trainer, task, start, clusters, kind: str, before: str = "untrained") -> dict:
-    """The trained model against the untrained one and the uniform distribution on the
-    held-out text; when it learned nothing visible, a one-line ``warning`` with the likely
-    cause (training/learning.py)."""
+    """The trained model against the untrained one and the task's baseline (uniform, or the
+    class prior) on the held-out text; when it learned nothing visible, a one-line
+    ``warning`` with the likely cause (training/learning.py)."""
     from dptext.training.learning import learning_check, likely_cause
 
-    check = learning_check(start, task.sentence_losses(trainer.params), task.uniform_loss,
-                           clusters)
+    name, baseline_loss = task.baseline
+    check = learning_check(start, task.sentence_losses(trainer.params), baseline_loss,
+                           clusters, baseline=name)
     out: dict[str, Any] = {"learning": check}
     if check["learned"]:
         return out
@@ -79,11 +80,11 @@ def learning_summary(trainer, task, start, clusters, kind: str, before: str = "u
     if kind == "nwp":
         seen = (f"held-out perplexity {math.exp(check['final_loss']):.4g} against "
                 f"{math.exp(check['untrained_loss']):.4g} {before} and "
-                f"{math.exp(check['uniform_loss']):.4g} uniform")
+                f"{math.exp(check['baseline_loss']):.4g} {name}")
     else:
         seen = (f"held-out loss {check['final_loss']:.4g} against "
-                f"{check['untrained_loss']:.4g} {before} and {check['uniform_loss']:.4g} "
-                f"uniform")
+                f"{check['untrained_loss']:.4g} {before} and {check['baseline_loss']:.4g} "
+                f"{name}")
     out["warning"] = f"nothing visibly learned ({seen}); likely cause: {cause}"
     return out
 

@@ -49,6 +49,11 @@ class NextWordTask:
         """Per-token NLL (nats) of the uniform distribution over the vocabulary."""
         return math.log(self.vocab_size)
 
+    @property
+    def baseline(self) -> tuple[str, float]:
+        """What a model must beat to have learned something: the uniform distribution."""
+        return "uniform", self.uniform_loss
+
     @torch.no_grad()
     def sentence_losses(self, params: Params, batch: int = 256):
         """Per held-out sentence: summed NLL and predicted tokens ([n] each, on the CPU)."""
@@ -100,6 +105,16 @@ class ClassificationTask:
     def uniform_loss(self) -> float:
         """Cross-entropy (nats) of the uniform distribution over the classes."""
         return math.log(self.n_classes)
+
+    @property
+    def baseline(self) -> tuple[str, float]:
+        """What a model must beat to have learned something: the class prior of the held-out
+        examples (the best constant prediction on them: its cross-entropy is the entropy of
+        their label frequencies). Against uniform alone a head that learned only the class
+        frequencies would pass (issue 35: error rate 0.57 -> 0.59 while the loss fell)."""
+        counts = torch.bincount(self.test[:, -1].long().cpu(), minlength=self.n_classes)
+        p = counts[counts > 0].double() / max(int(counts.sum()), 1)
+        return "class prior", float(-(p * p.log()).sum())
 
     @torch.no_grad()
     def sentence_losses(self, params: Params):
