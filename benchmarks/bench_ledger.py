@@ -47,6 +47,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _machine import run_child  # benchmarks/_machine.py (the script's folder is on sys.path)
+
 
 def make_records(n: int, units: int, seed: int = 0) -> list[tuple[str, str]]:
     import numpy as np
@@ -164,8 +166,6 @@ def sanitize_runs(args) -> int:
 
 
 def _sanitize_rounds(args, env, d, src, warm, walls, cpus, loads) -> None:
-    import resource
-    import subprocess
 
     for k, mode in enumerate(("warm", *("off", "on", "on", "off") * args.rounds)):
         cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "-m", args.mechanism, "-e",
@@ -175,18 +175,10 @@ def _sanitize_rounds(args, env, d, src, warm, walls, cpus, loads) -> None:
         if mode == "on":
             cmd += ["--ledger", args.ledger or str(d / f"ledger{k}.sqlite"), "--owner",
                     "bench", "--dataset", f"notes{k}", "--budget", "1000000"]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-2000:]}")
+        cpu, wall = run_child(cmd, env, tail=2000)
         if mode != "warm":  # (the first run may fill caches on disk: not timed)
             walls[mode].append(wall)
-            cpus[mode].append(after.ru_utime - before.ru_utime + after.ru_stime
-                              - before.ru_stime)
+            cpus[mode].append(cpu)
             loads.append(_load())
 
 

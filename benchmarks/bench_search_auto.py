@@ -23,19 +23,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 
-
-def machine() -> dict:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    info = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
-    flags = set(info.get("Flags", "").split())
-    return {"model": info.get("Model name", "?").strip(),
-            "flags": " ".join(sorted(f for f in flags if f.startswith(("avx", "amx", "fma",
-                                                                       "sse4", "vnni")))),
-            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
+from _machine import machine  # benchmarks/_machine.py (the script's folder is on sys.path)
 
 
 def timed(fn):

@@ -17,38 +17,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from _machine import (  # benchmarks/_machine.py (the script's folder is on sys.path)
+    machine,
+    run_child,
+)
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-
-
-def machine() -> dict:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    info = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
-    flags = set(info.get("Flags", "").split())
-    return {"model": info.get("Model name", "?").strip(),
-            "flags": " ".join(sorted(f for f in flags if f.startswith(("avx", "amx", "fma",
-                                                                       "sse4", "vnni")))),
-            "uptime": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
-
-
-def run(cmd: list[str], env: dict) -> tuple[float, float]:
-    """(CPU s, wall s) of one child process."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr[-1500:]}")
-    return (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall)
 
 
 def startup(runs: int, reference: str | None) -> None:
@@ -58,11 +38,11 @@ def startup(runs: int, reference: str | None) -> None:
     for name, env in envs.items():  # untimed: caches filled, bytecode compiled
         subprocess.run([sys.executable, "-m", "compileall", "-q", sides[name]], env=env,
                        stdout=subprocess.DEVNULL)
-        run(cmd, env)
+        run_child(cmd, env)
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in envs}
     for _ in range(runs):
         for name, env in envs.items():
-            got[name].append(run(cmd, env))
+            got[name].append(run_child(cmd, env))
     row = {"row": "CLI start-up: sanitize --text hi (cached space and tables)", "runs": runs}
     for name, values in got.items():
         row[f"{name}_cpu_s"] = [round(c, 3) for c, _ in values]
@@ -80,7 +60,7 @@ def gguf() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "PYTHONPATH": SRC, "DPTEXT_CACHE": tmp}
         code = "from dptext.lm.loading import default_causal_dir; default_causal_dir()"
-        cpu, wall = run([sys.executable, "-c", code], env)
+        cpu, wall = run_child([sys.executable, "-c", code], env)
     print(json.dumps({"row": "first -m dpmlm: GGUF -> fp32 conversion, fresh cache",
                       "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}), flush=True)
 
