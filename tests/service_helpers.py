@@ -63,3 +63,15 @@ class Server:
                 self.kill()
         if self.proc is not None and self.proc.stderr is not None:
             self.proc.stderr.close()
+
+
+def wait_for_job(client, headers: dict, job_id: str, timeout: float) -> dict:
+    """The job's state once it is done or failed (polled every 0.1 s through ``client``);
+    AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
+        if job["state"] in ("done", "failed"):
+            return job
+        time.sleep(0.1)
+    raise AssertionError("job did not finish")

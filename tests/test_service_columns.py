@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the service extra (fastapi) is not installed")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from service_helpers import wait_for_job
 
 from dptext.service.app import Settings, create_app  # noqa: E402
 from dptext.service.limits import Limits  # noqa: E402
@@ -36,13 +37,7 @@ def service(tmp_path):
 
 
 def _wait(client, headers, job_id, timeout=300):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        if job["state"] in ("done", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError("job did not finish")
+    return wait_for_job(client, headers, job_id, timeout)
 
 
 def _job(client, headers, data, name="notes.csv", **form):
