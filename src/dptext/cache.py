@@ -17,7 +17,7 @@ import sys
 import time
 import warnings
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -89,35 +89,41 @@ def record_digest(path: str | os.PathLike) -> bool:
     return True
 
 
-def verify(path: str | os.PathLike) -> bool:
-    """True if ``path`` matches its digest file, False if it has none (a legacy file);
-    :class:`CorruptArtefact` if it is missing, empty, or differs from the digest."""
-    path = Path(path)
+def _checked_record(path: Path) -> tuple[str, int] | None:
+    """``path``'s digest record (None: a legacy file without one) after the checks that need no
+    hashing: the file exists, is not empty and has the recorded size."""
     if not path.is_file():
         raise CorruptArtefact(f"{path} does not exist")
     record = _read_record(path)
     size = path.stat().st_size
     if size == 0:
         raise CorruptArtefact(f"{path} is empty")
+    if record is not None and size != record[1]:
+        raise CorruptArtefact(f"{path} has {size} bytes, its digest records {record[1]} "
+                              "(truncated or overwritten)")
+    return record
+
+
+def verify(path: str | os.PathLike) -> bool:
+    """True if ``path`` matches its digest file, False if it has none (a legacy file);
+    :class:`CorruptArtefact` if it is missing, empty, or differs from the digest."""
+    path = Path(path)
+    record = _checked_record(path)
     if record is None:
         return False
-    hexdigest, expected = record
-    if size != expected:
-        raise CorruptArtefact(f"{path} has {size} bytes, its digest records {expected} "
-                              "(truncated or overwritten)")
-    if file_digest(path) != hexdigest:
+    if file_digest(path) != record[0]:
         raise CorruptArtefact(f"{path} does not match its recorded sha256 (corrupted)")
     return True
 
 
 CHECKED_SUFFIX = ".checked"
+PIECES_SUFFIX = ".pieces"
+BESIDE = (DIGEST_SUFFIX, CHECKED_SUFFIX, PIECES_SUFFIX)  # files that belong to the entry they name
 
 
 def checker_key(*modules: str) -> str:
     """A key naming the code that validated a file: dptext's version and the bytes of the
     given modules' source files (a changed check is a new key, so the file is checked again)."""
-    import sys
-
     from dptext.version import __version__
 
     h = hashlib.sha256(__version__.encode())
@@ -160,11 +166,9 @@ def mark_checked(path: str | os.PathLike, key: str, **facts) -> None:
     record = _read_record(path)
     if record is None:
         return
-    try:
-        with atomic_write(path.with_name(path.name + CHECKED_SUFFIX), encoding="utf-8") as f:
-            json.dump({"sha256": record[0], "key": key, **facts}, f)
-    except (OSError, DPTextError):
-        pass
+    with contextlib.suppress(OSError, DPTextError), \
+            atomic_write(path.with_name(path.name + CHECKED_SUFFIX), encoding="utf-8") as f:
+        json.dump({"sha256": record[0], "key": key, **facts}, f)
 
 
 def load_npz(path: str | os.PathLike, *, verified: bool = False) -> dict[str, np.ndarray]:
@@ -175,10 +179,10 @@ def load_npz(path: str | os.PathLike, *, verified: bool = False) -> dict[str, np
     members are then mapped (copy on write) instead of read and CRC-checked again: the same
     arrays, without copying or checksumming the bytes a second time (issue 36)."""
     path = Path(path)
-    if verified:
-        mapped = _mapped_npz(path)
-        if mapped is not None:
-            return mapped
+    opened = _open_mapped(path) if verified else None  # None: a compressed member
+    if opened is not None:
+        mm, spans, _ = opened
+        return {name: _map_member(path, mm, name, *span) for name, span in spans.items()}
     arrays: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
@@ -206,49 +210,178 @@ def load_npz(path: str | os.PathLike, *, verified: bool = False) -> dict[str, np
     return arrays
 
 
-def _mapped_npz(path: Path) -> dict[str, np.ndarray] | None:
-    """The arrays of an uncompressed ``.npz`` as copy-on-write views of the mapped file, with
-    :func:`load_npz`'s checks; None where a member is compressed (then read as usual)."""
-    import io
+def _open_mapped(path: Path):
+    """(the file mapped copy on write, {member: (start, end, stored size)}: the span from its
+    local header to the next member or the central directory, where the central directory
+    starts); None where a member is compressed."""
     import mmap
-    import struct
 
-    arrays: dict[str, np.ndarray] = {}
     try:
         with open(path, "rb") as f, zipfile.ZipFile(f) as zf:
-            infos = zf.infolist()
+            infos = sorted(zf.infolist(), key=lambda i: i.header_offset)
             if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
                 return None
+            directory = getattr(zf, "start_dir", None)
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-        for info in infos:
-            if not info.filename.endswith(".npy"):
-                raise CorruptArtefact(f"{path}: unexpected member {info.filename!r}")
-            local = mm[info.header_offset: info.header_offset + 30]
-            if len(local) != 30 or local[:4] != b"PK\x03\x04":
-                raise CorruptArtefact(f"{path}: {info.filename} has no local header")
-            name_len, extra_len = struct.unpack("<HH", local[26:30])
-            start = info.header_offset + 30 + name_len + extra_len
-            end = start + info.file_size
-            if end > len(mm):
-                raise CorruptArtefact(f"{path}: {info.filename} runs past the end of the file")
-            head = io.BytesIO(mm[start: min(end, start + 65536)])
-            version = np.lib.format.read_magic(head)
-            shape, fortran, dtype = _read_header(head, version)
-            if dtype.hasobject:
-                raise CorruptArtefact(f"{path}: {info.filename} holds Python objects")
-            count = int(np.prod(shape, dtype=np.int64))
-            if count * dtype.itemsize > info.file_size - head.tell():
-                raise CorruptArtefact(
-                    f"{path}: {info.filename} declares {count * dtype.itemsize} bytes in a "
-                    f"{info.file_size}-byte member")
-            flat = np.frombuffer(mm, dtype=dtype, count=count, offset=start + head.tell())
-            arrays[info.filename[:-4]] = (flat.reshape(shape[::-1]).transpose() if fortran
-                                          else flat.reshape(shape))
-    except CorruptArtefact:
-        raise
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, MemoryError) as err:
         raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
-    return arrays
+    directory = directory if isinstance(directory, int) else 0  # unknown: check it all
+    ends = [i.header_offset for i in infos[1:]] + [directory or len(mm)]
+    spans = {}
+    for info, end in zip(infos, ends, strict=True):
+        if not info.filename.endswith(".npy"):
+            raise CorruptArtefact(f"{path}: unexpected member {info.filename!r}")
+        if not 0 <= info.header_offset < end <= len(mm) or info.filename[:-4] in spans:
+            raise CorruptArtefact(f"{path}: {info.filename} lies outside the file")
+        spans[info.filename[:-4]] = (info.header_offset, end, info.file_size)
+    return mm, spans, directory
+
+
+def _map_member(path: Path, mm, name: str, start: int, end: int, size: int) -> np.ndarray:
+    """One stored member (local header at ``start``, ``size`` bytes of data, nothing of it past
+    ``end``) as an array viewing the mapped file, after :func:`load_npz`'s checks."""
+    import io
+    import struct
+
+    try:
+        local = mm[start: start + 30]
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            raise CorruptArtefact(f"{path}: {name}.npy has no local header")
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        begin = start + 30 + name_len + extra_len
+        if begin + size > end:
+            raise CorruptArtefact(f"{path}: {name}.npy runs past its end")
+        head = io.BytesIO(mm[begin: min(begin + size, begin + 65536)])
+        version = np.lib.format.read_magic(head)
+        shape, fortran, dtype = _read_header(head, version)
+        if dtype.hasobject:
+            raise CorruptArtefact(f"{path}: {name}.npy holds Python objects")
+        count = int(np.prod(shape, dtype=np.int64))
+        if count * dtype.itemsize > size - head.tell():
+            raise CorruptArtefact(f"{path}: {name}.npy declares {count * dtype.itemsize} "
+                                  f"bytes in a {size}-byte member")
+        flat = np.frombuffer(mm, dtype=dtype, count=count, offset=begin + head.tell())
+    except CorruptArtefact:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, MemoryError, struct.error) as err:
+        raise CorruptArtefact(f"{path} is not a readable .npz ({reason(err)})") from None
+    return flat.reshape(shape[::-1]).transpose() if fortran else flat.reshape(shape)
+
+
+# ---------------------------------------- verified on use: only the pieces a load reads
+_PIECE = 1 << 20
+
+
+def _hash_pieces(path: Path) -> tuple[str, list[str]]:
+    """One read of ``path``: its sha256, and the sha256 of each ``_PIECE`` bytes of it."""
+    whole, pieces = hashlib.sha256(), []
+    with open(path, "rb") as f:
+        while chunk := f.read(_PIECE):
+            whole.update(chunk)
+            pieces.append(hashlib.sha256(chunk).hexdigest())
+    return whole.hexdigest(), pieces
+
+
+def _recorded_pieces(path: Path, record: tuple[str, int]) -> list[str] | None:
+    """The piece digests recorded for the content ``record`` names (None: none for it)."""
+    try:
+        head, *pieces = path.with_name(path.name + PIECES_SUFFIX).read_text("ascii").split("\n")
+        pieces.pop()  # the empty string after the last newline
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    ok = head.split() == ["sha256-pieces", record[0], str(record[1]), str(_PIECE)]
+    return pieces if ok and len(pieces) == -(-record[1] // _PIECE) and all(
+        len(p) == 64 for p in pieces) else None
+
+
+def _record_pieces(path: Path, record: tuple[str, int], pieces: list[str]) -> None:
+    with contextlib.suppress(OSError, DPTextError), \
+            atomic_write(path.with_name(path.name + PIECES_SUFFIX), encoding="ascii") as f:
+        f.write(f"sha256-pieces {record[0]} {record[1]} {_PIECE}\n" + "\n".join(pieces) + "\n")
+
+
+def open_npz(path: str | os.PathLike) -> Mapping[str, np.ndarray] | None:
+    """The arrays of a cached ``.npz``, none of them handed out before the bytes it comes from
+    matched a recorded sha256; None for a file without a digest (a legacy file, as
+    :func:`verify`), :class:`CorruptArtefact` for a damaged one (maybe only when the damaged
+    member is read). The first load of a content hashes the whole file (it must match
+    ``NAME.sha256``) and records the sha256 of each 1 MiB piece in ``NAME.pieces``, bound to
+    that digest; later loads check the central directory's pieces at once and a member's
+    pieces when it is first read (:class:`VerifiedOnUse`; issue 36: the default space's
+    vectors are 77 MB of its 107, and a cached ``sanitize -m custext`` reads its words only)."""
+    path = Path(path)
+    record = _checked_record(path)
+    if record is None:
+        return None
+    pieces = _recorded_pieces(path, record)
+    whole = pieces is None
+    if whole:
+        digest, pieces = _hash_pieces(path)
+        if digest != record[0]:
+            raise CorruptArtefact(f"{path} does not match its recorded sha256 (corrupted)")
+        _record_pieces(path, record, pieces)
+    opened = _open_mapped(path)
+    if opened is None:  # a compressed member: not written by save_npz; read as load_npz does
+        return load_npz(path, verified=whole or verify(path))
+    return VerifiedOnUse(path, record, pieces, opened, whole=whole)
+
+
+class VerifiedOnUse(Mapping):
+    """:func:`open_npz`'s arrays: each member mapped (copy on write) on first use, after every
+    1 MiB piece of the file it occupies (local header to the next member) matched its recorded
+    sha256. A mismatch re-hashes the whole file: a stale ``NAME.pieces`` (the file is the one
+    ``NAME.sha256`` names) is rewritten; a damaged file is a :class:`CorruptArtefact`, and its
+    ``NAME.pieces`` is removed so that the next load hashes it whole (and rebuilds it)."""
+
+    on_use = True  # EmbeddingSpace.load defers the members it does not need at once
+
+    def __init__(self, path: Path, record: tuple[str, int], pieces: list[str], opened, *,
+                 whole: bool) -> None:
+        self._path, self._record, self._pieces = path, record, pieces
+        self._mm, self._spans, directory = opened
+        self._ok = set(range(len(pieces))) if whole else set()
+        self._arrays: dict[str, np.ndarray] = {}
+        self._check(directory, len(self._mm))  # where every member lies
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._arrays:
+            start, end, size = self._spans[name]
+            self._check(start, end)
+            self._arrays[name] = _map_member(self._path, self._mm, name, start, end, size)
+        return self._arrays[name]
+
+    def __contains__(self, name: object) -> bool:  # Mapping's would read the member
+        return name in self._spans
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._spans)
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def _check(self, start: int, end: int) -> None:
+        view = memoryview(self._mm)
+        for i in range(start // _PIECE, -(-end // _PIECE)):
+            if i in self._ok:
+                continue
+            got = hashlib.sha256(view[i * _PIECE: (i + 1) * _PIECE]).hexdigest()
+            if got != self._pieces[i]:
+                self._recheck()
+            if got != self._pieces[i]:
+                raise CorruptArtefact(f"{self._path} does not match its recorded sha256 "
+                                      f"(bytes {i * _PIECE}-{(i + 1) * _PIECE} differ)")
+            self._ok.add(i)
+
+    def _recheck(self) -> None:
+        digest, pieces = _hash_pieces(self._path)
+        if digest == self._record[0]:
+            self._pieces = pieces
+            _record_pieces(self._path, self._record, pieces)
+            return
+        with contextlib.suppress(OSError):
+            self._path.with_name(self._path.name + PIECES_SUFFIX).unlink()
+        raise CorruptArtefact(f"{self._path} does not match its recorded sha256 (corrupted; "
+                              "the next load checks the whole file and rebuilds it)")
 
 
 def _read_header(f, version):

@@ -26,6 +26,7 @@ from dptext.text import normalize_word
 
 METRICS = ("euclidean", "cosine")
 _BLOCK_ROWS = 1024
+_DEFERRED = object()  # EmbeddingSpace._fingerprint's array before the vectors are read
 CANCELLATION = 1e-3  # pairwise(): |a - b|^2 below this share of |a|^2 + |b|^2 is recomputed
 
 
@@ -76,6 +77,54 @@ class EmbeddingSpace:
     looking up an alias gives the row of its representative, which is also how it is rendered.
     """
 
+    # members of a cached file not read yet (``load`` from ``cache.open_npz``): name -> loader
+    _deferred: dict | None = None
+    _vectors: np.ndarray | None = None
+    _geometry_now: Geometry | None = None
+    _geometry_k_now = 0
+
+    def _resolve(self, name: str) -> None:
+        deferred = self._deferred
+        if deferred and name in deferred:
+            deferred[name](self)  # reads (and so verifies) the member, sets the attribute
+            deferred.pop(name, None)  # only now: a member that failed fails again if asked
+
+    @property
+    def vectors(self) -> np.ndarray:
+        self._resolve("vectors")
+        return self._vectors
+
+    @vectors.setter
+    def vectors(self, value: np.ndarray) -> None:
+        if self._deferred:
+            self._deferred.pop("vectors", None)
+        self._vectors = value
+
+    @property
+    def _geometry(self) -> Geometry | None:
+        self._resolve("geometry")
+        return self._geometry_now
+
+    @_geometry.setter
+    def _geometry(self, value: Geometry | None) -> None:
+        if self._deferred:
+            self._deferred.pop("geometry", None)
+        self._geometry_now = value
+
+    @property
+    def _geometry_k(self) -> int:
+        self._resolve("geometry")
+        return self._geometry_k_now
+
+    @_geometry_k.setter
+    def _geometry_k(self, value: int) -> None:
+        self._geometry_k_now = value
+
+    def __getstate__(self) -> dict:
+        self._resolve("vectors")
+        self._resolve("geometry")
+        return self.__dict__.copy()
+
     def __init__(
         self,
         words: Sequence[str],
@@ -121,7 +170,8 @@ class EmbeddingSpace:
         """A space from words and vectors that already passed these checks (see :meth:`load`):
         the words as stored, no finiteness scan of the vectors."""
         space = cls.__new__(cls)
-        space.words, space.vectors = words, np.ascontiguousarray(vectors, dtype=np.float32)
+        space.words = words
+        space.vectors = None if vectors is None else np.ascontiguousarray(vectors, np.float32)
         space.metric, space.name, space.aliases = metric, name, dict(aliases or {})
         space.index = dict(zip(words, range(len(words)), strict=True))
         if len(space.index) != len(words) or metric not in METRICS:
@@ -156,6 +206,8 @@ class EmbeddingSpace:
         Kept once computed where the vectors are read-only (the cached default space): they
         cannot change under it."""
         kept = self._fingerprint
+        if kept is not None and kept[0] is _DEFERRED and "vectors" in (self._deferred or {}):
+            return kept[1]  # adopted for the cached bytes the vectors will be read from
         if kept is not None and kept[0] is self.vectors and not self.vectors.flags.writeable:
             return kept[1]
         h = hashlib.sha256()
@@ -171,8 +223,10 @@ class EmbeddingSpace:
     def adopt_fingerprint(self, fingerprint: str) -> None:
         """Take ``fingerprint`` as :meth:`fingerprint`'s value, computed earlier from these
         same bytes (the cache records it beside a checked file); kept only while the vectors
-        are this read-only array."""
-        if not self.vectors.flags.writeable:
+        are this read-only array (or the cached file's, not read yet)."""
+        if "vectors" in (self._deferred or {}):
+            self._fingerprint = (_DEFERRED, fingerprint)
+        elif not self.vectors.flags.writeable:
             self._fingerprint = (self.vectors, fingerprint)
 
     def lookup(self, word: str) -> int:
@@ -447,14 +501,17 @@ class EmbeddingSpace:
                 opened = np.load(path, allow_pickle=False)
             with opened as z:
                 meta = json.loads(str(z["meta"]))
+                defer = checked and getattr(z, "on_use", False)
                 space = (cls._checked if checked else cls)(
                     z["words"].tolist(),
-                    z["vectors"],
+                    None if defer else z["vectors"],
                     metric=meta["metric"],
                     name=meta["name"],
                     aliases=meta["aliases"],
                 )
-                if "neighbors" in z:
+                if defer:
+                    space._deferred = _deferred_members(z, path, len(space.words))
+                elif "neighbors" in z:
                     space._geometry = Geometry(
                         z["neighbors"], z["distances"], z["far_neighbors"], z["far_distances"]
                     )
@@ -504,3 +561,35 @@ def strip_accents(word: str) -> str:
     """``word`` without combining marks (NFKD), e.g. ``bogot\u00e1 -> bogota``."""
     decomposed = unicodedata.normalize("NFKD", word)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _deferred_members(z, path: Path, n: int) -> dict:
+    """Loaders of a checked cached space's vectors and kNN table (``cache.VerifiedOnUse``): each
+    member is read - and its bytes verified - when first used, read-only; a cached ``sanitize``
+    whose tables are cached never reads the 77 MB of vectors (issue 36)."""
+
+    def member(name: str) -> np.ndarray:
+        try:
+            return z[name]
+        except DPTextError:  # CorruptArtefact: the bytes differ from the recorded ones
+            raise
+        except (KeyError, ValueError, TypeError) as err:
+            raise DPTextError(f"{path} is not a saved embedding space ({err})") from None
+
+    def vectors(space: EmbeddingSpace) -> None:
+        v = member("vectors")
+        if v.ndim != 2 or v.shape[0] != n or v.dtype != np.float32:
+            raise DPTextError(f"{path}: vectors of shape {v.shape} for {n} words")
+        v.flags.writeable = False  # the fingerprint names these bytes
+        kept = space._fingerprint
+        space._vectors = v
+        if kept is not None and kept[0] is _DEFERRED:
+            space._fingerprint = (v, kept[1])
+
+    def geometry(space: EmbeddingSpace) -> None:
+        if "neighbors" in z:
+            g = Geometry(*(member(k) for k in ("neighbors", "distances", "far_neighbors",
+                                                "far_distances")))
+            space._geometry_now, space._geometry_k_now = g, g.neighbors.shape[1]
+
+    return {"vectors": vectors, "geometry": geometry}

@@ -292,18 +292,22 @@ def _cached_space(path: Path, what: str = "the default space") -> EmbeddingSpace
         return None
     key = cache.checker_key(__name__, "dptext.embeddings")
     try:
-        legacy = not cache.verify(path)
+        # every member read is verified against the file's sha256 (cache.open_npz): the
+        # whole file on its first load, then only the 1 MiB pieces a member occupies
+        arrays = cache.open_npz(path)
+        legacy = arrays is None
         # validated before, byte for byte (the same digest) by the same code: not again, and
-        # its fingerprint (a hash of every vector) recorded then
+        # its fingerprint (a hash of every vector) recorded then; its vectors and kNN table
+        # are then read (and verified) only when used
         seen = None if legacy else cache.checked(path, key)
         if seen is not None and not isinstance(seen.get("fingerprint"), str):
             seen = None
-        space = EmbeddingSpace.load(path, arrays=None if legacy else cache.load_npz(
-            path, verified=True), checked=seen is not None)
+        space = EmbeddingSpace.load(path, arrays=arrays, checked=seen is not None)
     except DPTextError as err:  # CorruptArtefact, or not a saved space (truncated, zeroed)
         cache.warn(f"{err}; rebuilding {what}")
         return None
-    space.vectors.flags.writeable = False  # the fingerprint names these bytes
+    if seen is None or not getattr(arrays, "on_use", False):  # (deferred: when read)
+        space.vectors.flags.writeable = False  # the fingerprint names these bytes
     if seen is not None:
         space.adopt_fingerprint(seen["fingerprint"])
         return space
@@ -420,9 +424,8 @@ def cache_entries() -> list[CacheEntry]:
     root = cache_dir()
     if not root.is_dir():
         return []
-    from dptext.cache import CHECKED_SUFFIX, DIGEST_SUFFIX, LOCK_DIR
-
-    beside = (DIGEST_SUFFIX, CHECKED_SUFFIX)  # files that belong to the entry they name
+    from dptext.cache import BESIDE as beside  # files that belong to the entry they name
+    from dptext.cache import LOCK_DIR
 
     def size(item: Path) -> int:  # an entry's bytes include its digest and checked files
         extra = [item.with_name(item.name + suffix) for suffix in beside]
@@ -448,7 +451,7 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
     Only regular files and directories inside the cache are removed; symlinks are left."""
     import shutil
 
-    from dptext.cache import CHECKED_SUFFIX, DIGEST_SUFFIX
+    from dptext.cache import BESIDE
 
     known = {"space", "fitted", "models", "bounds", "other"}
     unknown = sorted(set(kinds or []) - known)
@@ -462,7 +465,7 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
             shutil.rmtree(entry.path)
         else:
             entry.path.unlink()
-        for suffix in (DIGEST_SUFFIX, CHECKED_SUFFIX):
+        for suffix in BESIDE:
             entry.path.with_name(entry.path.name + suffix).unlink(missing_ok=True)
         freed += entry.bytes
         removed += 1
