@@ -316,10 +316,14 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def register(subparsers) -> None:
-    from dptext.corpus.records import MAX_RECORD_BYTES
-    from dptext.corpus.sources import FORMATS
+# dptext.corpus.sources.FORMATS and dptext.corpus.records.MAX_RECORD_BYTES, spelled out: the
+# parser is built on every start and importing dptext.corpus loads the whole engine (numpy,
+# the mechanisms, the targeted pipeline; issue 36). tests/test_cli.py checks they agree.
+FORMATS = ("jsonl", "csv", "txt", "parquet")
+MAX_RECORD_BYTES = 4 << 20
 
+
+def register(subparsers) -> None:
     s = add_command(subparsers, "sanitize", help="privatize a text or a file")
     add_mechanism_args(s)
     io = s.add_argument_group("input and output")
