@@ -6,7 +6,11 @@ first ``-m dpmlm``'s GGUF -> fp32 conversion into a fresh cache.
 Start-up: ``python -m dptext.cli sanitize --text hi`` (the default mechanism) run ``--runs``
 times as child processes after one untimed run that fills the caches; CPU (user + system of the
 child, from the OS) and wall, medians. ``--reference SRC``: the same command on another
-checkout's ``src`` in turn (A B A B ...), with the pairwise ratios. ``--gguf``: one conversion of
+checkout's ``src`` in turn (A B A B ...), with the pairwise ratios. Each side runs on a cache
+directory of its own (hard links to the usual cache's default space and fitted tables with
+their digests): the records a load writes beside them (``.checked`` names the code that checked
+a file, ``.pieces``) are then each side's own, not replaced by the other side's run or by another
+process using the shared cache between two timed runs. ``--gguf``: one conversion of
 the packaged SmolLM2 GGUF to the fp32 safetensors copy in a fresh temporary cache (a child
 process; about a minute of CPU). ``uptime`` and the CPU model/flags beside every figure; the
 child's environment keeps ``OMP_NUM_THREADS`` as given (unset: the libraries' defaults).
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,10 +36,30 @@ from _machine import (  # benchmarks/_machine.py (the script's folder is on sys.
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def startup(runs: int, reference: str | None) -> None:
+def private_cache(root: Path) -> Path:
+    """A cache directory holding hard links (copies across file systems) to the usual cache's
+    default spaces and fitted tables, with their digest files."""
+    from dptext.cache import DIGEST_SUFFIX, cache_dir
+
+    shared = cache_dir()
+    for pattern in ("space-*.npz", "fitted/*.npz"):
+        for item in shared.glob(pattern):
+            for src in (item, item.with_name(item.name + DIGEST_SUFFIX)):
+                dst = root / src.relative_to(shared)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if src.is_file():
+                    try:
+                        os.link(src, dst)
+                    except OSError:
+                        shutil.copy2(src, dst)
+    return root
+
+
+def startup(runs: int, reference: str | None, tmp: Path) -> None:
     cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "--text", "hi"]
     sides = {"this": SRC, **({"reference": reference} if reference else {})}
-    envs = {k: {**os.environ, "PYTHONPATH": v} for k, v in sides.items()}
+    envs = {k: {**os.environ, "PYTHONPATH": v, "DPTEXT_CACHE": str(private_cache(tmp / k))}
+            for k, v in sides.items()}
     for name, env in envs.items():  # untimed: caches filled, bytecode compiled
         subprocess.run([sys.executable, "-m", "compileall", "-q", sides[name]], env=env,
                        stdout=subprocess.DEVNULL)
@@ -72,7 +97,8 @@ def main() -> None:
     p.add_argument("--reference", help="another checkout's src, run in turn")
     args = p.parse_args()
     print(json.dumps({"when": "start", **machine()}), flush=True)
-    startup(args.runs, args.reference)
+    with tempfile.TemporaryDirectory() as tmp:
+        startup(args.runs, args.reference, Path(tmp))
     if args.gguf:
         gguf()
     print(json.dumps({"when": "end", **machine()}), flush=True)
