@@ -1,7 +1,7 @@
 """What a user meets first (issue 36): the CLI's start-up with a cached space and tables, and the
 first ``-m dpmlm``'s GGUF -> fp32 conversion into a fresh cache.
 
-    python benchmarks/bench_startup.py [--runs 5] [--gguf] [--reference PATH/src]
+    python benchmarks/bench_startup.py [--runs 5] [--gguf] [--reference PATH/src] [--phases]
 
 Start-up: ``python -m dptext.cli sanitize --text hi`` (the default mechanism) run ``--runs``
 times as child processes after one untimed run that fills the caches; CPU (user + system of the
@@ -10,10 +10,13 @@ checkout's ``src`` in turn (A B A B ...), with the pairwise ratios. Each side ru
 directory of its own (hard links to the usual cache's default space and fitted tables with
 their digests): the records a load writes beside them (``.checked`` names the code that checked
 a file, ``.pieces``) are then each side's own, not replaced by the other side's run or by another
-process using the shared cache between two timed runs. ``--gguf``: one conversion of
-the packaged SmolLM2 GGUF to the fp32 safetensors copy in a fresh temporary cache (a child
-process; about a minute of CPU). ``uptime`` and the CPU model/flags beside every figure; the
-child's environment keeps ``OMP_NUM_THREADS`` as given (unset: the libraries' defaults).
+process using the shared cache between two timed runs. ``--phases``: where this checkout's
+CPU goes - the same work in one child process timed phase by phase (numpy, the CLI and its
+parser, the mechanisms, the space, the tables, privatizing), medians of ``--runs``.
+``--gguf``: one conversion of the packaged SmolLM2 GGUF to the fp32 safetensors copy in a
+fresh temporary cache (a child process; about a minute of CPU). ``uptime`` and the CPU
+model/flags beside every figure; the child's environment keeps ``OMP_NUM_THREADS`` as given
+(unset: the libraries' defaults).
 """
 
 from __future__ import annotations
@@ -81,6 +84,39 @@ def startup(runs: int, reference: str | None, tmp: Path) -> None:
     print(json.dumps(row), flush=True)
 
 
+PHASES = """
+import resource, json
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+out = {"interpreter and site": cpu()}
+def phase(name, t):
+    out[name] = cpu() - t
+t = cpu(); import numpy; phase("import numpy", t)
+t = cpu(); import dptext.cli; dptext.cli.parser(); phase("dptext.cli and its parser", t)
+t = cpu(); import dptext.mechanisms; phase("mechanisms, text, accounting (numpy done)", t)
+t = cpu(); from dptext.resources import default_space; space = default_space(progress=False)
+phase("the default space", t)
+t = cpu(); m = dptext.mechanisms.mechanism("custext", epsilon=2.0, space=space); m.fit()
+phase("the custext tables", t)
+t = cpu(); str(m.privatize("hi").report); phase("privatize and the report", t)
+out["total"] = cpu()
+print(json.dumps(out))
+"""
+
+
+def phases(runs: int, tmp: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": SRC, "DPTEXT_CACHE": str(tmp / "this")}
+    got = []
+    for _ in range(runs + 1):  # the first untimed
+        done = subprocess.run([sys.executable, "-c", PHASES], env=env, capture_output=True,
+                              text=True, check=True)
+        got.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    row = {"row": "CLI start-up by phase (CPU s, medians)", "runs": runs}
+    row.update({k: round(statistics.median(g[k] for g in got[1:]), 3) for k in got[0]})
+    print(json.dumps(row), flush=True)
+
+
 def gguf() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "PYTHONPATH": SRC, "DPTEXT_CACHE": tmp}
@@ -95,10 +131,13 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--gguf", action="store_true", help="also time the GGUF conversion")
     p.add_argument("--reference", help="another checkout's src, run in turn")
+    p.add_argument("--phases", action="store_true", help="also time this checkout by phase")
     args = p.parse_args()
     print(json.dumps({"when": "start", **machine()}), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         startup(args.runs, args.reference, Path(tmp))
+        if args.phases:
+            phases(args.runs, Path(tmp))
     if args.gguf:
         gguf()
     print(json.dumps({"when": "end", **machine()}), flush=True)
