@@ -121,7 +121,8 @@ def test_the_unit_field_is_dropped_unless_named_and_keep_other_is_explicit(servi
      "entities.detector must be one of spacy, presidio, both, got 'nope'"),
     ({"entities": []}, "entities.entities must name the categories"),
     ({"entities": "PERSON", "colour": 1}, "unknown entity parameter 'colour'"),
-    ({"entities": "PERSON", "consistent": "unit"}, "entities.consistent 'unit' is not"),
+    # /v1/privatize: "is for file jobs"; a job without a unit_field: "needs a unit_field"
+    ({"entities": "PERSON", "consistent": "unit"}, "entities.consistent 'unit' "),
     ({"entities": "PERSON", "patterns": ["no equals sign"]}, "--pattern 'no equals sign'"),
     ({"entities": "NOT_A_CATEGORY"}, "NOT_A_CATEGORY"),
     ({"entities": "PERSON", "check": "yes"}, "entities.check must be true or false"),
@@ -135,6 +136,33 @@ def test_entity_parameters_are_checked_in_one_line(service, entities, message):
         assert r.status_code == 400, r.text
         assert message in r.json()["error"] and "\n" not in r.json()["error"]
     assert not list(app.state.ledger.charges())
+
+
+def test_a_file_job_with_a_unit_field_draws_once_per_entity_per_person(service):
+    """consistent "unit" on a job: every record of a person shows the same replacement of an
+    entity, drawn and charged once per person (names drawn by CusText: a charge per draw);
+    the same job with "none" charges every record's draw."""
+    app, client, a, _ = service
+    data = "patient_id,note\n" + "".join(f"{p},Alice Smith met the nurse in Boston today.\n"
+                                         for p in ("p1", "p1", "p2", "p1"))
+    spent, notes = {}, {}
+    for consistent in ("unit", "none"):
+        r = _job(client, a, data, fields="note", unit_field="patient_id", dataset=consistent,
+                 entities=json.dumps({"entities": "PERSON,GPE", "consistent": consistent,
+                                      "name_policy": "mechanism"}))
+        assert r.status_code == 201, r.text
+        job = _wait(client, a, r.json()["id"])
+        assert job["state"] == "done", job
+        notes[consistent] = client.get(f"/v1/jobs/{job['id']}/output",
+                                       headers=a).text.splitlines()[1:]
+        spent[consistent] = {u: app.state.ledger.spent(u, owner="clinic-a", dataset=consistent,
+                                                       pld=False).epsilon_basic
+                             for u in ("p1", "p2")}
+    p1 = [notes["unit"][i] for i in (0, 1, 3)]
+    assert len(set(p1)) == 1 and "Alice" not in p1[0] and "Boston" not in p1[0]
+    assert spent["unit"]["p1"] == spent["unit"]["p2"] > 0  # one draw each, charged once
+    assert spent["none"]["p1"] == pytest.approx(3 * spent["none"]["p2"])
+    assert spent["none"]["p2"] == spent["unit"]["p2"]
 
 
 def test_an_entity_parameter_among_the_mechanisms_says_where_it_goes(service):

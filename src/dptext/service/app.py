@@ -431,7 +431,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                    ) -> dict:
         parsed = _json_object("params", params)
         ent = entities_mod.parse(_json_object("entities", entities)
-                                 if entities not in (None, "", "null") else None)
+                                 if entities not in (None, "", "null") else None,
+                                 unit_field=unit_field or None, job=True)
         fields_ = names(fields)
         if not fields_ or len(set(fields_)) != len(fields_):
             raise DPTextError("fields must name distinct fields, e.g. text or note,summary")

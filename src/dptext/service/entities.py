@@ -7,8 +7,11 @@ net protecting what the detectors miss, names replaced by public surrogates, tex
 the detectors do not read withheld. :data:`PARAMETERS` is what ``GET /v1/mechanisms`` lists;
 :func:`parse` checks a request's object, one line per problem, before any work.
 
-``consistent: "unit"`` is refused here: the service's mechanisms are shared by every request
-and owner, so a per-person memory of draws would cross requests and owners.
+``consistent: "unit"`` (one draw per entity per person, charged once) is accepted for a file job
+that names its ``unit_field``: the corpus engine draws each person's entities from generators
+keyed by the job's own draw key (:mod:`dptext.corpus.draws`), so the shared, fitted mechanism
+remembers nothing across jobs or owners. ``/v1/privatize`` and a job without a unit field
+refuse it: there the mechanism would have to remember draws between requests.
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ PARAMETERS: dict[str, tuple[Any, tuple | None, str]] = {
                            "\"NAME@context,words=REGEX\"]; matches are replaced whole"),
     "deny_list": ([], None, "names and words that must never appear: replaced whole"),
     "allow_list": ([], None, "words that are never identifiers"),
-    "consistent": ("none", ("none", "document"),
-                   "the same entity gets the same replacement within a text (document)"),
+    "consistent": ("none", ("none", "document", "unit"),
+                   "the same entity gets the same replacement within a text (document) or "
+                   "across a person's records (unit: file jobs with a unit_field only)"),
     "check": (False, None, "run the leak check on each text before release and withhold a "
                            "text in which an identifier survived"),
     "other_languages": ("withhold", ("withhold", "whole"),
@@ -71,9 +75,10 @@ def _strings(name: str, value) -> list[str]:
     return [v.strip() for v in value] if name == "entities" else list(value)
 
 
-def parse(value: Any) -> dict | None:
+def parse(value: Any, *, unit_field: str | None = None, job: bool = False) -> dict | None:
     """The checked entity options of a request (None: whole-text mode); a one-line
-    DPTextError naming the problem otherwise."""
+    DPTextError naming the problem otherwise. ``job``: the request is a file job, whose
+    ``unit_field`` (None: none given) allows ``consistent: "unit"``."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -82,10 +87,14 @@ def parse(value: Any) -> dict | None:
     if unknown:
         raise DPTextError(f"unknown entity parameter {unknown[0]!r}; known: "
                           f"{', '.join(PARAMETERS)}")
-    if value.get("consistent") == "unit":
-        raise DPTextError("entities.consistent 'unit' is not available in the service: its "
-                          "mechanisms are shared by every request, so a per-person memory "
-                          "would cross requests; use 'document' or 'none'")
+    if value.get("consistent") == "unit" and not job:
+        raise DPTextError("entities.consistent 'unit' is for file jobs (POST /v1/jobs with a "
+                          "unit_field): /v1/privatize would have to remember draws between "
+                          "requests; use 'document' or 'none'")
+    if value.get("consistent") == "unit" and not unit_field:
+        raise DPTextError("entities.consistent 'unit' needs a unit_field naming each record's "
+                          "person (without one every record is its own person: use "
+                          "'document')")
     out: dict[str, Any] = {}
     for name, (default, choices, _) in PARAMETERS.items():
         v = value.get(name, default)
