@@ -20,6 +20,7 @@ import stat
 import threading
 import weakref
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -81,6 +82,11 @@ class Backend:
         cur = self.conn.cursor()
         cur.executemany(self.sql(text), rows)
         return cur.rowcount
+
+    def insert_rows(self, head: str, row: str, rows) -> None:
+        """``head VALUES row`` for each of ``rows`` (``row``: the placeholders of one, in
+        parentheses)."""
+        self.executemany(f"{head} VALUES {row}", rows)
 
     def commit(self) -> None:
         self.conn.execute("COMMIT")
@@ -178,6 +184,7 @@ def check_sqlite_file(path: Path) -> None:
 # (benchmarks/bench_ledger.py). An existing ledger keeps the page size it was created with.
 PAGE_SIZE = 16384
 CACHE_KIB = 65536  # page cache per connection, at most
+ROWS_PER_INSERT = 256  # rows of one multi-row INSERT (SQLite)
 
 
 class SQLiteBackend(Backend):
@@ -239,6 +246,21 @@ class SQLiteBackend(Backend):
             untrack = getattr(self, "_untrack", None)
             if untrack is not None:
                 untrack()
+
+    def insert_rows(self, head: str, row: str, rows) -> None:
+        """Many rows a statement (``INSERT ... VALUES (...), (...), ...``): one step of
+        SQLite's for up to :data:`ROWS_PER_INSERT` rows instead of a reset, bind and step for
+        each (a third less CPU for a batch's charge rows)."""
+        rows = rows if isinstance(rows, list) else list(rows)
+        width = row.count("?")
+        per = min(ROWS_PER_INSERT, self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+                  // max(width, 1))
+        if len(rows) < 2 or per < 2:
+            return super().insert_rows(head, row, rows)
+        for at in range(0, len(rows), per):
+            part = rows[at:at + per]
+            self.conn.execute(f"{head} VALUES {','.join([row] * len(part))}",
+                              list(chain.from_iterable(part)))
 
     def begin_write(self, durable: bool = True) -> None:
         if durable != self._durable:  # WAL + NORMAL: atomic, not fsynced until a FULL commit

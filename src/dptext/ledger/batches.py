@@ -98,3 +98,43 @@ def ranges(ids: list[int]) -> list[list[int]]:
 
 def expand_ranges(runs: list[list[int]]) -> list[int]:
     return [i for a, b in runs for i in range(a, b + 1)]
+
+
+def batch_sums(units: list[str], units_of, eps_l, delta_l) -> tuple[list, list, list, list] | None:
+    """What a batch adds to each of ``units`` (sorted, distinct: every unit of ``units_of``),
+    all its records charged: (eps_n, delta_n, records, withheld = 0) per unit, as lists in the
+    order of ``units``; None when an amount is negative or the sums could leave int64 (never
+    in practice: then the records are decided one by one)."""
+    import numpy as np
+
+    n = len(units_of)
+    if not n or min(eps_l) < 0 or min(delta_l) < 0 or max(eps_l) * n >= 2**63 \
+            or max(delta_l) * n >= 2**63:
+        return None
+    index = dict(zip(units, range(len(units)), strict=True))
+    codes = np.fromiter(map(index.__getitem__, units_of), dtype=np.intp, count=n)
+    out = []
+    for amounts in (eps_l, delta_l):
+        total = np.zeros(len(units), dtype=np.int64)
+        if max(amounts):
+            np.add.at(total, codes, np.array(amounts, dtype=np.int64))
+        out.append(total.tolist())
+    records = np.bincount(codes, minlength=len(units)).tolist()
+    return out[0], out[1], records, [0] * len(units)
+
+
+def all_fit(units: list[str], sums, rows_now: dict, limits: list) -> bool:
+    """Whether each unit's whole batch (``sums``, :func:`batch_sums`) fits every limit -
+    (budget eps, budget delta, the scope's totals by unit, or None for the release's own
+    scope, whose totals are ``rows_now``). Amounts are never negative, so each record's
+    running total is then within every budget too: every record is charged."""
+    eps_s, delta_s = sums[0], sums[1]
+    for b_eps, b_delta, tot in limits:
+        for u, e, n in zip(units, eps_s, delta_s, strict=True):
+            cur = rows_now[u] if tot is None else tot.get(u)
+            if cur is None:
+                if e > b_eps or n > b_delta:
+                    return False
+            elif cur[0] + e > b_eps or cur[1] + n > b_delta:
+                return False
+    return True

@@ -15,7 +15,15 @@ from operator import itemgetter
 from dptext.accounting.events import PrivacyEvent
 from dptext.errors import DPTextError
 from dptext.ledger.amounts import checked_name, events_cost, fits, over_budget
-from dptext.ledger.batches import RecordIndex, digest, events_digest, fast_line, ranges
+from dptext.ledger.batches import (
+    RecordIndex,
+    all_fit,
+    batch_sums,
+    digest,
+    events_digest,
+    fast_line,
+    ranges,
+)
 from dptext.ledger.chain import canonical
 from dptext.ledger.queries import sql_marks
 from dptext.ledger.results import Decision, ReleaseExists
@@ -99,10 +107,12 @@ class LedgerWrites:
 
         The batch is one chained entry (kind ``batch``) and one row per record in
         ``ledger_charges`` (:mod:`dptext.ledger.batches`). Per record only what differs
-        between records is done: its keyed hash, its budget check against its unit's running
-        totals, its row and digest line; its unit's key, its events' cost and encoding are
-        looked up (computed once per distinct value), the unit rows are read and written
-        once per unit of the batch.
+        between records is done: its keyed hash, its row and digest line; its unit's key, its
+        events' cost and encoding are looked up (computed once per distinct value), the unit
+        rows are read and written once per unit of the batch. The budget check is per unit
+        when each unit's whole batch fits (:func:`~dptext.ledger.batches.all_fit`: then every
+        record does), else per record in order (:meth:`_decide_each`); the charge rows are
+        written many to a statement (``Backend.insert_rows``).
         """
         release_id = str(release_id)
         records, units_of, costs = self._prepare_all(release_id, items)
@@ -116,54 +126,40 @@ class LedgerWrites:
             units = sorted(set(units_of) if not seen else
                            {u for r, u in zip(records, units_of, strict=True) if r not in seen})
             rows_now = self._unit_rows_now(tx, owner, dataset, units)
-            # the batch's running totals per unit, in its own scope (owner, dataset) and in
-            # each other scope a budget covers; ``limits``: (budget eps, budget delta, totals)
-            own = {u: rows_now[u][:2] for u in units}
-            checks = [(bud, own if bud[:2] == (owner, dataset)
-                       else self._totals(units, bud[0], bud[1])) for bud in budgets]
-            limits = [(bud[2], bud[3], tot) for bud, tot in checks]
-            if not any(tot is own for _, tot in checks):  # kept for the unit rows
-                limits.append((math.inf, math.inf, own))
             entry = tx.seq + 1  # the batch's entry, appended below
             row = b.execute("SELECT MAX(id) FROM ledger_charges").fetchone()[0]
             next_id = max(int(row or 0), self._charge_base) + 1
             first_id = next_id
-            decisions: list[Decision] = []
-            decided = seen  # record -> its decision, earlier or in this call
-            charged: list[tuple] = []  # (id, unit, record, eps_n, delta_n, events digest)
-            withheld: list[tuple] = []  # (id, entry, unit, record, 0, 0, events, reason, status)
-            lines: list[str] = []
-            new = tuple.__new__
-            single = len(limits) == 1 and limits[0][2] is own
-            b_eps1, b_delta1 = limits[0][:2]
-            for record, unit, cost in zip(records, units_of, costs, strict=True):
-                d = decided.get(record)
-                if d is not None:
-                    decisions.append(d if d.already else d._replace(already=True))
-                    continue
-                eps_n, delta_n, ev = cost[0], cost[1], cost[2]
-                if single:  # the usual one budget, of the release's own scope
-                    cur = own[unit]
-                    ok = cur[0] + eps_n <= b_eps1 and cur[1] + delta_n <= b_delta1
-                    if ok:
-                        cur[0] += eps_n
-                        cur[1] += delta_n
-                else:
-                    ok = fits(limits, unit, eps_n, delta_n)
-                if ok:
-                    charged.append((next_id, unit, record, eps_n, delta_n, ev))
-                    # batches.fast_line, inlined (hex fields, no reason)
-                    lines.append(f'[{next_id},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
-                    d = new(Decision, (True, next_id, None, False))
-                else:
-                    reason = over_budget(checks, unit, eps_n, delta_n)
-                    withheld.append((next_id, entry, unit, record, 0, 0, ev, reason,
-                                     "withheld"))
-                    lines.append(fast_line(next_id, unit, record, 0, 0, ev, reason))
-                    d = new(Decision, (False, None, reason, False))
-                next_id += 1
-                decided[record] = d
-                decisions.append(d)
+            # the usual batch - no record decided before or twice, every unit's whole batch
+            # within every budget - is decided per unit, not per record: the same decisions
+            # (amounts are never negative, so each record's running total is at most its
+            # unit's batch total), with the per-record work left to comprehensions
+            sums = None
+            if not seen and len(set(records)) == len(records):
+                # costs: (eps_n, delta_n, events digest, events text)
+                eps_l, delta_l, ev_l, _ = zip(*costs, strict=True)
+                sums = batch_sums(units, units_of, eps_l, delta_l)
+                if sums is not None and not all_fit(units, sums, rows_now, [
+                        (bud[2], bud[3], None if bud[:2] == (owner, dataset)
+                         else self._totals(units, bud[0], bud[1])) for bud in budgets]):
+                    sums = None
+            if sums is not None:
+                ids = range(first_id, first_id + len(records))
+                charged = list(zip(ids, units_of, records, eps_l, delta_l, ev_l, strict=True))
+                withheld = []
+                # batches.fast_line, inlined (hex fields, no reason)
+                lines = [f'[{i},"{u}","{r}",{e},{n},"{v}",""]\n'
+                         for i, u, r, e, n, v in charged]
+                new = tuple.__new__
+                decisions = [new(Decision, (True, i, None, False)) for i in ids]
+                next_id = ids.stop
+                decided_ids = dict(zip(records, ids, strict=True))
+            else:
+                decided_ids = None
+                charged, withheld, lines, decisions, sums = self._decide_each(
+                    records, units_of, costs, seen, units, rows_now, budgets, owner, dataset,
+                    entry, next_id)
+                next_id += len(lines)
             if withheld and all_or_nothing:
                 raise DPTextError(f"{len(withheld)} of {len(records)} records would exceed "
                                   f"their unit's budget (first: {withheld[0][7]}); nothing "
@@ -176,28 +172,28 @@ class LedgerWrites:
                 b.executemany("INSERT INTO ledger_events (digest, body) VALUES (?, ?) "
                               "ON CONFLICT (digest) DO NOTHING", new_events)
             if charged:  # the constant columns in the statement: 6 parameters a row, not 9
-                b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
-                              f"delta_n, events, reason, status) VALUES (?, {int(entry)}, ?, ?, "
-                              "?, ?, ?, '', 'pending')", charged)
+                b.insert_rows("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
+                              "delta_n, events, reason, status)",
+                              f"(?, {int(entry)}, ?, ?, ?, ?, ?, '', 'pending')", charged)
             if withheld:
                 b.executemany("INSERT INTO ledger_charges (id, entry, unit, record, eps_n, "
                               "delta_n, events, reason, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
                               "?)", withheld)
-            # each unit's row: an update where the (exact) cache says there is one, else new
-            n_charged = Counter(map(itemgetter(1), charged))
-            n_withheld = Counter(map(itemgetter(2), withheld)) if withheld else {}
+            # each unit's row: an update where the (exact) cache says there is one, else new;
+            # the cached row brought up to date here (a failed transaction drops the cache)
             update, insert = [], []
             total_eps = total_delta = 0
-            for u in units:  # key order
+            for u, e, n, c, w in zip(units, *sums, strict=True):  # key order
                 row = rows_now[u]
-                e, n = own[u][0] - row[0], own[u][1] - row[1]
-                c, w = n_charged.get(u, 0), n_withheld.get(u, 0)
                 total_eps += e
                 total_delta += n
                 if row[2]:
                     update.append((e, n, c, w, u, owner, dataset))
                 else:
                     insert.append((u, owner, dataset, e, n, c, w))
+                    row[2] = True
+                row[0] += e
+                row[1] += n
             if update:
                 n = b.executemany(
                     "UPDATE ledger_units SET eps_n = eps_n + ?, delta_n = delta_n + ?, "
@@ -207,23 +203,76 @@ class LedgerWrites:
                     raise DPTextError("the ledger's unit totals changed under this "
                                       "transaction: nothing was charged, try again")
             if insert:
-                b.executemany("INSERT INTO ledger_units (unit, owner, dataset, eps_n, delta_n, "
-                              "charges, withheld) VALUES (?, ?, ?, ?, ?, ?, ?)", insert)
+                b.insert_rows("INSERT INTO ledger_units (unit, owner, dataset, eps_n, delta_n, "
+                              "charges, withheld)", "(?, ?, ?, ?, ?, ?, ?)", insert)
             seq = tx.append("batch", release_id=release_id, owner=owner, dataset=dataset,
                             eps_n=total_eps, delta_n=total_delta, body={
                                 "charges": [first_id, next_id - 1], "count": len(lines),
                                 "digest": digest(lines)})
-            for u in units:
-                row = rows_now[u]
-                row[0], row[1] = own[u]
-                row[2] = True
             if seq != entry:  # pragma: no cover - one entry per reserve
                 raise AssertionError("the batch entry is not the one its rows name")
-            ids = {c[2]: c[0] for c in charged}
-            if withheld:
-                ids.update({w[3]: w[0] for w in withheld})
-            tx.after.append(partial(self._remember, release_id, entry, ids, list(events)))
+            if decided_ids is None:
+                decided_ids = {c[2]: c[0] for c in charged}
+                decided_ids.update({w[3]: w[0] for w in withheld})
+            tx.after.append(partial(self._remember, release_id, entry, decided_ids,
+                                    list(events)))
         return decisions
+
+    def _decide_each(self, records, units_of, costs, seen, units, rows_now, budgets, owner,
+                     dataset, entry, next_id):
+        """Decide the records one by one, in order (a batch with records decided before or
+        twice, or a unit that may not have its whole batch): (charged rows, withheld rows,
+        digest lines, decisions, (eps_n, delta_n, charges, withheld) added per unit of
+        ``units``)."""
+        # the batch's running totals per unit, in its own scope (owner, dataset) and in
+        # each other scope a budget covers; ``limits``: (budget eps, budget delta, totals)
+        own = {u: rows_now[u][:2] for u in units}
+        checks = [(bud, own if bud[:2] == (owner, dataset)
+                   else self._totals(units, bud[0], bud[1])) for bud in budgets]
+        limits = [(bud[2], bud[3], tot) for bud, tot in checks]
+        if not any(tot is own for _, tot in checks):  # kept for the unit rows
+            limits.append((math.inf, math.inf, own))
+        decisions: list[Decision] = []
+        decided = dict(seen)  # record -> its decision, earlier or in this call
+        charged: list[tuple] = []  # (id, unit, record, eps_n, delta_n, events digest)
+        withheld: list[tuple] = []  # (id, entry, unit, record, 0, 0, events, reason, status)
+        lines: list[str] = []
+        new = tuple.__new__
+        single = len(limits) == 1 and limits[0][2] is own
+        b_eps1, b_delta1 = limits[0][:2]
+        for record, unit, cost in zip(records, units_of, costs, strict=True):
+            d = decided.get(record)
+            if d is not None:
+                decisions.append(d if d.already else d._replace(already=True))
+                continue
+            eps_n, delta_n, ev = cost[0], cost[1], cost[2]
+            if single:  # the usual one budget, of the release's own scope
+                cur = own[unit]
+                ok = cur[0] + eps_n <= b_eps1 and cur[1] + delta_n <= b_delta1
+                if ok:
+                    cur[0] += eps_n
+                    cur[1] += delta_n
+            else:
+                ok = fits(limits, unit, eps_n, delta_n)
+            if ok:
+                charged.append((next_id, unit, record, eps_n, delta_n, ev))
+                lines.append(f'[{next_id},"{unit}","{record}",{eps_n},{delta_n},"{ev}",""]\n')
+                d = new(Decision, (True, next_id, None, False))
+            else:
+                reason = over_budget(checks, unit, eps_n, delta_n)
+                withheld.append((next_id, entry, unit, record, 0, 0, ev, reason,
+                                 "withheld"))
+                lines.append(fast_line(next_id, unit, record, 0, 0, ev, reason))
+                d = new(Decision, (False, None, reason, False))
+            next_id += 1
+            decided[record] = d
+            decisions.append(d)
+        n_charged = Counter(map(itemgetter(1), charged))
+        n_withheld = Counter(map(itemgetter(2), withheld))
+        sums = ([own[u][0] - rows_now[u][0] for u in units],
+                [own[u][1] - rows_now[u][1] for u in units],
+                [n_charged.get(u, 0) for u in units], [n_withheld.get(u, 0) for u in units])
+        return charged, withheld, lines, decisions, sums
 
     def _remember(self, release_id: str, entry: int, ids: dict, events: list) -> None:
         """After a reserve committed: its records and event lists are in the database."""
@@ -316,7 +365,8 @@ class LedgerWrites:
             # 2.5x cheaper than hashing the dataclass)
             if type(events) is list and len(events) == 1 and type(events[0]) is PrivacyEvent:
                 e = events[0]
-                key = (e.kind, e.epsilon, e.delta, e.count, e.mechanism, e.scope)
+                key = (e.kind, e.epsilon, e.delta, e.count, e.mechanism, e.scope,
+                       e.bounded_range)
                 cost = cache1.get(key)
                 if cost is None:
                     cost = cache1[key] = self._cost_of(record_key, tuple(events))
@@ -362,27 +412,31 @@ class LedgerWrites:
         already released are left as they are; an id that is not a charge of this release is
         an error (nothing is committed)."""
         release_id = str(release_id)
-        ids = sorted({int(c) for c in charge_ids})
+        ids = sorted(set(map(int, charge_ids)))
         if not ids:
             return
-        runs = ranges(ids)
+        # a shard's charges: usually one contiguous run
+        runs = [[ids[0], ids[-1]]] if ids[-1] - ids[0] == len(ids) - 1 else ranges(ids)
         with self._write("commit charges", durable=False) as tx:
             b = self._backend
             base = self._charge_base
             new = [[max(lo, base + 1), hi] for lo, hi in runs if hi > base]
             old = [[lo, min(hi, base)] for lo, hi in runs if lo <= base]
             for lo, hi in new:
-                voided = b.execute("SELECT MIN(id) FROM ledger_charges WHERE id BETWEEN ? AND ? "
-                                   "AND status = 'voided'", (lo, hi)).fetchone()[0]
-                if voided is not None:
-                    raise DPTextError(f"charge {voided} was voided (dptext ledger void): its "
-                                      "record must not be released; nothing was committed")
-                entries = {}
-                for entry, n, withheld in b.execute(
+                # one pass over the run's rows: per batch entry, its rows, withheld and
+                # the first voided one
+                entries, voided = {}, []
+                for entry, n, withheld, void in b.execute(
                         "SELECT entry, COUNT(*), SUM(CASE WHEN status = 'withheld' THEN 1 "
-                        "ELSE 0 END) FROM ledger_charges WHERE id BETWEEN ? AND ? "
-                        "GROUP BY entry", (lo, hi)).fetchall():
+                        "ELSE 0 END), MIN(CASE WHEN status = 'voided' THEN id END) FROM "
+                        "ledger_charges WHERE id BETWEEN ? AND ? GROUP BY entry",
+                        (lo, hi)).fetchall():
                     entries[int(entry)] = (int(n), int(withheld))
+                    if void is not None:
+                        voided.append(int(void))
+                if voided:
+                    raise DPTextError(f"charge {min(voided)} was voided (dptext ledger void): "
+                                      "its record must not be released; nothing was committed")
                 if sum(n for n, _ in entries.values()) != hi - lo + 1 or any(
                         w for _, w in entries.values()) or any(
                         self._entry_release(e) != release_id for e in entries):
