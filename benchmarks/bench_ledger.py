@@ -29,6 +29,14 @@ command, about 2 minutes on a quiet 2-core machine:
 
     OMP_NUM_THREADS=1 python benchmarks/bench_ledger.py --records 100000 --sanitize --rounds 2
 
+``--baseline-src DIR`` (before/after in one run): a third kind of run, ``base``, the same
+command with the ledger but ``DIR`` (another checkout's ``src``) first on ``PYTHONPATH``; each
+round is then off, on, base, base, on, off, and the output adds the base runs and their ratios
+to the same off runs (``base_*``; medians of the pairwise ratios too: ``*_pair_median``):
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_ledger.py --records 100000 --sanitize \
+        --rounds 3 --baseline-src /path/to/old/src [--busy-disk]
+
 ``--busy-disk`` (issue 36): the same with a competing writer beside every run - another process
 writing 4 MiB and fsyncing it, over and over, to a file in the same directory (the busy disk
 a shared machine or a database server gives the ledger's fsyncs). ``--disk-writer DIR`` runs
@@ -47,7 +55,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _machine import run_child  # benchmarks/_machine.py (the script's folder is on sys.path)
+# benchmarks/_machine.py (the script's folder is on sys.path)
+from _machine import machine, run_child
 
 
 def make_records(n: int, units: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -137,9 +146,10 @@ def sanitize_runs(args) -> int:
     write_input(src, args.records, args.units)
     warm = d / "warm.jsonl"
     warm.write_text("".join(src.read_text().splitlines(keepends=True)[:256]))
-    walls: dict[str, list[float]] = {"off": [], "on": []}
-    cpus: dict[str, list[float]] = {"off": [], "on": []}
+    walls: dict[str, list[float]] = {"off": [], "on": [], "base": []}
+    cpus: dict[str, list[float]] = {"off": [], "on": [], "base": []}
     loads = [_load()]
+    where = machine()
     writer = start_disk_writer(str(d)) if args.busy_disk else None
     try:
         _sanitize_rounds(args, env, d, src, warm, walls, cpus, loads)
@@ -147,10 +157,10 @@ def sanitize_runs(args) -> int:
         if writer is not None:
             writer.terminate()
             writer.wait()
-    print(json.dumps({
+    out = {
         "records": args.records, "units": args.units, "batch": args.batch,
-        "mechanism": args.mechanism, "order": ",".join(["off,on,on,off"] * args.rounds),
-        "busy_disk": bool(args.busy_disk),
+        "mechanism": args.mechanism, "order": ",".join([",".join(_order(args))] * args.rounds),
+        "busy_disk": bool(args.busy_disk), **where,
         "wall_s_without_ledger": [round(x, 2) for x in walls["off"]],
         "wall_s_with_ledger": [round(x, 2) for x in walls["on"]],
         "cpu_s_without_ledger": [round(x, 2) for x in cpus["off"]],
@@ -161,21 +171,51 @@ def sanitize_runs(args) -> int:
                                    / statistics.median(walls["off"]), 3),
         "cpu_median_ratio": round(statistics.median(cpus["on"])
                                   / statistics.median(cpus["off"]), 3),
-        "loadavg_before_and_after_each_run": loads}))
+        "loadavg_before_and_after_each_run": loads, "uptime_after": machine()["uptime"]}
+    if args.baseline_src:
+        out.update(_with_baseline(args, walls, cpus))
+    print(json.dumps(out))
     return 0
+
+
+def _order(args) -> tuple[str, ...]:
+    return ("off", "on", "base", "base", "on", "off") if args.baseline_src else \
+        ("off", "on", "on", "off")
+
+
+def _with_baseline(args, walls, cpus) -> dict:
+    """The base runs (``--baseline-src``) beside the others: their times, their ratios to the
+    same off runs, and per round the medians of the pairwise ratios (each on or base run over
+    the mean of its round's two off runs)."""
+    med = statistics.median
+    out: dict = {"baseline_src": args.baseline_src,
+                 "wall_s_with_ledger_base": [round(x, 2) for x in walls["base"]],
+                 "cpu_s_with_ledger_base": [round(x, 2) for x in cpus["base"]]}
+    for what, times in (("wall", walls), ("cpu", cpus)):
+        offs = [(times["off"][2 * r] + times["off"][2 * r + 1]) / 2 for r in range(args.rounds)]
+        for kind in ("on", "base"):
+            pairs = [times[kind][2 * r + k] / offs[r] for r in range(args.rounds)
+                     for k in (0, 1)]
+            out[f"{kind}_{what}_ratio_pair_median"] = round(med(pairs), 3)
+            out[f"{kind}_{what}_median_ratio"] = round(med(times[kind]) / med(times["off"]), 3)
+    return out
 
 
 def _sanitize_rounds(args, env, d, src, warm, walls, cpus, loads) -> None:
 
-    for k, mode in enumerate(("warm", *("off", "on", "on", "off") * args.rounds)):
+    for k, mode in enumerate(("warm", *_order(args) * args.rounds)):
         cmd = [sys.executable, "-m", "dptext.cli", "sanitize", "-m", args.mechanism, "-e",
                str(args.epsilon), "--seed", "1", "--no-progress", "--input",
                str(warm if mode == "warm" else src), "--field", "text", "--user-field",
                "author", "-o", str(d / f"out{k}.jsonl"), "--batch-size", str(args.batch)]
-        if mode == "on":
+        run_env = env
+        if mode in ("on", "base"):
             cmd += ["--ledger", args.ledger or str(d / f"ledger{k}.sqlite"), "--owner",
                     "bench", "--dataset", f"notes{k}", "--budget", "1000000"]
-        cpu, wall = run_child(cmd, env, tail=2000)
+        if mode == "base":
+            run_env = {**env, "PYTHONPATH": os.pathsep.join(
+                p for p in (args.baseline_src, env.get("PYTHONPATH")) if p)}
+        cpu, wall = run_child(cmd, run_env, tail=2000)
         if mode != "warm":  # (the first run may fill caches on disk: not timed)
             walls[mode].append(wall)
             cpus[mode].append(cpu)
@@ -194,6 +234,9 @@ def main(argv=None) -> int:
                     help="time whole `dptext sanitize` runs with and without --ledger")
     ap.add_argument("--rounds", type=int, default=1,
                     help="--sanitize: repeat the off,on,on,off runs this many times")
+    ap.add_argument("--baseline-src", metavar="DIR",
+                    help="--sanitize: also time runs with DIR (another checkout's src) first on "
+                    "PYTHONPATH: before and after in one run")
     ap.add_argument("--busy-disk", action="store_true",
                     help="--sanitize: a competing process fsyncing to the same disk throughout")
     ap.add_argument("--disk-writer", metavar="DIR",
