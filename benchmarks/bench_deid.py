@@ -5,6 +5,9 @@ Sets (each with its own gold categories; never tuned to one):
 - ``philter``: the 5 i2b2-2014-format notes philter-lite ships with 46 gold PHI tags;
 - ``deidgate``: deidgate's 15 Safe-Harbor seed notes (gold given as values);
 - ``generated``: ``--generated N`` notes of :mod:`dptext.deid.notes` (5 formats, seed 0);
+- ``adversarial``: ``--adversarial N`` records of :mod:`dptext.deid.adversarial` (14 formats an
+  outside auditor tries: capitals headers, "Last, First", initials, lower-case names, IDs and
+  phones in many shapes, ...; seed 0; ``--by-format`` prints each format apart);
 - ``tweets``: ``--tweets N`` tweets of the packaged Twitter NER set (WNUT-16 style gold:
   person, geo-loc, company, facility, product, ...; informal text, not clinical).
 
@@ -17,8 +20,9 @@ share of gold tokens left verbatim in the release, readability (non-identifier t
 and the verbatim identifiers by the leak check's rules on the gold spans (full names, phones,
 e-mails, IDs).
 
-    python benchmarks/bench_deid.py [--sets philter,deidgate,generated,tweets]
-        [--generated 300] [--tweets 300] [--detectors spacy,presidio,both] [--json OUT]
+    python benchmarks/bench_deid.py [--sets philter,deidgate,generated,adversarial,tweets]
+        [--generated 300] [--adversarial 280] [--tweets 300] [--detectors spacy,presidio,both]
+        [--residual keep,protect] [--by-format] [--json OUT]
     python benchmarks/bench_deid.py --speed 2000 [--profile]   # notes/s, --detector both
     python benchmarks/bench_deid.py --languages                # language detectors compared
 """
@@ -67,6 +71,10 @@ def load_set(name: str, n: int):
         return read_gold(root / "data" / "safeharbor_seed.jsonl") if root else None
     if name == "generated":
         return generate_notes(n, seed=0)
+    if name == "adversarial":
+        from dptext.deid.adversarial import generate_adversarial
+
+        return generate_adversarial(n, seed=0)
     if name == "tweets":
         from dptext.datasets import load_tagged
 
@@ -94,28 +102,43 @@ def build(detector: str, residual: str, mechanism=None):
                              word_policy="surrogate")
 
 
-def run_set(records, m, seed: int = 0) -> dict:
-    from dptext.deid.gold import Scores
-    from dptext.detect.leaks import survivors
+KINDS = {"NAME": "names", "PERSON": "names", "PHONE": "phones", "CONTACT": "phones",
+         "FAX": "phones", "EMAIL": "emails", "ID": "ids", "MRN": "ids", "SSN": "ids",
+         "ACCOUNT": "ids", "HEALTH_PLAN": "ids", "LICENSE": "ids", "VEHICLE": "ids",
+         "DEVICE": "ids"}
 
+
+def release(records, m, seed: int = 0):
+    """(detected spans with the residual net's, released text) per record, and the seconds."""
     texts = [r.text for r in records]
     t0 = time.perf_counter()
     detected = m.detect(texts)
     spans = [list(d) + m.residual_tokens(t, d) for t, d in zip(texts, detected, strict=True)]
     released = [r.text for r in m.privatize_spans(texts, detected, rng=seed)]
-    seconds = time.perf_counter() - t0
+    return spans, released, time.perf_counter() - t0
+
+
+def score_set(records, spans, released, seconds: float = 0.0) -> dict:
+    """Token scores, verbatim identifiers (the leak check's rules on the gold spans: whole
+    surface; ``leaks`` also counts a name whose part survives, as the check does for names)."""
+    from dptext.deid.gold import GoldSpan, Scores
+    from dptext.detect.leaks import survivors
+
     s = Scores()
     verbatim = {"full_names": 0, "names": 0, "phones": 0, "emails": 0, "ids": 0}
     totals = dict.fromkeys(verbatim, 0)
-    kinds = {"NAME": "names", "PERSON": "names", "PHONE": "phones", "CONTACT": "phones",
-             "FAX": "phones", "EMAIL": "emails", "ID": "ids", "MRN": "ids", "SSN": "ids",
-             "ACCOUNT": "ids", "HEALTH_PLAN": "ids", "LICENSE": "ids", "VEHICLE": "ids",
-             "DEVICE": "ids"}
+    leaks: dict[str, list[int]] = {}  # gold category -> [survivors, spans]
     for rec, found, rel in zip(records, spans, released, strict=True):
         s.add(rec, found, rel)
         left = {(x.start, x.end) for x in survivors(rec.text, rel, rec.spans, numbers=False)}
+        as_names = [GoldSpan(g.start, g.end, "PERSON" if KINDS.get(g.category) == "names"
+                             else g.category) for g in rec.spans]
+        parts = {(x.start, x.end) for x in survivors(rec.text, rel, as_names, numbers=False)}
         for g in rec.spans:
-            kind = kinds.get(g.category)
+            row = leaks.setdefault(g.category, [0, 0])
+            row[0] += (g.start, g.end) in parts
+            row[1] += 1
+            kind = KINDS.get(g.category)
             if kind is None:
                 continue
             hit = (g.start, g.end) in left
@@ -132,7 +155,12 @@ def run_set(records, m, seed: int = 0) -> dict:
             "recall_all": s.recall(), "precision": s.precision(),
             "verbatim_share": {c: s.verbatim_share(c) for c in sorted(s.gold)},
             "readability": s.readability,
-            "verbatim_identifiers": {k: f"{verbatim[k]}/{totals[k]}" for k in verbatim}}
+            "verbatim_identifiers": {k: f"{verbatim[k]}/{totals[k]}" for k in verbatim},
+            "leaks": {c: f"{a}/{b}" for c, (a, b) in sorted(leaks.items())}}
+
+
+def run_set(records, m, seed: int = 0) -> dict:
+    return score_set(records, *release(records, m, seed))
 
 
 def fmt(x) -> str:
@@ -147,19 +175,29 @@ def accuracy(args) -> None:
     print(f"# bench_deid {dptext.__version__}; {machine()}")
     results = {}
     for name in args.sets.split(","):
-        records = load_set(name, args.tweets if name == "tweets" else args.generated)
+        records = load_set(name, {"tweets": args.tweets, "adversarial": args.adversarial}.get(
+            name, args.generated))
         if records is None:
             print(f"## {name}: its package is not installed (requirements-nodeps.txt)")
             continue
         for det in args.detectors.split(","):
-            for residual in ("keep", "protect"):
-                r = run_set(records, build(det, residual, base))
-                results[f"{name}/{det}/{residual}"] = r
-                rec = ", ".join(f"{c} {fmt(v)}" for c, v in r["recall"].items())
-                print(f"{name:<9} {det:<8} residual {residual:<7} recall {fmt(r['recall_all'])} "
-                      f"({rec}) precision {fmt(r['precision'])} readability "
-                      f"{fmt(r['readability'])} verbatim {r['verbatim_identifiers']} "
-                      f"[{r['records']} records, {r['seconds']} s]", flush=True)
+            for residual in args.residual.split(","):
+                spans, released, seconds = release(records, build(det, residual, base))
+                groups = {name: range(len(records))}
+                if args.by_format:
+                    for i, r in enumerate(records):
+                        groups.setdefault(f"{name}:{r.id}", []).append(i)
+                for group, idx in groups.items():
+                    r = score_set([records[i] for i in idx], [spans[i] for i in idx],
+                                  [released[i] for i in idx],
+                                  seconds if group == name else 0.0)
+                    results[f"{group}/{det}/{residual}"] = r
+                    rec = ", ".join(f"{c} {fmt(v)}" for c, v in r["recall"].items())
+                    print(f"{group:<9} {det:<8} residual {residual:<7} recall "
+                          f"{fmt(r['recall_all'])} ({rec}) precision {fmt(r['precision'])} "
+                          f"readability {fmt(r['readability'])} verbatim "
+                          f"{r['verbatim_identifiers']} leaks (name parts too) {r['leaks']} "
+                          f"[{r['records']} records, {r['seconds']} s]", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": machine(), "results": results},
                                               indent=1))
@@ -277,6 +315,9 @@ def main() -> None:
     p.add_argument("--sets", default="philter,deidgate,generated,tweets")
     p.add_argument("--generated", type=int, default=300)
     p.add_argument("--tweets", type=int, default=300)
+    p.add_argument("--adversarial", type=int, default=280)
+    p.add_argument("--by-format", action="store_true", help="also each record id (format) apart")
+    p.add_argument("--residual", default="keep,protect")
     p.add_argument("--detectors", default="spacy,presidio,both")
     p.add_argument("--json")
     p.add_argument("--speed", type=int)

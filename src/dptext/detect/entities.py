@@ -193,6 +193,7 @@ def _presidio_analyzer():
 
 
 _WORDS = re.compile(r"\w[\w'-]*")
+_NUMBER = re.compile(r"[\d.,/%-]+")
 # NER categories a rule finding replaces where they overlap
 _NER_VAGUE = frozenset({"DATE", "TIME", "CARDINAL", "QUANTITY", "ORDINAL", "MONEY", "PERCENT",
                         "PHONE_NUMBER", "US_DRIVER_LICENSE", "US_PASSPORT", "US_BANK_NUMBER"})
@@ -238,14 +239,14 @@ def _no_durations(text: str, ner: list[Entity]) -> list[Entity]:
 
 
 def _no_clinical(text: str, ner: list[Entity]) -> list[Entity]:
-    """Less an NER name, place or organisation made only of clinical vocabulary ("PO", "MG",
-    "Prednisone": :func:`dptext.detect.vocabulary.is_clinical`)."""
+    """Less an NER name, place or organisation made only of clinical vocabulary and numbers
+    ("PO", "MG", "Prednisone", "HR 88, RR 16": :func:`dptext.detect.vocabulary.is_clinical`)."""
     from dptext.detect.vocabulary import is_clinical
 
     out = []
     for e in ner:
-        words = _WORDS.findall(text[e.start:e.end]) if e.category in _NOT_NAMES or \
-            e.category == "PERSON" else []
+        words = [w for w in _WORDS.findall(text[e.start:e.end]) if not _NUMBER.fullmatch(w)] \
+            if e.category in _NOT_NAMES or e.category == "PERSON" else []
         if not (words and all(is_clinical(w) for w in words)):
             out.append(e)
     return out

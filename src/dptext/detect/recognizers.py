@@ -62,8 +62,10 @@ class PatternRecognizer(Recognizer):
     context: tuple[str, ...] = ()
     validate: Callable[[str], bool] | None = None
     flags: int = 0
+    exclude: tuple[str, ...] = ()  # no match right after these words (12 characters before)
     _re: re.Pattern = field(init=False, repr=False)
     _ctx: re.Pattern | None = field(init=False, repr=False)
+    _not: re.Pattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         try:
@@ -71,6 +73,7 @@ class PatternRecognizer(Recognizer):
         except re.error as err:
             raise DPTextError(f"pattern {self.name}: not a regular expression ({err})") from None
         self._ctx = _context_re(self.context) if self.context else None
+        self._not = _context_re(self.exclude) if self.exclude else None
 
     def find(self, text: str) -> list[Entity]:
         out = []
@@ -81,6 +84,8 @@ class PatternRecognizer(Recognizer):
                 continue
             if self._ctx is not None and not self._ctx.search(
                     text[max(0, start - _CONTEXT_WINDOW):start]):
+                continue
+            if self._not is not None and self._not.search(text[max(0, start - 12):start]):
                 continue
             if self.validate is not None and not self.validate(text[start:end]):
                 continue
@@ -124,9 +129,12 @@ class PhoneRecognizer(Recognizer):
 
 
 _INTERNATIONAL = re.compile(r"(?:\+|\b00)\s?\(?\d|(?<!\d)\d{10,11}(?!\d)")
-_NANP_PHONE = re.compile(r"(?<![\w+])(?:(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])"
-                         r"\d{3}[\s.-]\d{4}|\+\d{10,15})(?![\w-])")
-_LOCAL_PHONE = re.compile(r"(?<![\w/.-])(?:\d{3}[-.\s]\d{4}|x\d{4,5}|\d{5})(?![\w/-])")
+# an extension after a number is part of it ("555-123-4567 ext. 123", "x4521")
+_EXTENSION = r"(?:,?[ \t]*(?:ext\.?|x|extension)[ \t]*\d{1,5})?"
+_NANP_PHONE = re.compile(r"(?<![\w+])(?:(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s./-])"
+                         rf"\d{{3}}[\s.-]\d{{4}}|\+\d{{10,15}}){_EXTENSION}(?![\w-])")
+_LOCAL_PHONE = re.compile(r"(?<![\w/.-])(?:\d{3}[-.\s]\d{4}|x\d{4,5}|\d{5}|\d{10})"
+                          rf"{_EXTENSION}(?![\w/-])")
 _PHONE_CONTEXT = _context_re(("phone", "tel", "telephone", "call", "cell", "mobile", "pager",
                               "beeper", "fax", "ext", "extension", "contact", "number"))
 
@@ -170,6 +178,32 @@ _FILLER = re.compile(r"(?i)[\s:#=.,(-]*(?:(?:numbers?|nos?|num|nr|ids?|is|are|wa
 # 560-40-78-5, XW277/90683, 1HGCM82633A004352, 8XYZ432
 _ID_TOKEN = re.compile(r"(?<![\w-])(?=[\w./-]*\d[\w./-]*\d)[A-Za-z0-9][\w/.-]*[A-Za-z0-9]"
                        r"(?![\w-])")
+
+
+@dataclass
+class NameContextRecognizer(Recognizer):
+    """Names in lower case after a word that announces a name - a title ("dr smith"), a
+    relative ("wife mary", "son, tom"), "pt", "patient", "per", "seen by", "spoke with", ... -
+    one to three words, each a first name or surname of the public lists that is not an
+    ordinary word, or a word public English text does not know at all (not a medical term).
+    Capitalised names there are the residual net's and the other rules' (this rule never
+    takes an ordinary word: "wife is", "per protocol")."""
+
+    def find(self, text: str) -> list[Entity]:
+        out = []
+        for c in _NAME_CONTEXT.finditer(text):
+            run = _LOWER_RUN.match(text, c.end())
+            if run is None:
+                continue
+            end = None
+            strong = c.group().casefold() in _STRONG
+            for w in re.finditer(r"\S+", run.group("v")):
+                if not _lower_name(w.group(), strong or end is not None):
+                    break
+                end = run.start("v") + w.end()
+            if end is not None:
+                out.append(self._entity(text, run.start("v"), end))
+        return out
 
 
 @dataclass
@@ -243,12 +277,20 @@ def _luhn(value: str) -> bool:
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
           r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+_WEEKDAY = r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"
 _ORDINAL_WORDS = ("first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|"
                   "twelfth|thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|"
                   "nineteenth|twentieth|twenty-\\w+|thirtieth|thirty-first")
 _STREET_TYPES = (r"(?:St|Street|Rd|Road|Ave|Avenue|Blvd|Boulevard|Dr|Drive|Ln|Lane|Way|Ct|"
                  r"Court|Pl|Place|Ter|Terrace|Pkwy|Parkway|Hwy|Highway|Cir|Circle|Sq|Square|"
                  r"Trl|Trail|Loop|Row)")
+_STATE_NAMES = ("(?:Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|"
+                "Florida|Georgia|Hawaii|Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|"
+                "Maine|Maryland|Massachusetts|Michigan|Minnesota|Mississippi|Missouri|Montana|"
+                "Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|New York|North Carolina|"
+                "North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|South Carolina|"
+                "South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|"
+                "Wisconsin|Wyoming)")
 _US_STATES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE "
               "NV NH NJ NM NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR")
 # upper and lower case letters of Latin script, accents included ("Salómonsson", "Øster")
@@ -282,12 +324,66 @@ _SALUTED_NAME = (rf"\b(?:{_SALUTATION})[ \t]+(?:{_INITIALS})?{_NAME_WORD}"
                  rf"(?:[ \t]+(?:{_INITIALS})?{_NAME_PART}){{0,2}}(?=[ \t]*[,:\n!])")
 
 
+_CREDENTIALS = r"(?:M\.?D|D\.?O|R\.?N|N\.?P|P\.?A|Ph\.?D|LPN|CNA|APRN|PharmD|MSW|LCSW|PT|OT)"
+
+
+def _not_clinical(value: str) -> bool:
+    from dptext.detect.vocabulary import is_clinical
+
+    return not is_clinical(value)
+
+
+def _first_not_ordinary(value: str) -> bool:
+    """"LAST, First": the first name is no ordinary word ("SMITH, Acct #" is no name)."""
+    first = value.split(",", 1)[1].split()
+    return bool(first) and first[0].casefold() not in common_words()
+
+
 def _not_ordinary_after(value: str) -> bool:
 
     words = re.findall(r"[^\W\d_][\w'-]*", value)
     return len(words) > 1 and words[1].casefold() not in common_words()
 
 
+
+
+_RELATIVES = ("wife", "husband", "spouse", "partner", "son", "daughter", "mother", "father",
+              "mom", "dad", "sister", "brother", "niece", "nephew", "aunt", "uncle", "cousin",
+              "grandson", "granddaughter", "grandmother", "grandfather", "grandma", "grandpa",
+              "stepson", "stepdaughter", "fiance", "fiancee", "boyfriend", "girlfriend",
+              "friend", "neighbor", "neighbour", "caregiver", "guardian", "roommate")
+_NAME_CONTEXT = _context_re(tuple(t.lower() for t in TITLES) + _RELATIVES + (
+    "pt", "patient", "per", "seen by", "spoke with", "spoke to", "talked to", "discussed with",
+    "called", "cc", "signed", "dictated by", "attending", "resident", "np", "rn", "name",
+    "mrs", "mr", "ms"))
+_LOWER_RUN = re.compile(rf"[.:,]?[ \t]+(?P<v>[{_LO}][{_LO}'-]*(?:[ \t]+[{_LO}][{_LO}'-]*){{0,2}})")
+
+
+_STRONG = frozenset(t.casefold() for t in TITLES) | frozenset(_RELATIVES) | {"mr", "mrs", "ms"}
+
+
+def _lower_name(word: str, strong: bool) -> bool:
+    """A lower-case word that is a name of the public lists and no ordinary word, or one
+    public English text does not know (:class:`NameContextRecognizer`); after a title or a
+    relative (``strong``), or after a first name, any word outside the most frequent English
+    words ("dr abramovich", "sister alik") that is no clinical term."""
+    from dptext.detect.vocabulary import (
+        common_words,
+        frequent_words,
+        is_clinical,
+        is_medical_word,
+        known_words,
+        name_list,
+    )
+
+    low = word.casefold().strip("'-")
+    if not low.isalpha() or len(low) < 2 or is_clinical(low):
+        return False
+    if low in name_list():
+        return low not in common_words()  # "will", "may": stopwords
+    if strong:
+        return len(low) >= 3 and low not in frequent_words() and not is_medical_word(low)
+    return len(low) >= 3 and low not in known_words() and not is_medical_word(low)
 
 
 @cache
@@ -301,7 +397,8 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
                           r"(?i)\b(?:https?://|www\.)[^\s<>\"']*[^\s<>\"'.,;:!?)\]]"),
         PatternRecognizer("url-domain", "URL",
                           r"(?i)(?<![@\w.-])(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|us|uk|de|"
-                          r"info|health|example)(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
+                          r"ca|au|fr|es|nl|ch|se|dk|fi|ie|nz|jp|br|mx|eu|biz|care|clinic|"
+                          r"hospital|app|dev|online|site|info|health|example)(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
         PatternRecognizer("ipv4", "IP_ADDRESS", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d)",
                           validate=_ipv4),
         PatternRecognizer("ipv6", "IP_ADDRESS",
@@ -321,14 +418,26 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
             "age", "AGE",
             r"(?i)(?<![\w-])(?:\d{1,3}|[a-z]+(?:-[a-z]+)?)[- ](?:years?|yrs?|months?|mos?)"
             r"[- ]old\b|(?<![\w/-])\d{1,3}\s?(?:y/?o|y\.o\.|yo|yr old)(?![\w/])|"
-            r"\b(?:aged?|age:)\s*(?P<v>\d{1,3})\b"),
+            r"\b(?:aged?|age:)\s*(?P<v>\d{1,3})\b|"
+            r"(?<![\w/-])\d{1,3}\s+years?\s+of\s+age\b"),
+        # an age over 89 with the sex after it ("94F", "(101 M)"); never a temperature
+        PatternRecognizer("age-sex", "AGE", r"(?<![\w./°-])(?:9\d|1[0-2]\d)[ \t]?[MF](?![\w°])",
+                          exclude=("temp", "temperature", "t", "tmax", "tm", "fever", "febrile",
+                                   "afebrile", "to", "of")),
         PatternRecognizer(
             "date-numeric", "DATE",
             r"(?<![\w/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/-]\d{1,2}[/-]\d{2,4}|"
             r"\d{1,2}\.\d{1,2}\.\d{4}|\d{1,2}/\d{2}(?!\d)|\d{1,2}/\d{4})(?![\w/]|-\d)"),
         PatternRecognizer(
+            "date-more", "DATE",
+            # 04-Mar-1950, 2019/03/04, 20190304 (a valid date), "March of 2019"
+            rf"(?<![\w/.-])(?:\d{{1,2}}[-/ ](?i:{_MONTH})[-/ ]\d{{2,4}}|"
+            r"\d{4}/\d{1,2}/\d{1,2}|"
+            r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01]))(?![\w/]|-\d)|"
+            rf"\b{_MONTH}\s+of\s+\d{{4}}\b"),
+        PatternRecognizer(
             "date-words", "DATE",
-            rf"\b(?:{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
+            rf"\b(?:{_WEEKDAY},?\s+)?(?:{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?|"
             rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?(?:,?\s+\d{{4}})?|"
             rf"(?:the\s+)?(?:{_ORDINAL_WORDS})\s+of\s+{_MONTH}|"
             r"(?:January|February|April|June|July|August|September|October|November|December)"
@@ -339,10 +448,17 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
             rf"{_STREET_TYPES}\b\.?(?:,?\s+(?:Apt|Suite|Ste|Unit|#)\.?\s*\w+)?"),
         PatternRecognizer(
             "city-state-zip", "GPE",
-            rf"(?P<v>{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}),\s+(?:{_US_STATES.replace(' ', '|')})"
-            r"\s+\d{5}\b"),
+            rf"(?P<v>{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}),\s+"
+            rf"(?:(?:{_US_STATES.replace(' ', '|')})\s+\d{{5}}\b|{_STATE_NAMES}\b)"),
         PatternRecognizer("zip-state", "ZIP_CODE",
-                          rf"\b(?:{_US_STATES.replace(' ', '|')})\s+(?P<v>\d{{5}}(?:-\d{{4}})?)\b"),
+                          rf"\b(?:{_US_STATES.replace(' ', '|')}|{_STATE_NAMES})\s+"
+                          r"(?P<v>\d{5}(?:-\d{4})?)\b"),
+        # a street in lower case ("12 oak hill road"); only the unambiguous street words
+        PatternRecognizer(
+            "street-lower", "STREET_ADDRESS",
+            r"\b\d{1,6}[a-z]?[ \t]+(?:[nsew]\.?[ \t]+)?(?:[a-z]{2,}[ \t]+){1,2}(?:st|street|rd|"
+            r"road|ave|avenue|blvd|boulevard|lane|ln|drive|court|terrace|parkway|pkwy|hwy|"
+            r"highway)\b\.?"),
         PatternRecognizer("zip-context", "ZIP_CODE", r"(?<![\w-])\d{5}(?:-\d{4})?(?![\w-])",
                           context=("zip", "zip code", "postal code", "postcode")),
         # a salutation and title with the name after them are one name span ("Dear Dr.
@@ -359,7 +475,22 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
         PatternRecognizer("dictation", "PERSON",
                           r"(?m)\b[A-Z]{2,4}:(?P<v>[a-z]{2,}(?:/[a-z]{2,})?)\b"),
         PatternRecognizer("last-first", "PERSON",
-                          r"\b(?P<v>[A-Z]{2,}[A-Za-z'-]*,\s?[A-Z][A-Za-z'-]+)\b"),
+                          rf"(?<!\w)(?P<v>[{_UP}]{{2,}}[{_UP}{_LO}'-]*,[ \t]?(?!{_CREDENTIALS}\b)"
+                          rf"[{_UP}][{_UP}{_LO}'-]+(?:[ \t][{_UP}]\.?(?![\w.]))?)(?![\w])",
+                          validate=_first_not_ordinary),
+        # initials: after "initials", in a sign-off ("-- JS, RN", "JS/mk"), after "per"/"cc"
+        PatternRecognizer("initials", "PERSON",
+                          r"(?i:initials?)[ \t]*:?[ \t]*"
+                          r"(?P<v>[A-Z](?:\.[ \t]?)?[A-Z](?:\.(?=[ \t]?[A-Z]\b))?(?:[ \t]?[A-Z])?)"
+                          r"(?![\w])"),
+        PatternRecognizer("signed-initials", "PERSON",
+                          rf"(?m)(?:^[ \t]*(?:--?|/|\u2013)[ \t]*|(?<![\w/])(?=[A-Z]{{2,3}},[ \t]*"
+                          rf"{_CREDENTIALS}\b)|(?<![\w/])(?=[A-Z]{{2,3}}/[a-z]{{2,3}}\b))"
+                          r"(?P<v>[A-Z]{2,3})(?![\w.])"),
+        PatternRecognizer("per-initials", "PERSON",
+                          r"\b(?:per|cc:?|by|signed|co-signed|initialed)[ \t]+"
+                          r"(?P<v>[A-Z]{2,3})(?![\w.])", validate=_not_clinical),
+        NameContextRecognizer("name-context", "PERSON"),
     )
 
 

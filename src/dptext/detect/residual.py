@@ -13,8 +13,20 @@ A token outside every detected span is residual when it is
 - a token with ``@``, or a mixed letter-digit shape ("FB59", "VP-559A"), except a number with a
   unit glued on ("5mg", "10mL", "3rd").
 
-Lower-case words are never residual: a lower-case name ("holmes" in a dictation line) is left
-to the recognizers. The vocabulary is built once per process (about 1.5 s).
+A lower-case word is residual only when public English text does not know it at all (not one
+of wordfreq's ~320,000 English words, names included: "stiallfentiall", "yefremova") and it
+has not the shape of a medical term ("bibasilar"); a lower-case name that is also a word
+("kennedy", "holmes") is left to the recognizers (after a title, a relative, "pt", "per", in a
+dictation line).
+
+A token is a run of characters between spaces and the separators of tables and lists (``,``
+between letters, ``;``, ``|``, brackets, quotes): "1,Smith,John,5550142" is four tokens. A
+token a detected span covers in part is looked at in the parts the span leaves ("Melikov" of
+"Melikov,8 July 2020" when the date is found). A lone capital ("A", "C.") right before or
+after a residual or detected name is the name's initial ("SMITH, JOHN A"); a capitalised word
+outside the 25,000 most frequent English words (not a clinical term) is residual beside a name
+or another such word ("Takumi Maruyama", "Fleischer Susanne": names that are also words).
+The vocabulary is built once per process (about 2.5 s).
 """
 
 from __future__ import annotations
@@ -25,13 +37,24 @@ from dataclasses import dataclass, field
 
 from dptext.detect.categories import RESIDUAL
 from dptext.detect.entities import Entity
-from dptext.detect.vocabulary import common_words, is_clinical
+from dptext.detect.vocabulary import (
+    common_words,
+    frequent_words,
+    is_clinical,
+    is_medical_word,
+    known_words,
+)
 
-_TOKEN = re.compile(r"[^\s]+")
+_TOKEN = re.compile(r"(?:[^\s,;|<>\"()\[\]{}]|(?<=\d),(?=\d{3}(?!\d)))+")
+_INITIAL = re.compile(r"[A-Z]\.?")
+_SPACE = re.compile(r"[ \t]+")
+_NAMES = frozenset({"PERSON", "DENY_LIST", RESIDUAL})
+_AFTER_NAME = re.compile(r"[ \t]*,?[ \t]*")  # "SMITH, JOHN A", "Ruiz, A."
+_BEFORE_NAME = re.compile(r"\.?[ \t]*")  # "J. Smith", "J Smith"
 _EDGE = re.compile(r"^[^\w@+]+|[^\w@]+$")
 _DIGIT_RUN = re.compile(r"\d{3,}")
 _YEAR = re.compile(r"(?:19|20)\d\d(?:s|'s)?")
-_MEASURE = re.compile(r"\d+(?:[.,]\d+)+")
+_MEASURE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+")  # 1,000 and 98.6
 _UNITS = ("mg|mcg|ug|g|kg|ml|l|dl|cc|cm|mm|km|m|h|hr|hrs|min|mins|sec|s|x|d|wk|wks|mo|yr|yrs|"
           "mmhg|bpm|lb|lbs|oz|iu|u|units?|meq|mmol|st|nd|rd|th|am|pm|f|c|%")
 _WITH_UNIT = re.compile(rf"(?i)\d+(?:\.\d+)?(?:{_UNITS})")
@@ -75,7 +98,7 @@ class ResidualNet:
                 return False
             return not (token.isdigit() and UNIT_AFTER.match(after))
         if not token[0].isupper():
-            return False
+            return token.islower() and self._unknown_lower(token)
         for part in re.split(r"[-/']", token):
             low = part.casefold()
             if low in ("s", "") or low in self._vocab or low in self.allow or is_clinical(part):
@@ -83,25 +106,69 @@ class ResidualNet:
             return True
         return False
 
+    def _unknown_lower(self, token: str) -> bool:
+        """A lower-case word public English text does not know (module docstring)."""
+        parts = [p for p in re.split(r"[-/']", token) if p]
+        return any(len(p) >= 4 and p.isalpha() and p not in known_words()
+                   and not is_medical_word(p) and p not in self.allow for p in parts)
+
     def find(self, text: str, spans: Sequence = ()) -> list[Entity]:
         """Residual tokens of ``text`` outside ``spans`` (objects with ``start``/``end``)."""
         covered = sorted((s.start, s.end) for s in spans)
-        out, j = [], 0
+        pieces: list[tuple[int, int, bool]] = []  # (start, end, residual) outside the spans
+        j = 0
         for m in _TOKEN.finditer(text):
-            raw = m.group()
-            lead = len(raw) - len(_EDGE.sub("", raw, count=1)) if raw else 0
-            core = _EDGE.sub("", raw)
-            if not core:
-                continue
-            start = m.start() + (raw.find(core) if lead else 0)
-            end = start + len(core)
-            while j < len(covered) and covered[j][1] <= start:
+            while j < len(covered) and covered[j][1] <= m.start():
                 j += 1
-            if any(a < end and start < b for a, b in covered[j:j + 3]):
-                continue
-            if self.is_residual(core, text[end:end + 16]):
-                out.append(Entity(core.casefold(), RESIDUAL, start, end))
+            cuts = [(a, b) for a, b in covered[j:j + 4] if a < m.end() and m.start() < b]
+            pos = m.start()
+            for a, b in [*cuts, (m.end(), m.end())]:
+                if a > pos:
+                    pieces.append(self._piece(text, pos, a))
+                pos = max(pos, b)
+        pieces = [p for p in pieces if p is not None]
+        names = [(s.start, s.end) for s in spans if getattr(s, "category", None) in _NAMES]
+        names += [(a, b) for a, b, res in pieces
+                  if res and text[a].isupper() and not any(c.isdigit() for c in text[a:b])]
+        rare = {i for i, (a, b, res) in enumerate(pieces) if not res and self._rare(text[a:b])}
+        for i in sorted(rare):  # a rare capitalised word beside a name or another one
+            a, b, _ = pieces[i]
+            near = [j for j in (i - 1, i + 1) if 0 <= j < len(pieces)
+                    and _SPACE.fullmatch(text, *sorted((pieces[j][1], a) if j < i
+                                                       else (b, pieces[j][0])))]
+            if any(j in rare or pieces[j][2] for j in near) or any(
+                    _SPACE.fullmatch(text, e, a) or _SPACE.fullmatch(text, b, s_)
+                    for s_, e in names):
+                pieces[i] = (a, b, True)
+        out = []
+        for start, end, res in pieces:
+            if not res and _INITIAL.fullmatch(text, start, end):
+                res = any(b <= start and _AFTER_NAME.fullmatch(text, b, start)
+                          or a >= end and _BEFORE_NAME.fullmatch(text, end, a)
+                          for a, b in names)
+            if res:
+                out.append(Entity(text[start:end].casefold(), RESIDUAL, start, end))
         return out
+
+    def _rare(self, word: str) -> bool:
+        """A capitalised word outside the most frequent English words that is no clinical or
+        medical term ("Takumi", "Fleischer")."""
+        if not (word[:1].isupper() and word[1:2].islower()) or \
+                not word.replace("-", "").replace("'", "").isalpha():
+            return False
+        low = word.casefold()
+        return (low not in frequent_words() and low not in self.allow and not is_clinical(word)
+                and not is_medical_word(low))
+
+    def _piece(self, text: str, start: int, end: int) -> tuple[int, int, bool] | None:
+        """(start, end, residual?) of the word in ``text[start:end]`` less edge punctuation."""
+        raw = text[start:end]
+        core = _EDGE.sub("", raw)
+        if not core:
+            return None
+        start += raw.find(core)
+        end = start + len(core)
+        return start, end, self.is_residual(core, text[end:end + 16])
 
     def find_many(self, texts: Iterable[str], spans: Iterable[Sequence]) -> list[list[Entity]]:
         return [self.find(t, s) for t, s in zip(texts, spans, strict=True)]

@@ -31,28 +31,61 @@ ID_CONTEXTS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _fold(word: str) -> str:
+    """``word`` without its accents ("José" -> "jose"), case-folded."""
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold())
+                   if not unicodedata.combining(c))
+
+
 @cache
-def name_list() -> frozenset[str]:
-    """First names and surnames of every Faker locale, ASCII letters only, case-folded."""
+def _name_lists() -> tuple[frozenset[str], frozenset[str]]:
+    """(first names, surnames) of every Faker locale in Latin letters (accents kept, and each
+    also without its accents: "Luís" and "luis"), case-folded."""
     import importlib
     import pkgutil
 
     import faker.providers.person as person
 
-    out: set[str] = set()
+    first: set[str] = set()
+    last: set[str] = set()
     for m in pkgutil.iter_modules(person.__path__):
         try:
             provider = importlib.import_module(f"{person.__name__}.{m.name}").Provider
         except Exception:  # noqa: BLE001 - a locale module that does not import is skipped
             continue
-        for attr in ("first_names", "first_names_male", "first_names_female",
-                     "first_names_nonbinary", "last_names"):
+        for attr, out in (("first_names", first), ("first_names_male", first),
+                          ("first_names_female", first), ("first_names_nonbinary", first),
+                          ("last_names", last)):
             values = getattr(provider, attr, None)
             if isinstance(values, dict | list | tuple | set | frozenset):
-                out.update(v.casefold() for v in values
-                           if isinstance(v, str) and v.isascii()
-                           and v.replace("-", "").replace("'", "").isalpha())
-    return frozenset(out)
+                for v in values:
+                    if isinstance(v, str) and _LATIN.fullmatch(v):
+                        out.update((v.casefold(), _fold(v)))
+    return frozenset(first), frozenset(last)
+
+
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]+(?:[-'][A-Za-z\u00c0-\u024f]+)*")
+
+
+def name_list() -> frozenset[str]:
+    """First names and surnames of every Faker locale in Latin letters, case-folded."""
+    first, last = _name_lists()
+    return _all_names(first, last)
+
+
+@cache
+def _all_names(first: frozenset[str], last: frozenset[str]) -> frozenset[str]:
+    return first | last
+
+
+def first_names() -> frozenset[str]:
+    return _name_lists()[0]
+
+
+def surnames() -> frozenset[str]:
+    return _name_lists()[1]
 
 
 # Clinical vocabulary that is no identifier (a general list of standard abbreviations of
@@ -67,6 +100,7 @@ heent perrla perrl eomi ncat ctab cta rrr nt nd bs nabs cva cvat rom dtr dtrs wn
 htn dm dm2 iddm niddm cad chf copd ckd esrd mi nstemi stemi cva tia dvt pe gerd uti uri sob
 pnd cp ra oa sle ms als hiv hcv hbv tb afib af aflutter svt vt vf rbbb lbbb lvh lvef ef avr mvr
 aaa pvd pad bph osa ards aki arf cri hld hl dlp obesity bmi nkda nka adl adls iadl iadls loc
+bp hr rr temp spo2 o2 sat ra abd ext neuro psych gu gi ent st qrs qt qtc pr
 ecg ekg cxr ct cta mri mra us tte tee echo eeg emg pft pfts abg vbg cbc bmp cmp lft lfts inr pt
 ptt aptt bun cr gfr egfr tsh t3 t4 ft4 hba1c a1c ldl hdl tg flp psa ua ucx bcx esr crp bnp
 trop ck ckmb mibi spect pet dexa kub egd ercp tte cabg pci ptca turp tah bso lap chole appy
@@ -91,6 +125,51 @@ def is_clinical(word: str) -> bool:
     if low in name_list() and not (word.isupper() and low in CLINICAL_ABBREVIATIONS):
         return False
     return low in CLINICAL_ABBREVIATIONS or (len(low) >= 7 and bool(_DRUG_STEM.fullmatch(low)))
+
+
+# the shapes of medical terms (prefixes and suffixes of clinical Greek and Latin): a lower-case
+# word of these shapes that the public word list lacks ("bibasilar", "hepatosplenomegaly") is
+# taken for vocabulary, not a name (a name of that shape in lower case is missed: the price of
+# keeping clinical text readable)
+_MEDICAL_WORD = re.compile(
+    r"(?i)(?:(?:brady|cardio|cholecyst|cysto|dys|entero|gastro|hema|hemo|hepato|hyper|hypo|"
+    r"infra|intra|laparo|leuko|myo|naso|nephro|neuro|osteo|peri|pseudo|pyelo|retro|supra|"
+    r"tachy|uro)[a-z]{3,}|"
+    r"[a-z]{3,}(?:itis|emia|aemia|ectomy|otomy|ostomy|ology|osis|oses|megaly|pathy|plasty|"
+    r"scopy|scopic|algia|uria|penia|cytosis|genic|plegia|paresis|rrhea|rrhage|sclerosis|"
+    r"stasis|trophy|lysis|gram|graphy|oma|omas|ular|ilar|lateral|tion|ment|ness))")
+
+
+def is_medical_word(word: str) -> bool:
+    """Whether a lower-case word has the shape of a medical (or derived English) term."""
+    return bool(_MEDICAL_WORD.fullmatch(word)) or is_clinical(word)
+
+
+@cache
+def known_words() -> frozenset[str]:
+    """Every word of wordfreq's English list (names included; about 320,000), case-folded:
+    a lower-case word outside it is unknown to public English text."""
+    import wordfreq
+
+    return frozenset(wordfreq.get_frequency_dict("en", wordlist="large"))
+
+
+FREQUENT_SIZE = 25_000
+
+
+@cache
+def frequent_words() -> frozenset[str]:
+    """The ``FREQUENT_SIZE`` most frequent English words that are not names, with the
+    stopwords: what a rare word, or a name that is also a word ("Takumi", "Fleischer"), is
+    not."""
+    import wordfreq
+
+    from dptext.text import NAME_STOPWORDS, default_stopwords
+
+    names = name_list()
+    context = {w for words in ID_CONTEXTS.values() for w in words if w.isalpha()}
+    return frozenset({w for w in wordfreq.top_n_list("en", FREQUENT_SIZE) if w not in names}
+                     | default_stopwords() | NAME_STOPWORDS | context)
 
 
 @cache

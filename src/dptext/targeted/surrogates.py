@@ -284,6 +284,17 @@ def _draw_other(pool: tuple[str, ...], avoid: frozenset[str], rng: np.random.Gen
             return new
 
 
+# "JS", "JMS" (three capitals without a vowel: "LEE" is a surname), "J.S."
+_INITIALS = re.compile(r"(?:[A-Z]{2}|[B-DF-HJ-NP-TV-Z]{3}|(?:[A-Z]\.){1,2}[A-Z])\.?")
+
+
+def _other_letter(c: str, rng: np.random.Generator) -> str:
+    """A capital letter other than ``c`` (uniform among the other 25)."""
+    if "A" <= c.upper() <= "Z":
+        return chr(ord("A") + (ord(c.upper()) - ord("A") + 1 + int(rng.integers(25))) % 26)
+    return chr(ord("A") + int(rng.integers(26)))
+
+
 def surrogate_name(value: str, rng: np.random.Generator) -> str:
     """A made-up name of the same shape as ``value``: one word per word (a first name first,
     surnames after, a surname alone after a title; an initial stays an initial, CAPITALS stay
@@ -297,11 +308,9 @@ def surrogate_name(value: str, rng: np.random.Generator) -> str:
     comma = "," in name
     out = []
     for i, w in enumerate(words):
-        initial = len(w.rstrip(".")) == 1
-        if initial:  # never the same letter
-            new = chr(ord("A") + (ord(w[0].upper()) - ord("A") + 1 + int(rng.integers(25))) % 26
-                      if "A" <= w[0].upper() <= "Z" else ord("A") + int(rng.integers(26))) \
-                + ("." if w.endswith(".") else "")
+        initial = len(w.rstrip(".")) == 1 or bool(_INITIALS.fullmatch(w))
+        if initial:  # "J.", "JS", "J.S.": each letter another letter, never the same
+            new = "".join(_other_letter(c, rng) if c.isalpha() else c for c in w)
         else:
             surname = (i > 0) != comma or (len(words) == 1 and (w.isupper() or bool(prefix)))
             new = _draw_other(last if surname else first, avoid, rng)
