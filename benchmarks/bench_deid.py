@@ -21,7 +21,7 @@ and the verbatim identifiers by the leak check's rules on the gold spans (full n
 e-mails, IDs).
 
     python benchmarks/bench_deid.py [--sets philter,deidgate,generated,adversarial,tweets]
-        [--generated 300] [--adversarial 280] [--tweets 300] [--detectors spacy,presidio,both]
+        [--generated 300] [--adversarial 300] [--tweets 300] [--detectors spacy,presidio,both]
         [--residual keep,protect] [--by-format] [--json OUT]
     python benchmarks/bench_deid.py --speed 2000 [--profile]   # notes/s, --detector both
     python benchmarks/bench_deid.py --languages                # language detectors compared
@@ -315,7 +315,7 @@ def main() -> None:
     p.add_argument("--sets", default="philter,deidgate,generated,tweets")
     p.add_argument("--generated", type=int, default=300)
     p.add_argument("--tweets", type=int, default=300)
-    p.add_argument("--adversarial", type=int, default=280)
+    p.add_argument("--adversarial", type=int, default=300)
     p.add_argument("--by-format", action="store_true", help="also each record id (format) apart")
     p.add_argument("--residual", default="keep,protect")
     p.add_argument("--detectors", default="spacy,presidio,both")

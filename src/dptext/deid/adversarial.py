@@ -2,7 +2,7 @@
 auditor tries that :mod:`dptext.deid.notes` does not (a generator for benchmarks and tests;
 nothing here is a real person).
 
-Fourteen formats, one per record in turn (the record's ``id`` names it, so figures can be
+Fifteen formats, one per record in turn (the record's ``id`` names it, so figures can be
 given per format):
 
 - ``caps_header``: ``PATIENT: JOHN SMITH`` headers, ``DOB:``, ``ATTENDING: DR. LAST``;
@@ -24,7 +24,9 @@ given per format):
 - ``addresses``: street addresses (direction, unit, P.O. box, lower case), cities with full
   state names, ZIP and ZIP+4;
 - ``ages_relatives``: ages over 89 ("92 yo", "age 93", "(94F)", "ninety-two year old",
-  "95 years of age") and relatives' names ("her daughter Ana", "son, Tom Reyes,").
+  "95 years of age") and relatives' names ("her daughter Ana", "son, Tom Reyes,");
+- ``word_names``: identities whose surname is one of the 25,000 most frequent English words
+  ("Kai Badger", "Grace Bell"), in running text and alone.
 
 Names come from presidio-evaluator's FakeNameGenerator identities (when installed) and a
 syllable generator (:func:`dptext.deid.notes.made_up_name`) - never from Faker, whose lists the
@@ -34,6 +36,8 @@ stay readable: vital signs, doses, abbreviations, section headers.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 
@@ -68,6 +72,15 @@ _FILLER = [
 ]
 
 
+@cache
+def _word_surnames() -> tuple[tuple[str, str, str], ...]:
+    """The identities whose surname is one of the 25,000 most frequent English words."""
+    import wordfreq
+
+    frequent = set(wordfreq.top_n_list("en", 25_000))
+    return tuple(i for i in _identities() if i[1].casefold() in frequent)
+
+
 class _Record:
     """A record under construction: text pieces and the gold spans of the slots."""
 
@@ -87,7 +100,7 @@ class AdversarialGenerator:
 
     FORMATS = ("caps_header", "last_first", "initials", "lowercase", "hyphen_apostrophe",
                "punctuation", "titles", "table", "ids", "phones", "contact", "dates",
-               "addresses", "ages_relatives")
+               "addresses", "ages_relatives", "word_names")
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
@@ -104,7 +117,7 @@ class AdversarialGenerator:
         """(given name, surname): an identity half of the time, else syllables."""
         if self.ids and self.rng.random() < 0.5:
             given, surname, _ = self._pick(self.ids)
-            return given, surname
+            return given.replace("\ufeff", ""), surname.replace("\ufeff", "")
         return made_up_name(self.rng), made_up_name(self.rng)
 
     def _digits(self, n: int) -> str:
@@ -321,6 +334,15 @@ class AdversarialGenerator:
         r.add(", lives nearby. Age ").add(str(self._int(90, 106)), "AGE").add(".")
         self._filler(r, 2)
         r.add(" Patient ").add(f"{first} {last}", "NAME").add(" is DNR.")
+
+    def _word_names(self, r: _Record) -> None:
+        pool = _word_surnames()
+        given, surname, _ = self._pick(pool) if pool else (*self._name(), "")
+        other = self._pick(pool)[1] if pool else made_up_name(self.rng)
+        r.add("Seen with ").add(f"{given} {surname}", "NAME").add(" today.")
+        self._filler(r, 2)
+        r.add(" ").add(surname, "NAME").add(" was told to call ").add(other, "NAME")
+        r.add(" if worse. Mr. ").add(other, "NAME").add(" agrees.")
 
     def record(self, fmt: str | None = None) -> GoldRecord:
         fmt = fmt or self._pick(self.FORMATS)

@@ -267,7 +267,8 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
     """Every other mention of a detected name, place or organisation in the same text is one
     too (an engine that tags "Merced" in "Merced, NY 33320" misses it in "from Merced"): the
     whole surface as written (three letters or more, not an acronym), and each word of a
-    person's name that is not an ordinary word ("Jones" of "Carly Jones"), case-folded."""
+    person's name outside the 25,000 most frequent English words ("Jones" of "Carly Jones",
+    "Kleist" of "Dr. Kleist"; :func:`dptext.detect.vocabulary.frequent_words`), case-folded."""
     # (needle, case-folded?) -> (category, key); found by str.find (no regex compiled per
     # text: a tenth of the detection time), on word boundaries
     needles: dict[tuple[str, bool], tuple[str, str]] = {}
@@ -278,10 +279,10 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
         if sum(c.isalpha() for c in surface) >= 3 and any(c.islower() for c in surface):
             needles.setdefault((surface, False), (e.category, e.key))
         if e.category in ("PERSON", "DENY_LIST"):
-            from dptext.detect.vocabulary import common_words
+            from dptext.detect.vocabulary import frequent_words, is_clinical
 
             for w in _NAME_PART.findall(surface):
-                if len(w) >= 3 and w.casefold() not in common_words():
+                if len(w) >= 3 and w.casefold() not in frequent_words() and not is_clinical(w):
                     needles.setdefault((w.lower(), True), (e.category, w.casefold()))
     if not needles:
         return entities

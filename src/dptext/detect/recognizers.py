@@ -35,6 +35,7 @@ from dptext.detect.vocabulary import ID_CONTEXTS, common_words
 from dptext.errors import DPTextError
 
 _CONTEXT_WINDOW = 40  # characters before a match searched for a context word
+_CONTEXT_WORDS = frozenset(w for words in ID_CONTEXTS.values() for w in words)
 
 
 @dataclass
@@ -197,7 +198,12 @@ class NameContextRecognizer(Recognizer):
                 continue
             end = None
             strong = c.group().casefold() in _STRONG
-            for w in re.finditer(r"\S+", run.group("v")):
+            words = list(re.finditer(r"\S+", run.group("v")))
+            if not strong and len(words) > 1 and not _lower_name(words[0].group(), False):
+                # "pt petrine larsen": a rare first word counts when a name follows it
+                strong = _lower_name(words[0].group(), True) and \
+                    _lower_name(words[1].group(), False)
+            for w in words:
                 if not _lower_name(w.group(), strong or end is not None):
                     break
                 end = run.start("v") + w.end()
@@ -314,7 +320,8 @@ _NAME_PART = rf"{_PARTICLES}{_NAME_WORD}"
 # capitals may be the sentence going on: "DR. OKAFOR IN THE ED")
 _TITLED_NAME = (
     rf"\b(?:{_SALUTATION}[ \t]+)?(?:"
-    rf"(?:{'|'.join(TITLES)})\.?[ \t]+(?:{_INITIALS})?{_NAME_PART}"
+    rf"(?:{'|'.join(TITLES + tuple(t.lower() for t in TITLES))})\.?[ \t]+(?:{_INITIALS})?"
+    rf"{_NAME_PART}"
     rf"(?:[ \t]+(?:{_INITIALS})?{_NAME_PART}){{0,2}}|"
     rf"(?:{'|'.join(t.upper() for t in TITLES if len(t) > 1)})\.?[ \t]+(?:{_INITIALS})?"
     rf"[{_UP}]{{2,}}(?:[-'][{_UP}]{{2,}})?)(?!\w)")  # "Dr. Thorne's": the name, not the 's
@@ -333,10 +340,11 @@ def _not_clinical(value: str) -> bool:
     return not is_clinical(value)
 
 
-def _first_not_ordinary(value: str) -> bool:
-    """"LAST, First": the first name is no ordinary word ("SMITH, Acct #" is no name)."""
+def _first_not_context(value: str) -> bool:
+    """"LAST, First": the first name is no context word of an identifier ("SMITH, Acct #",
+    "SMITH, Record number" are no names)."""
     first = value.split(",", 1)[1].split()
-    return bool(first) and first[0].casefold() not in common_words()
+    return bool(first) and first[0].casefold() not in _CONTEXT_WORDS
 
 
 def _not_ordinary_after(value: str) -> bool:
@@ -442,6 +450,8 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
             rf"(?:the\s+)?(?:{_ORDINAL_WORDS})\s+of\s+{_MONTH}|"
             r"(?:January|February|April|June|July|August|September|October|November|December)"
             rf"(?:\s+\d{{4}})?|{_MONTH}\.?\s+\d{{4}})\b"),
+        PatternRecognizer("po-box", "STREET_ADDRESS",
+                          r"(?i)\bP\.?[ \t]?O\.?[ \t]*Box[ \t]*#?[ \t]*\d+\b"),
         PatternRecognizer(
             "street", "STREET_ADDRESS",
             rf"\b\d{{1,6}}[A-Za-z]?\s+(?:[NSEW]\.?\s+)?(?:{_NAME_WORD}\s+){{1,4}}"
@@ -477,7 +487,7 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
         PatternRecognizer("last-first", "PERSON",
                           rf"(?<!\w)(?P<v>[{_UP}]{{2,}}[{_UP}{_LO}'-]*,[ \t]?(?!{_CREDENTIALS}\b)"
                           rf"[{_UP}][{_UP}{_LO}'-]+(?:[ \t][{_UP}]\.?(?![\w.]))?)(?![\w])",
-                          validate=_first_not_ordinary),
+                          validate=_first_not_context),
         # initials: after "initials", in a sign-off ("-- JS, RN", "JS/mk"), after "per"/"cc"
         PatternRecognizer("initials", "PERSON",
                           r"(?i:initials?)[ \t]*:?[ \t]*"

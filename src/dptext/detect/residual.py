@@ -22,10 +22,11 @@ dictation line).
 A token is a run of characters between spaces and the separators of tables and lists (``,``
 between letters, ``;``, ``|``, brackets, quotes): "1,Smith,John,5550142" is four tokens. A
 token a detected span covers in part is looked at in the parts the span leaves ("Melikov" of
-"Melikov,8 July 2020" when the date is found). A lone capital ("A", "C.") right before or
-after a residual or detected name is the name's initial ("SMITH, JOHN A"); a capitalised word
-outside the 25,000 most frequent English words (not a clinical term) is residual beside a name
-or another such word ("Takumi Maruyama", "Fleischer Susanne": names that are also words).
+"Melikov,8 July 2020" when the date is found). Beside a residual or detected name: a lone
+capital is its initial ("SMITH, JOHN A"), a surname particle between two name words is part
+of it ("van den" of "Ries van den Nieuwenhuizen"), and a capitalised word outside the 25,000
+most frequent English words (not a clinical term) is residual ("Takumi Maruyama", "Fleischer
+Susanne": names that are also words), as is such a word beside another one.
 The vocabulary is built once per process (about 2.5 s).
 """
 
@@ -48,7 +49,12 @@ from dptext.detect.vocabulary import (
 _TOKEN = re.compile(r"(?:[^\s,;|<>\"()\[\]{}]|(?<=\d),(?=\d{3}(?!\d)))+")
 _INITIAL = re.compile(r"[A-Z]\.?")
 _SPACE = re.compile(r"[ \t]+")
-_NAMES = frozenset({"PERSON", "DENY_LIST", RESIDUAL})
+_PARTICLE = re.compile(r"van|von|der|den|de|del|della|di|da|du|la|le|bin|ibn|al|el|ten|ter|"
+                       r"dos|das|do|af|zu|y")
+_PARTICLES_BETWEEN = re.compile(rf"(?:[ \t]+(?:{_PARTICLE.pattern}))*[ \t]+")
+# spans a name's initial, particle or rare word may stand beside (an engine may take a
+# foreign surname for a place: "Ries van den Nieuwenhuizen")
+_NAMES = frozenset({"PERSON", "DENY_LIST", RESIDUAL, "GPE", "LOC", "FAC", "ORG", "NORP"})
 _AFTER_NAME = re.compile(r"[ \t]*,?[ \t]*")  # "SMITH, JOHN A", "Ruiz, A."
 _BEFORE_NAME = re.compile(r"\.?[ \t]*")  # "J. Smith", "J Smith"
 _EDGE = re.compile(r"^[^\w@+]+|[^\w@]+$")
@@ -140,8 +146,14 @@ class ResidualNet:
                     _SPACE.fullmatch(text, e, a) or _SPACE.fullmatch(text, b, s_)
                     for s_, e in names):
                 pieces[i] = (a, b, True)
+        names += [(a, b) for a, b, res in pieces if res and (a, b) not in names]
         out = []
         for start, end, res in pieces:
+            if not res and _PARTICLE.fullmatch(text, start, end):  # "Ries van den Nieuwenhuizen"
+                res = any(b <= start and _PARTICLES_BETWEEN.fullmatch(text, b, start)
+                          for _, b in names) \
+                    and any(a >= end and _PARTICLES_BETWEEN.fullmatch(text, end, a)
+                            for a, _ in names)
             if not res and _INITIAL.fullmatch(text, start, end):
                 res = any(b <= start and _AFTER_NAME.fullmatch(text, b, start)
                           or a >= end and _BEFORE_NAME.fullmatch(text, end, a)
@@ -151,9 +163,10 @@ class ResidualNet:
         return out
 
     def _rare(self, word: str) -> bool:
-        """A capitalised word outside the most frequent English words that is no clinical or
-        medical term ("Takumi", "Fleischer")."""
-        if not (word[:1].isupper() and word[1:2].islower()) or \
+        """A capitalised (or capitals) word outside the most frequent English words that is no
+        clinical or medical term ("Takumi", "Fleischer", "MAMORU")."""
+        if not (word[:1].isupper() and (word[1:2].islower() or len(word) >= 3 and
+                                        word.isupper())) or \
                 not word.replace("-", "").replace("'", "").isalpha():
             return False
         low = word.casefold()

@@ -31,18 +31,10 @@ ID_CONTEXTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _fold(word: str) -> str:
-    """``word`` without its accents ("José" -> "jose"), case-folded."""
-    import unicodedata
-
-    return "".join(c for c in unicodedata.normalize("NFKD", word.casefold())
-                   if not unicodedata.combining(c))
-
-
 @cache
 def _name_lists() -> tuple[frozenset[str], frozenset[str]]:
-    """(first names, surnames) of every Faker locale in Latin letters (accents kept, and each
-    also without its accents: "Luís" and "luis"), case-folded."""
+    """(first names, surnames) of every Faker locale in Latin letters, accents kept ("Luís";
+    not folded to ASCII: "Åge" would make "age" a name), case-folded."""
     import importlib
     import pkgutil
 
@@ -62,7 +54,7 @@ def _name_lists() -> tuple[frozenset[str], frozenset[str]]:
             if isinstance(values, dict | list | tuple | set | frozenset):
                 for v in values:
                     if isinstance(v, str) and _LATIN.fullmatch(v):
-                        out.update((v.casefold(), _fold(v)))
+                        out.add(v.casefold())
     return frozenset(first), frozenset(last)
 
 

@@ -263,7 +263,8 @@ def name_surrogate_guarantee() -> TokenGuarantee:
 _TITLE_PREFIX = re.compile(
     r"(?:(?:Dear|Attn|Attention)[.:]?\s+)?(?:(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Professor|Doctor|"
     r"Nurse|Sister|Rev|Fr|Sr|Mme|Mlle|Herr|Frau|DR|MR|MRS|MS|MISS|MX|PROF|PROFESSOR|DOCTOR|"
-    r"NURSE|SISTER|REV|FR|SR|MME|MLLE|HERR|FRAU)\.?\s+)?")
+    r"NURSE|SISTER|REV|FR|SR|MME|MLLE|HERR|FRAU|dr|mr|mrs|ms|miss|mx|prof|professor|doctor|"
+    r"nurse|sister|rev|fr|sr|mme|mlle|herr|frau)\.?\s+)?")
 
 
 def split_title(value: str) -> tuple[str, str]:
