@@ -9,7 +9,8 @@
        dptext check --original notes.jsonl --released out.jsonl --id-field id
 
    and once more with ``--check`` (records withheld, then the check again); prints the check's
-   output (survivors per category) and the exit codes.
+   output (survivors per category) and the exit codes. ``--records adversarial``: 300 records
+   of ``dptext.deid.adversarial.generate_adversarial(300, seed=7)`` instead.
 2. ``i2b2``: the 5 i2b2-2014-format notes philter-lite ships (46 gold PHI), released with the
    same settings in Python (``build_deid("custext", epsilon=2, detector="spacy")``: PHI,
    rules, residual net protect, name and place surrogates): token recall per gold category,
@@ -20,6 +21,7 @@
    the release changed, by the category of the span that took them (what readability loses).
 
     python benchmarks/bench_deid_leaks.py [--only leaks|i2b2] [--seed 0] [--why]
+        [--records notes|adversarial]
 """
 
 from __future__ import annotations
@@ -38,13 +40,17 @@ from bench_deid import _pkg, machine  # noqa: E402
 
 
 def leaks(args) -> None:
+    from dptext.deid.adversarial import generate_adversarial
     from dptext.deid.notes import generate_notes
 
+    records = generate_notes(200, seed=7) if args.records == "notes" else \
+        generate_adversarial(300, seed=7)
+    n = len(records)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         notes = tmp / "notes.jsonl"
         with open(notes, "w", encoding="utf-8") as f:
-            for i, r in enumerate(generate_notes(200, seed=7)):
+            for i, r in enumerate(records):
                 f.write(json.dumps({"id": i, "patient_id": f"p{i % 50}", "text": r.text}) + "\n")
         cli = [sys.executable, "-m", "dptext.cli"]
         env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
@@ -61,7 +67,7 @@ def leaks(args) -> None:
             spans = [line.strip() for line in report.splitlines()
                      if line.startswith("    ") and " spans, " in line]
             print(f"## sanitize --entities PHI --detector spacy {' '.join(extra)}: exit "
-                  f"{run.returncode}, {released} of 200 records released")
+                  f"{run.returncode}, {released} of {n} records released")
             for line in spans:
                 print(f"   {line.split(':')[0]}")
             chk = subprocess.run([*cli, "check", "--original", str(notes), "--released",
@@ -135,6 +141,8 @@ def main() -> None:
     p.add_argument("--only", choices=("leaks", "i2b2"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--why", action="store_true")
+    p.add_argument("--records", choices=("notes", "adversarial"), default="notes",
+                   help="leaks: 200 generated notes, or 300 adversarial records (seed 7)")
     args = p.parse_args()
     print(f"# bench_deid_leaks; {machine()}")
     if args.only in (None, "i2b2"):

@@ -3,12 +3,13 @@
 For each identifier found in the original (a detection: its category and surface), the
 released record is searched for it: the whole surface as a word sequence (case-folded); for
 a name (PERSON, DENY_LIST, a capitalised RESIDUAL word) also each of its words of three
-letters or more that is not an ordinary word, as written (a surname alone is a leak); for a
-value with four digits or more, its digits in any run of digits and separators of the release
-("212-555-0187" survives as "(212) 555 0187"). Every number of four digits or more of the
-original is looked up the same way (category ``NUMBER``), except a lone year (1900-2099),
-which Safe Harbor allows, and a measurement ("1000 mg"). The result names categories and
-positions, never values; identifiers that overlap (one name found by two detectors) count once.
+letters or more that is not an ordinary word or a title ("Sister"), as written (a surname
+alone is a leak); for a value with four digits or more, its digits in any run of digits and
+separators of the release ("212-555-0187" survives as "(212) 555 0187"). Every number of
+four digits or more of the original is looked up the same way (category ``NUMBER``), except
+a lone year (1900-2099), which Safe Harbor allows, and a measurement ("1000 mg"). The result
+names categories and positions, never values; identifiers that overlap (one name found by two
+detectors) count once.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dptext.detect.residual import UNIT_AFTER
+from dptext.detect.vocabulary import TITLE_WORDS
 
 NUMBER = "NUMBER"
 _NAMEISH = frozenset({"PERSON", "DENY_LIST", "RESIDUAL"})
@@ -73,6 +75,7 @@ def survivors(original: str, released: str, entities: Iterable, *,
             hit = re.search(rf"(?<!\w){pattern}(?!\w)", low) is not None
             if not hit and e.category in _NAMEISH:
                 hit = any(len(w) >= 3 and w.casefold() not in ordinary
+                          and w.casefold() not in TITLE_WORDS
                           and re.search(rf"(?<!\w){re.escape(w)}(?!\w)", released)
                           for w in _WORD.findall(value))
         if hit:

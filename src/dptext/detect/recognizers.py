@@ -31,7 +31,7 @@ from functools import cache
 from pathlib import Path
 
 from dptext.detect.entities import Entity, normalize_entity
-from dptext.detect.vocabulary import ID_CONTEXTS, common_words
+from dptext.detect.vocabulary import ID_CONTEXTS, SALUTATIONS, TITLES, common_words
 from dptext.errors import DPTextError
 
 _CONTEXT_WINDOW = 40  # characters before a match searched for a context word
@@ -306,9 +306,6 @@ _NAME_WORD = rf"[{_UP}][{_LO}]+(?:[{_UP}][{_LO}]+)?(?:[-'][{_UP}][{_LO}]+)?"  # 
 _CAPS_WORD = rf"[{_UP}][{_UP}{_LO}]+(?:[-'][{_UP}][{_UP}{_LO}]+)?"  # "Bright" or "BRIGHT"
 
 # titles and salutations before a name (split_title keeps them in a name's replacement)
-TITLES = ("Dr", "Mr", "Mrs", "Ms", "Miss", "Mx", "Prof", "Professor", "Doctor", "Nurse",
-          "Sister", "Rev", "Fr", "Sr", "Mme", "Mlle", "Herr", "Frau")
-SALUTATIONS = ("Dear", "Attn", "Attention")
 _SALUTATION = "(?:" + "|".join(SALUTATIONS) + r")[.:]?"
 _INITIALS = r"(?:[A-Z]\.[ \t]*){1,2}"
 # surname particles ("van der Torre", "de la Cruz", "bin Said")

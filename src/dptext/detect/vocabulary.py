@@ -80,6 +80,12 @@ def surnames() -> frozenset[str]:
     return _name_lists()[1]
 
 
+# titles and salutations before a name: public words, never an identifier alone
+TITLES = ("Dr", "Mr", "Mrs", "Ms", "Miss", "Mx", "Prof", "Professor", "Doctor", "Nurse",
+          "Sister", "Rev", "Fr", "Sr", "Mme", "Mlle", "Herr", "Frau")
+SALUTATIONS = ("Dear", "Attn", "Attention")
+TITLE_WORDS = frozenset(t.casefold() for t in TITLES + SALUTATIONS)
+
 # Clinical vocabulary that is no identifier (a general list of standard abbreviations of
 # clinical notes - dosing, examination, conditions, tests, procedures, units and wards - and
 # the USAN stems that end drug names): the residual net and the leak check take these words as
@@ -98,6 +104,9 @@ ptt aptt bun cr gfr egfr tsh t3 t4 ft4 hba1c a1c ldl hdl tg flp psa ua ucx bcx e
 trop ck ckmb mibi spect pet dexa kub egd ercp tte cabg pci ptca turp tah bso lap chole appy
 orif tka tha icu ccu micu sicu nicu picu ed er or pacu pcp rn np pa md do pt ot slp snf ltac
 rehab dnr dni polst hcp poa hpi pmh psh fh sh ros ros a/p s/p c/o r/o h/o f/u w/u d/c dc
+patient pt name dob mrn attending physician complaint diagnosis history assessment plan
+discharge admission summary note record medications allergies vitals impression exam labs
+signed dictated
 b12 d3 k kcl mgso4 nacl d5w ns lr nph ppi ssri snri nsaid nsaids ace arb bb ccb asa apap
 hctz ntg mtx hcq ivig tpa lmwh ufh coumadin lasix
 """.split())

@@ -53,6 +53,7 @@ from dptext.targeted.surrogates import (
     SURROGATE_SETS,
     WORD_SURROGATES,
     name_surrogate_guarantee,
+    name_words,
     placeholder_guarantee,
     split_title,
     surrogate_name,
@@ -437,13 +438,14 @@ class TargetedMechanism(Mechanism):
             new.update(self._privatize_keyed(texts, spans, words, names, draw_rng))
         elif words:
             new.update(self._privatize_words(texts, spans, words, gen))
-        for t, ss in enumerate(spans):
+        for t, ss in enumerate(spans):  # a surrogate is never a word of another name here
+            taken = frozenset() if keyed else name_words(texts[t], ss, _NAMES)
             for j, s in enumerate(ss):
                 if plan[t][j] is None and self._whole(s.category):
                     value = texts[t][s.start:s.end]
                     g = draw_rng(names[(t, j)]) if keyed else gen
                     if self._name_surrogate(s.category):
-                        new[(t, j)] = surrogate_name(value, g)
+                        new[(t, j)] = surrogate_name(value, g, taken)
                     elif self._surrogate(s.category):
                         new[(t, j)] = SURROGATE_SETS[s.category].draw(
                             value, self.surrogate_epsilon, g)

@@ -278,7 +278,10 @@ def split_title(value: str) -> tuple[str, str]:
 
 
 def _draw_other(pool: tuple[str, ...], avoid: frozenset[str], rng: np.random.Generator) -> str:
-    """A uniform draw from ``pool`` that is not in ``avoid`` (case-folded)."""
+    """A uniform draw from ``pool`` that is not in ``avoid`` (case-folded); a placeholder when
+    every value of the pool is to be avoided."""
+    if all(p.casefold() in avoid for p in pool):
+        return "[PERSON]"
     while True:
         new = pool[int(rng.integers(len(pool)))]
         if new.casefold() not in avoid:
@@ -296,16 +299,27 @@ def _other_letter(c: str, rng: np.random.Generator) -> str:
     return chr(ord("A") + int(rng.integers(26)))
 
 
-def surrogate_name(value: str, rng: np.random.Generator) -> str:
+def name_words(text: str, spans, categories) -> frozenset[str]:
+    """The words (case-folded) of the spans of ``categories`` in ``text``: what no name
+    surrogate of that text may be (a surrogate equal to another name of the record reads as
+    that name released)."""
+    return frozenset(w.casefold() for s in spans if s.category in categories
+                     for w in re.findall(r"[^\W\d_]+", text[s.start:s.end]))
+
+
+def surrogate_name(value: str, rng: np.random.Generator,
+                   taken: frozenset[str] = frozenset()) -> str:
     """A made-up name of the same shape as ``value``: one word per word (a first name first,
     surnames after, a surname alone after a title; an initial stays an initial, CAPITALS stay
     capitals, ``Last, First`` keeps its order), a leading title or salutation kept. The draw
-    depends on the shape only, never on the letters - except that a word of the input is never
-    drawn, so no part of a name comes back verbatim."""
+    depends on the shape only, never on the letters - except that a word of the input (or of
+    ``taken``: the other names of the record) is never drawn, so no part of a name comes back
+    verbatim."""
     first, last = _public_names()
     prefix, name = split_title(value)
     words = re.findall(r"[^\s,]+", name)
-    avoid = frozenset(p.casefold() for w in words for p in re.split(r"[-']", w) + [w] if p)
+    avoid = frozenset(p.casefold() for w in words for p in re.split(r"[-']", w) + [w] if p) \
+        | taken
     comma = "," in name
     out = []
     for i, w in enumerate(words):
