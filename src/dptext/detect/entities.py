@@ -239,17 +239,20 @@ def _no_durations(text: str, ner: list[Entity]) -> list[Entity]:
 
 
 def _no_clinical(text: str, ner: list[Entity]) -> list[Entity]:
-    """Less an NER name, place or organisation made only of clinical vocabulary, titles and
-    numbers ("PO", "MG", "Prednisone", "HR 88, RR 16", "MR" of "MR. SMITH" as a place:
-    :func:`dptext.detect.vocabulary.is_clinical`; a title is no identifier, and the leak
-    check took the title a name surrogate keeps for a surviving place)."""
-    from dptext.detect.vocabulary import TITLE_WORDS, is_clinical
+    """Less an NER name, place or organisation made only of clinical vocabulary, titles, and
+    vital signs with numbers ("PO", "MG", "Prednisone", "HR 88, RR 16", "MR" of "MR. SMITH"
+    as a place: :func:`dptext.detect.vocabulary.is_clinical`; a title is no identifier, and
+    the leak check took the title a name surrogate keeps for a surviving place)."""
+    from dptext.detect.vocabulary import TITLE_WORDS, VITALS, is_clinical
 
     out = []
     for e in ner:
-        words = [w for w in _WORDS.findall(text[e.start:e.end]) if not _NUMBER.fullmatch(w)] \
+        every = _WORDS.findall(text[e.start:e.end]) \
             if e.category in _NOT_NAMES or e.category == "PERSON" else []
-        if not (words and all(is_clinical(w) or w.casefold() in TITLE_WORDS for w in words)):
+        words = [w for w in every if not _NUMBER.fullmatch(w)]
+        reading = len(words) < len(every)  # with numbers: vital signs are vocabulary too
+        if not (words and all(is_clinical(w) or w.casefold() in TITLE_WORDS
+                              or (reading and w.casefold() in VITALS) for w in words)):
             out.append(e)
     return out
 

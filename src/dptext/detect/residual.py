@@ -15,9 +15,9 @@ A token outside every detected span is residual when it is
 
 A lower-case word is residual only when public English text does not know it at all (not one
 of wordfreq's ~320,000 English words, names included: "stiallfentiall", "yefremova") and it
-has not the shape of a medical term ("bibasilar"); a lower-case name that is also a word
-("kennedy", "holmes") is left to the recognizers (after a title, a relative, "pt", "per", in a
-dictation line).
+has not the shape of a medical term ("bibasilar") nor a letter drawn out ("greaaat"); a
+lower-case name that is also a word ("kennedy", "holmes") is left to the recognizers (after a
+title, a relative, "pt", "per", in a dictation line).
 
 A token is a run of characters between spaces and the separators of tables and lists (``,``
 between letters, ``;``, ``|``, brackets, quotes): "1,Smith,John,5550142" is four tokens. A
@@ -49,6 +49,8 @@ from dptext.detect.vocabulary import (
 _TOKEN = re.compile(r"(?:[^\s,;|<>\"()\[\]{}]|(?<=\d),(?=\d{3}(?!\d)))+")
 _INITIAL = re.compile(r"[A-Z]\.?")
 _SPACE = re.compile(r"[ \t]+")
+_ELONGATED = re.compile(r"(.)\1\1")  # "greaaaat", "reallll": a word drawn out, no name
+_LOWER_NEXT = re.compile(r"[ \t]*[a-z]")  # "Smith A new": an article, not an initial
 _PARTICLE = re.compile(r"van|von|der|den|de|del|della|di|da|du|la|le|bin|ibn|al|el|ten|ter|"
                        r"dos|das|do|af|zu|y")
 _PARTICLES_BETWEEN = re.compile(rf"(?:[ \t]+(?:{_PARTICLE.pattern}))*[ \t]+")
@@ -116,7 +118,8 @@ class ResidualNet:
         """A lower-case word public English text does not know (module docstring)."""
         parts = [p for p in re.split(r"[-/']", token) if p]
         return any(len(p) >= 4 and p.isalpha() and p not in known_words()
-                   and not is_medical_word(p) and p not in self.allow for p in parts)
+                   and not is_medical_word(p) and p not in self.allow
+                   and not _ELONGATED.search(p) for p in parts)
 
     def find(self, text: str, spans: Sequence = ()) -> list[Entity]:
         """Residual tokens of ``text`` outside ``spans`` (objects with ``start``/``end``)."""
@@ -154,7 +157,9 @@ class ResidualNet:
                           for _, b in names) \
                     and any(a >= end and _PARTICLES_BETWEEN.fullmatch(text, end, a)
                             for a, _ in names)
-            if not res and _INITIAL.fullmatch(text, start, end):
+            if not res and _INITIAL.fullmatch(text, start, end) and (
+                    text.startswith(".", end)  # "I" is a pronoun, "A" before a word an article
+                    or text[start] != "I" and not _LOWER_NEXT.match(text, end)):
                 res = any(b <= start and _AFTER_NAME.fullmatch(text, b, start)
                           or a >= end and _BEFORE_NAME.fullmatch(text, end, a)
                           for a, b in names)

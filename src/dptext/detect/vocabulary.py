@@ -98,7 +98,7 @@ heent perrla perrl eomi ncat ctab cta rrr nt nd bs nabs cva cvat rom dtr dtrs wn
 htn dm dm2 iddm niddm cad chf copd ckd esrd mi nstemi stemi cva tia dvt pe gerd uti uri sob
 pnd cp ra oa sle ms als hiv hcv hbv tb afib af aflutter svt vt vf rbbb lbbb lvh lvef ef avr mvr
 aaa pvd pad bph osa ards aki arf cri hld hl dlp obesity bmi nkda nka adl adls iadl iadls loc
-bp hr rr temp spo2 o2 sat ra abd ext neuro psych gu gi ent st qrs qt qtc pr
+abd ext neuro psych gu gi ent st qrs qt qtc pr temp spo2 tmax
 ecg ekg cxr ct cta mri mra us tte tee echo eeg emg pft pfts abg vbg cbc bmp cmp lft lfts inr pt
 ptt aptt bun cr gfr egfr tsh t3 t4 ft4 hba1c a1c ldl hdl tg flp psa ua ucx bcx esr crp bnp
 trop ck ckmb mibi spect pet dexa kub egd ercp tte cabg pci ptca turp tah bso lap chole appy
@@ -127,6 +127,10 @@ def is_clinical(word: str) -> bool:
         return False
     return low in CLINICAL_ABBREVIATIONS or (len(low) >= 7 and bool(_DRUG_STEM.fullmatch(low)))
 
+
+# vital signs: an NER entity of these and numbers only ("HR 88, RR 16") is a reading, not a
+# name or a place (alone, "RR" may be a place: Round Rock)
+VITALS = frozenset("bp hr rr temp t tmax spo2 o2 sat sats ra rrr pulse wt ht bmi".split())
 
 # the shapes of medical terms (prefixes and suffixes of clinical Greek and Latin): a lower-case
 # word of these shapes that the public word list lacks ("bibasilar", "hepatosplenomegaly") is
