@@ -9,7 +9,7 @@ separators of the release ("212-555-0187" survives as "(212) 555 0187"). Every n
 four digits or more of the original is looked up the same way (category ``NUMBER``), except
 a lone year (1900-2099), which Safe Harbor allows, and a measurement ("1000 mg"). The result
 names categories and positions, never values; identifiers that overlap (one name found by two
-detectors) count once.
+detectors) count once; an identifier of one letter or digit (an initial) is not looked up.
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def survivors(original: str, released: str, entities: Iterable, *,
 
     for e in entities:
         value = original[e.start:e.end].strip()
-        if not value or (e.start, e.end) in seen:
-            continue
+        if sum(c.isalnum() for c in value) < 2 or (e.start, e.end) in seen:
+            continue  # one letter (an initial) standing anywhere in the release says nothing
         if any(s.start < e.end and e.start < s.end for s in out):
             continue  # one identifier found by two detectors ("Dr. Ann Lee" and "Ann Lee")
         hit = digits_survive(value)
