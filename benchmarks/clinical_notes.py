@@ -5,8 +5,10 @@ patients (the "wide entities" of docs/uedp.md) and a patient's own name is held 
 
     .venv/bin/python benchmarks/clinical_notes.py notes.jsonl [--patients 400] [--seed 0]
 
-One JSON object a line: {"patient_id": ..., "note": ...}. Seeded: the same arguments give the
-same file.
+One JSON object a line: {"patient_id": ..., "note": ..., "note_type": ...}; ``note_type`` is the
+kind of note its template writes (visit, follow-up, phone call, results, emergency, review): a
+public label set, readable from the text and varying within a patient (the classifier recipe of
+docs/uedp.md). Seeded: the same arguments give the same file.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ CONDITIONS = [("chest pain", "an ECG"), ("shortness of breath", "a chest X-ray")
               ("dizziness", "an ECG")]
 MEDS = ["metformin", "lisinopril", "ibuprofen", "amoxicillin", "atorvastatin", "omeprazole",
         "paracetamol", "amlodipine", "prednisone", "insulin"]
+# the kind of note each template writes (the ``note_type`` label), in TEMPLATES' order
+NOTE_TYPES = ["visit", "follow-up", "phone call", "results", "emergency", "review"]
 TEMPLATES = [
     "{name} was seen by Dr. {doctor} in {town} for {condition}. The patient was stable. "
     "We ordered {test} and started {med}.",
@@ -63,10 +67,11 @@ def generate(patients: int, seed: int) -> list[dict]:
         for _ in range(int(rng.integers(1, 7))):
             if rng.random() < 0.2:  # sometimes another doctor or test
                 doctor = doctors[rng.integers(len(doctors))]
-            template = TEMPLATES[rng.integers(len(TEMPLATES))]
+            kind = int(rng.integers(len(TEMPLATES)))
             rows.append({"patient_id": f"P{p:05d}",
-                         "note": template.format(name=name, doctor=doctor, town=town,
-                                                 condition=condition, test=test, med=med)})
+                         "note": TEMPLATES[kind].format(name=name, doctor=doctor, town=town,
+                                                        condition=condition, test=test, med=med),
+                         "note_type": NOTE_TYPES[kind]})
     return rows
 
 
