@@ -91,3 +91,22 @@ def test_train_cls_needs_labels(tmp_path, capsys):
     assert main(["train", "--algo", "noiseless", "--task", "cls", "--data", str(data),
                  "--output", str(tmp_path), "--rounds", "1", "--no-progress"]) == 2
     assert "needs a label" in capsys.readouterr().err
+
+
+def test_label_field_names_the_class(tmp_path, capsys):
+    from dptext.training.run import TrainJob, load_corpus
+
+    data = tmp_path / "kinds.jsonl"
+    records = [{"user": u, "text": f"Note {i} of {u}.", "kind": k}
+               for i, (u, k) in enumerate([("a", "visit"), ("a", "review"), ("b", "visit")])]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    # without --label-field the classes are looked up in 'label', which these records lack
+    assert main(["train", "--algo", "noiseless", "--task", "cls", "--data", str(data),
+                 "--output", str(tmp_path / "out"), "--rounds", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "'label'" in err and "--label-field" in err
+    job = TrainJob(algo="noiseless", data=str(data), rounds=1, task="cls", label_field="kind")
+    corpus, _ = load_corpus(job, split=False, seed=0)
+    assert list(corpus.labels) == ["visit", "review", "visit"]
+    assert load_corpus(TrainJob(algo="noiseless", data=str(data), rounds=1, task="cls"),
+                       split=False, seed=0)[0].labels is None

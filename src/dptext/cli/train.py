@@ -144,7 +144,8 @@ def _job(args):
         trainable_blocks=args.trainable_blocks, lora_rank=args.lora_rank,
         categories=args.categories,
         detector=args.detector, synthetic_users=args.synthetic_users,
-        user_field=args.user_field, text_field=args.text_field, limit=args.limit,
+        user_field=args.user_field, text_field=args.text_field, label_field=args.label_field,
+        limit=args.limit,
         seed=args.seed, q_u=args.q_u, q_e=args.q_e, q_s=args.q_s, z=args.z,
         epsilon=args.epsilon, delta=args.delta, entity_users=args.entity_users, beta=args.beta,
         local_steps=args.local_steps, local_lr=args.local_lr, server_lr=args.server_lr,
@@ -215,6 +216,8 @@ def register(subparsers) -> None:
                         "--examples-per-user sentences, --q-u the rate of an example, the "
                         "epsilon per user (docs/uedp.md, 'Comparison')")
     t.add_argument("--task", choices=("nwp", "cls"), default="nwp")
+    t.add_argument("--label-field", default="label",
+                   help="--task cls: the field of a JSONL/CSV record that holds its class")
     t.add_argument("--data", required=True, help="JSONL/CSV/CoNLL file or dataset:NAME")
     t.add_argument("--output", required=True, help="directory for metrics.json, checkpoint.pt")
     _add_data_args(t)

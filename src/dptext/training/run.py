@@ -87,6 +87,8 @@ class TrainJob:
     synthetic_users: int | None = None
     user_field: str = "user"
     text_field: str = "text"
+    # the field of a JSONL/CSV record that holds its class (--task cls)
+    label_field: str = "label"
     limit: int | None = None
     seed: int | None = None
     # ChaCha20 for the DP noise and the sampling coins (docs/reliability.md, "Randomness")
@@ -397,9 +399,10 @@ class TrainJob:
     def _fingerprint(self) -> dict:
         """The settings a resumed run must share (all but the number of rounds, the
         display/checkpoint options, the device, the target epsilon - its noise multiplier is
-        compared in the configuration - and the data's path - its content is compared by
-        digest)."""
-        skip = {"rounds", "progress", "extra", "checkpoint_every", "epsilon", "data", "device"}
+        compared in the configuration - and the data's path and label field - its content,
+        labels included, is compared by digest)."""
+        skip = {"rounds", "progress", "extra", "checkpoint_every", "epsilon", "data", "device",
+                "label_field"}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
     def _task_rows(self, corpus, is_test):
@@ -423,7 +426,8 @@ class TrainJob:
             rows = vocab.encode(corpus.sentences, self.max_len)
             return rows, tasks.NextWordTask(len(vocab), rows[test]), {"vocab": list(vocab.words)}
         if corpus.labels is None or any(label is None for label in corpus.labels):
-            raise DPTextError("--task cls needs a label for every text (field 'label')")
+            raise DPTextError(f"--task cls needs a label for every text (field "
+                             f"{self.label_field!r}; name it with --label-field)")
         classes = sorted(set(corpus.labels))
         labels = torch.tensor([classes.index(label) for label in corpus.labels])
         rows = tasks.classification_rows(tasks.minilm_embeddings(list(corpus.sentences)), labels)
@@ -460,7 +464,8 @@ def load_corpus(job, *, split: bool = True, seed: int | None = None):
     else:
         if not Path(source).exists():
             raise DPTextError(f"no such file: {source}")
-        raw = read_user_file(source, user_field=job.user_field, text_field=job.text_field)
+        raw = read_user_file(source, user_field=job.user_field, text_field=job.text_field,
+                             label_field=getattr(job, "label_field", "label"))
     if job.limit:
         raw = RawCorpus(raw.texts[: job.limit], raw.users[: job.limit],
                         None if raw.labels is None else raw.labels[: job.limit])
