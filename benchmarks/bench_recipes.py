@@ -59,9 +59,9 @@ RECIPES = {
     # the MiniLM classifier on a label readable from the text that varies within a user: a
     # generated clinical note's kind (note_type: 6 classes, benchmarks/clinical_notes.py)
     "notes-cls-userdp": NOTES_ARGS + ["--label-field", "note_type", "--task", "cls",
-                                      "--algo", "userdp", "--rounds", "CLS_ROUNDS", "--epsilon", "8",
-                                      "--delta", "1e-10", "--q-u", "1", "--beta", "CLS_BETA",
-                                      "--local-lr", "CLS_LR", "--seed", "0"],
+                                      "--algo", "userdp", "--rounds", "20", "--epsilon", "8",
+                                      "--delta", "1e-10", "--q-u", "1", "--beta", "7",
+                                      "--local-lr", "10", "--seed", "0"],
     # SmolLM2-135M with rank-8 LoRA adapters on its last 2 blocks (162,816 trained parameters),
     # every House of Commons speaker (535 training) every round, one local gradient step on at
     # most 2 sentences of 16 tokens, clipped at half the median update norm, server-lr 5
