@@ -166,14 +166,15 @@ def show(row: dict) -> None:
               f"{wide['entities']} entities (up to {wide['most']} users): "
               f"{wide['eps_1e-5']:.4g} / {wide['eps_1e-10']:.4g}")
     peak = "?" if row["peak_mb"] is None else f"{row['peak_mb']:.0f} MB"
-    print(f"| {row['name']} | {row['users']} (+{row['test_users']} held out) | "
-          f"{row['untrained_ppl']:.1f} -> **{row['ppl']:.1f}** "
-          f"({'learned' if row['learned'] else 'NOT learned'}"
-          + ("" if row.get("error_rate") is None else
-             f"; cross-entropy; {row['baseline']} {row['baseline_loss']:.3f}; error rate "
-             f"{row['error_rate']:.3f}")
-          + f") | {eps} | {wide_s} | "
-          f"{row['wall_s']:.0f} s ({row['round_s']:.0f} s/round, "
+    cls = row.get("error_rate") is not None  # cross-entropy and error rate, not perplexity
+    digits = 3 if cls else 1
+    result = (f"{row['untrained_ppl']:.{digits}f} -> **{row['ppl']:.{digits}f}** "
+              f"({'learned' if row['learned'] else 'NOT learned'}")
+    if cls:
+        result += (f"; cross-entropy; {row['baseline']} {row['baseline_loss']:.3f}; error rate "
+                   f"{row['error_rate']:.3f}")
+    print(f"| {row['name']} | {row['users']} (+{row['test_users']} held out) | {result}) | "
+          f"{eps} | {wide_s} | {row['wall_s']:.0f} s ({row['round_s']:.0f} s/round, "
           f"{row['tokens_per_s']:.0f} tokens/s), {peak} |", flush=True)
     if row.get("warning"):
         print(f"    warning: {row['warning']}", flush=True)
