@@ -203,3 +203,17 @@ def test_a_name_surrogate_is_never_another_name_of_the_record(monkeypatch, space
     for seed in range(10):
         out = m.privatize_spans([text], [spans], rng=seed)[0].text
         assert out == "Cid met Cid Fry and Cid.", out
+
+
+def test_e_mail_addresses_spelled_out_against_harvesters(deid):
+    text = ("Email quorvath dot selbine at example dot com or qselbine(at)corvid(dot)org, "
+            "q.selbine [at] mailbox.example.")
+    assert_protected(deid, text, ["quorvath", "selbine", "qselbine"])
+
+
+def test_a_credential_after_a_name_stays_and_the_name_goes():
+    rng = np.random.default_rng(0)
+    for value, tail in (("Dr. Amelia Quorvath-Putnam, MD, PhD", ", MD, PhD"),
+                        ("FILBERT BRIGHT, M.D.", ", M.D.")):
+        new = surrogate_name(value, rng)
+        assert new.endswith(tail) and "Quorvath" not in new and "BRIGHT" not in new, new

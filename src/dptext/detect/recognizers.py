@@ -328,6 +328,17 @@ _SALUTED_NAME = (rf"\b(?:{_SALUTATION})[ \t]+(?:{_INITIALS})?{_NAME_WORD}"
                  rf"(?:[ \t]+(?:{_INITIALS})?{_NAME_PART}){{0,2}}(?=[ \t]*[,:\n!])")
 
 
+def _spelled(value: str) -> bool:
+    """An address with its "dot" or a bracketed "(at)" written out ("Results at www.x.org" is
+    a sentence and a URL)."""
+    return bool(_SPELLED.search(value))
+
+
+_SPELLED = re.compile(r"(?i)\bdot\b|[(\[{<][ \t]*at[ \t]*[)\]}>]")
+_TLDS = ("com|org|net|edu|gov|io|us|uk|de|ca|au|fr|es|nl|ch|se|dk|fi|ie|nz|jp|br|mx|eu|biz|"
+         "care|clinic|hospital|app|dev|online|site|info|health|example")
+_DOT = r"(?:\.|[ \t]*[(\[{<][ \t]*dot[ \t]*[)\]}>][ \t]*|[ \t]+dot[ \t]+)"
+_AT = r"(?:@|[ \t]*[(\[{<][ \t]*at[ \t]*[)\]}>][ \t]*|[ \t]+at[ \t]+)"
 _CREDENTIALS = r"(?:M\.?D|D\.?O|R\.?N|N\.?P|P\.?A|Ph\.?D|LPN|CNA|APRN|PharmD|MSW|LCSW|PT|OT)"
 
 
@@ -398,12 +409,17 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
         PhoneRecognizer("phone", "PHONE_NUMBER"),
         PatternRecognizer("email", "EMAIL_ADDRESS",
                           r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"),
+        # an address spelled out against harvesters: "john dot smith at example dot com",
+        # "jsmith(at)example(dot)org", "j.smith [at] example.org"
+        PatternRecognizer("email-spelled", "EMAIL_ADDRESS",
+                          rf"(?i)(?<![\w.+-])[\w+-]+(?:{_DOT}[\w+-]+)*{_AT}[\w-]+"
+                          rf"(?:{_DOT}[\w-]+)*{_DOT}(?:{_TLDS})(?![\w-])",
+                          validate=_spelled),
         PatternRecognizer("url", "URL",
                           r"(?i)\b(?:https?://|www\.)[^\s<>\"']*[^\s<>\"'.,;:!?)\]]"),
         PatternRecognizer("url-domain", "URL",
-                          r"(?i)(?<![@\w.-])(?:[a-z0-9-]+\.)+(?:com|org|net|edu|gov|io|us|uk|de|"
-                          r"ca|au|fr|es|nl|ch|se|dk|fi|ie|nz|jp|br|mx|eu|biz|care|clinic|"
-                          r"hospital|app|dev|online|site|info|health|example)(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
+                          rf"(?i)(?<![@\w.-])(?:[a-z0-9-]+\.)+(?:{_TLDS})"
+                          r"(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
         PatternRecognizer("ipv4", "IP_ADDRESS", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d)",
                           validate=_ipv4),
         PatternRecognizer("ipv6", "IP_ADDRESS",

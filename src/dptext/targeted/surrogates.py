@@ -288,6 +288,9 @@ def _draw_other(pool: tuple[str, ...], avoid: frozenset[str], rng: np.random.Gen
             return new
 
 
+_CREDENTIAL_SUFFIX = re.compile(
+    r"(?:,[ \t]*(?:M\.?D|D\.?O|R\.?N|N\.?P|P\.?A(?:-C)?|Ph\.?D|DDS|DMD|MBBS|MPH|FAC[PS]|LPN|"
+    r"CNM|APRN|PharmD)\.?)+[ \t]*$")
 # "JS", "JMS" (three capitals without a vowel: "LEE" is a surname), "J.S."
 _INITIALS = re.compile(r"(?:[A-Z]{2}|[B-DF-HJ-NP-TV-Z]{3}|(?:[A-Z]\.){1,2}[A-Z])\.?")
 
@@ -317,6 +320,9 @@ def surrogate_name(value: str, rng: np.random.Generator,
     verbatim."""
     first, last = _public_names()
     prefix, name = split_title(value)
+    credential = _CREDENTIAL_SUFFIX.search(name)  # "Ann Lee, MD, PhD": the credentials stay
+    suffix = credential.group() if credential and credential.start() else ""
+    name = name[:len(name) - len(suffix)]
     words = re.findall(r"[^\s,]+", name)
     avoid = frozenset(p.casefold() for w in words for p in re.split(r"[-']", w) + [w] if p) \
         | taken
@@ -333,8 +339,8 @@ def surrogate_name(value: str, rng: np.random.Generator,
             new = new.upper()
         out.append(new)
     if comma and len(out) > 1:
-        return f"{prefix}{out[0]}, {' '.join(out[1:])}"
-    return prefix + " ".join(out)
+        return f"{prefix}{out[0]}, {' '.join(out[1:])}{suffix}"
+    return prefix + " ".join(out) + suffix
 
 
 # ------------------------------------------------- places and organisations
