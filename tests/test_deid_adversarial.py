@@ -74,6 +74,9 @@ def test_lower_case_names_after_a_title_a_relative_or_pt(deid):
 def test_initials_in_sign_offs_and_after_their_words(deid):
     text = "Patient initials: JQ. Seen with wife.\n-- KT, RN\nKT/ab\nCo-signed per WZ"
     assert_protected(deid, text, ["JQ", "KT", "WZ"])
+    text = "Dictated by: jqm  Transcribed by: lrt  D: 01/02/2020. Reviewed by the team."
+    assert_protected(deid, text, ["jqm", "lrt"])
+    assert "Reviewed by the team." in _released(deid, text)
 
 
 def test_last_first_with_a_middle_initial_and_accents(deid):

@@ -31,7 +31,13 @@ from functools import cache
 from pathlib import Path
 
 from dptext.detect.entities import Entity, normalize_entity
-from dptext.detect.vocabulary import ID_CONTEXTS, SALUTATIONS, TITLES, common_words
+from dptext.detect.vocabulary import (
+    ID_CONTEXTS,
+    SALUTATIONS,
+    TITLES,
+    common_words,
+    frequent_words,
+)
 from dptext.errors import DPTextError
 
 _CONTEXT_WINDOW = 40  # characters before a match searched for a context word
@@ -197,8 +203,13 @@ class NameContextRecognizer(Recognizer):
             if run is None:
                 continue
             end = None
-            strong = c.group().casefold() in _STRONG
+            context = " ".join(c.group().casefold().split())
             words = list(re.finditer(r"\S+", run.group("v")))
+            if context in _AUTHORSHIP and _LOWER_INITIALS.fullmatch(words[0].group()) and \
+                    words[0].group() not in frequent_words():
+                out.append(self._entity(text, run.start("v"), run.start("v") + words[0].end()))
+                continue
+            strong = context in _STRONG
             if not strong and len(words) > 1 and not _lower_name(words[0].group(), False):
                 # "pt petrine larsen": a rare first word counts when a name follows it
                 strong = _lower_name(words[0].group(), True) and \
@@ -368,13 +379,17 @@ _RELATIVES = ("wife", "husband", "spouse", "partner", "son", "daughter", "mother
               "grandson", "granddaughter", "grandmother", "grandfather", "grandma", "grandpa",
               "stepson", "stepdaughter", "fiance", "fiancee", "boyfriend", "girlfriend",
               "friend", "neighbor", "neighbour", "caregiver", "guardian", "roommate")
-_NAME_CONTEXT = _context_re(tuple(t.lower() for t in TITLES) + _RELATIVES + (
+# who wrote, typed or signed a record: the word after is a name or initials ("jmk", "lrt")
+_AUTHORSHIP = ("dictated by", "transcribed by", "typed by", "entered by", "written by",
+               "reviewed by", "signed by", "co-signed by", "cosigned by", "approved by",
+               "prepared by", "verified by", "electronically signed by", "authored by")
+_NAME_CONTEXT = _context_re(tuple(t.lower() for t in TITLES) + _RELATIVES + _AUTHORSHIP + (
     "pt", "patient", "per", "seen by", "spoke with", "spoke to", "talked to", "discussed with",
-    "called", "cc", "signed", "dictated by", "attending", "resident", "np", "rn", "name",
-    "mrs", "mr", "ms"))
+    "called", "cc", "signed", "attending", "resident", "np", "rn", "name", "mrs", "mr", "ms"))
 _LOWER_RUN = re.compile(rf"[.:,]?[ \t]+(?P<v>[{_LO}][{_LO}'-]*(?:[ \t]+[{_LO}][{_LO}'-]*){{0,2}})")
 
 
+_LOWER_INITIALS = re.compile(r"[a-z]{2,3}")
 _STRONG = frozenset(t.casefold() for t in TITLES) | frozenset(_RELATIVES) | {"mr", "mrs", "ms"}
 
 
