@@ -41,8 +41,8 @@ from functools import cache
 
 import numpy as np
 
-from dptext.deid.gold import GoldRecord, GoldSpan
-from dptext.deid.notes import _identities, made_up_name
+from dptext.deid.gold import GoldRecord
+from dptext.deid.notes import GoldTextBuilder, identities, made_up_name
 
 _CITIES = ["Tulare", "Oxnard", "Yakima", "Pueblo", "Billings", "Duluth", "Ithaca",
            "Kalamazoo", "Muncie", "Topeka", "Bangor", "Laredo", "Provo", "Macon"]
@@ -78,21 +78,7 @@ def _word_surnames() -> tuple[tuple[str, str, str], ...]:
     import wordfreq
 
     frequent = set(wordfreq.top_n_list("en", 25_000))
-    return tuple(i for i in _identities() if i[1].casefold() in frequent)
-
-
-class _Record:
-    """A record under construction: text pieces and the gold spans of the slots."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.spans: list[GoldSpan] = []
-
-    def add(self, piece: str, category: str | None = None) -> _Record:
-        if category:
-            self.spans.append(GoldSpan(len(self.text), len(self.text) + len(piece), category))
-        self.text += piece
-        return self
+    return tuple(i for i in identities() if i[1].casefold() in frequent)
 
 
 class AdversarialGenerator:
@@ -104,7 +90,7 @@ class AdversarialGenerator:
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
-        self.ids = _identities()
+        self.ids = identities()
 
     # ------------------------------------------------------------------ values
     def _pick(self, seq):
@@ -170,7 +156,7 @@ class AdversarialGenerator:
                            f"{a} y.o.", f"{words.get(a, 'ninety')} year old",
                            f"{a}yo"])
 
-    def _filler(self, r: _Record, k: int) -> None:
+    def _filler(self, r: GoldTextBuilder, k: int) -> None:
         for i in self.rng.choice(len(_FILLER), size=k, replace=False):
             r.add(" " + _FILLER[int(i)])
 
@@ -182,7 +168,7 @@ class AdversarialGenerator:
                            f"{b}-{d}", f"Mac{made_up_name(self.rng)}"])
 
     # ----------------------------------------------------------------- formats
-    def _caps_header(self, r: _Record) -> None:
+    def _caps_header(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         _, dlast = self._name()
         label, mrn = self._mrn()
@@ -192,7 +178,7 @@ class AdversarialGenerator:
         self._filler(r, 2)
         r.add(" ").add(last.upper(), "NAME").add(" TO FOLLOW UP IN CLINIC.")
 
-    def _last_first(self, r: _Record) -> None:
+    def _last_first(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         dfirst, dlast = self._name()
         mid = chr(ord("A") + self._int(0, 26))
@@ -203,7 +189,7 @@ class AdversarialGenerator:
         r.add(" Referring: ").add(f"{dlast}, {dfirst} {mid}.", "NAME").add(" Cc: ")
         r.add(f"{dlast},{dfirst}", "NAME").add(".")
 
-    def _initials(self, r: _Record) -> None:
+    def _initials(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         dfirst, dlast = self._name()
         ini = first[0].upper() + last[0].upper()
@@ -214,7 +200,7 @@ class AdversarialGenerator:
         r.add("\n-- ").add(dfirst[0].upper() + dlast[0].upper(), "NAME").add(", RN\n")
         r.add(dfirst[0].upper() + dlast[0].upper(), "NAME").add("/mk")
 
-    def _lowercase(self, r: _Record) -> None:
+    def _lowercase(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         dfirst, dlast = self._name()
         rel_first, _ = self._name()
@@ -225,7 +211,7 @@ class AdversarialGenerator:
         r.add(" dr ").add(dlast.lower(), "NAME").add(" aware and agrees with plan. per ")
         r.add(f"{dfirst.lower()} {dlast.lower()}", "NAME").add(", recheck in am.")
 
-    def _hyphen_apostrophe(self, r: _Record) -> None:
+    def _hyphen_apostrophe(self, r: GoldTextBuilder) -> None:
         a, b = self._hyphenated(), self._hyphenated()
         first, _ = self._name()
         r.add("Patient ").add(f"{first} {a}", "NAME").add(" presents with cough.")
@@ -233,7 +219,7 @@ class AdversarialGenerator:
         r.add(" Ms. ").add(a, "NAME").add("'s sister, ").add(b, "NAME")
         r.add(", is the health care proxy. Seen by Dr. ").add(b.upper(), "NAME").add(".")
 
-    def _punctuation(self, r: _Record) -> None:
+    def _punctuation(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         _, other = self._name()
         r.add("Covering (").add(last, "NAME").add(') for "').add(f"{first} {last}", "NAME")
@@ -245,7 +231,7 @@ class AdversarialGenerator:
         r.add(f"{first} {last}", "NAME").add("]. Sign-out: ").add(f"{other}2", "NAME")
         r.add(";")
 
-    def _titles(self, r: _Record) -> None:
+    def _titles(self, r: GoldTextBuilder) -> None:
         names = [self._name() for _ in range(5)]
         r.add("Mrs. ").add(f"{names[0][0]} {names[0][1]}", "NAME").add(" admitted by Dr ")
         r.add(names[1][1], "NAME").add(". Nurse ").add(names[2][0], "NAME")
@@ -255,7 +241,7 @@ class AdversarialGenerator:
         r.add(f"{names[4][0]} {names[4][1]}", "NAME").add("; Ms ").add(names[0][1], "NAME")
         r.add(" agrees. dr. ").add(names[1][1], "NAME").add(" to call.")
 
-    def _table(self, r: _Record) -> None:
+    def _table(self, r: GoldTextBuilder) -> None:
         r.add("id,name,dob,phone,mrn\n")
         for i in range(2):
             first, last = self._name()
@@ -268,7 +254,7 @@ class AdversarialGenerator:
         r.add(" | ").add(self._digits(8), "ID").add(" |")
         self._filler(r, 1)
 
-    def _ids(self, r: _Record) -> None:
+    def _ids(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         r.add("Registration for ").add(f"{first} {last}", "NAME").add(". ")
         for _ in range(3):
@@ -278,7 +264,7 @@ class AdversarialGenerator:
         r.add(label).add(value, "SSN").add(".")
         self._filler(r, 2)
 
-    def _phones(self, r: _Record) -> None:
+    def _phones(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         r.add("Call ").add(f"{first} {last}", "NAME").add(" at ").add(self._phone(), "PHONE")
         r.add(" or cell ").add(self._phone(), "PHONE").add(". Office line ")
@@ -286,7 +272,7 @@ class AdversarialGenerator:
         r.add(".")
         self._filler(r, 2)
 
-    def _contact(self, r: _Record) -> None:
+    def _contact(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         email = self._email(first, last)
         r.add("Portal message from ").add(f"{first} {last}", "NAME").add(" <")
@@ -300,7 +286,7 @@ class AdversarialGenerator:
             f"2001:db8:{self._int(1, 9999):x}::{self._int(1, 9999):x}"]), "IP").add(".")
         self._filler(r, 2)
 
-    def _dates(self, r: _Record) -> None:
+    def _dates(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         r.add("Admission ").add(self._date(), "DATE").add(" for ")
         r.add(f"{first} {last}", "NAME").add("; discharged ").add(self._date(), "DATE")
@@ -308,7 +294,7 @@ class AdversarialGenerator:
         self._filler(r, 2)
         r.add(" Next appointment ").add(self._date(), "DATE").add(" at 10:30.")
 
-    def _addresses(self, r: _Record) -> None:
+    def _addresses(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         city = self._pick(_CITIES)
         abbr, state = self._pick(_STATES)
@@ -324,7 +310,7 @@ class AdversarialGenerator:
         r.add(". Moved from ").add(self._pick(_CITIES), "LOCATION").add(f", {state} last year.")
         self._filler(r, 2)
 
-    def _ages_relatives(self, r: _Record) -> None:
+    def _ages_relatives(self, r: GoldTextBuilder) -> None:
         first, last = self._name()
         rel = [self._name() for _ in range(2)]
         r.add("Pt is a ").add(self._age(), "AGE").add(" woman (")
@@ -335,7 +321,7 @@ class AdversarialGenerator:
         self._filler(r, 2)
         r.add(" Patient ").add(f"{first} {last}", "NAME").add(" is DNR.")
 
-    def _word_names(self, r: _Record) -> None:
+    def _word_names(self, r: GoldTextBuilder) -> None:
         pool = _word_surnames()
         given, surname, _ = self._pick(pool) if pool else (*self._name(), "")
         other = self._pick(pool)[1] if pool else made_up_name(self.rng)
@@ -346,7 +332,7 @@ class AdversarialGenerator:
 
     def record(self, fmt: str | None = None) -> GoldRecord:
         fmt = fmt or self._pick(self.FORMATS)
-        r = _Record()
+        r = GoldTextBuilder()
         getattr(self, f"_{fmt}")(r)
         return GoldRecord(r.text, r.spans, fmt)
 

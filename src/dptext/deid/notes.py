@@ -63,7 +63,7 @@ def made_up_name(rng: np.random.Generator) -> str:
 
 
 @cache
-def _identities() -> tuple[tuple[str, str, str], ...]:
+def identities() -> tuple[tuple[str, str, str], ...]:
     """(given name, surname, city) of presidio-evaluator's FakeNameGenerator file, if any."""
     spec = importlib.util.find_spec("presidio_evaluator")
     if spec is None or not spec.submodule_search_locations:
@@ -77,14 +77,15 @@ def _identities() -> tuple[tuple[str, str, str], ...]:
                      if r["GivenName"] and r["Surname"])
 
 
-class _Note:
-    """A note under construction: text pieces and the gold spans of the slots."""
+class GoldTextBuilder:
+    """A text under construction: its pieces and the gold spans of the slots (the generated
+    notes here and the adversarial records of :mod:`dptext.deid.adversarial`)."""
 
     def __init__(self) -> None:
         self.text = ""
         self.spans: list[GoldSpan] = []
 
-    def add(self, piece: str, category: str | None = None) -> _Note:
+    def add(self, piece: str, category: str | None = None) -> GoldTextBuilder:
         if category:
             self.spans.append(GoldSpan(len(self.text), len(self.text) + len(piece), category))
         self.text += piece
@@ -99,7 +100,7 @@ class NoteGenerator:
     def __init__(self, seed: int = 0, names: str = "mixed") -> None:
         self.rng = np.random.default_rng(seed)
         self.names = names
-        self.ids = _identities() if names in ("mixed", "fakename") else ()
+        self.ids = identities() if names in ("mixed", "fakename") else ()
 
     def _pick(self, seq):
         return seq[int(self.rng.integers(len(seq)))]
@@ -131,12 +132,12 @@ class NoteGenerator:
         a = int(self.rng.integers(18, 99))
         return self._pick([f"{a}-year-old", f"{a} y/o", f"{a} year old"])
 
-    def _record(self, note: _Note) -> None:
+    def _record(self, note: GoldTextBuilder) -> None:
         label, digits = self._pick([("MRN ", 7), ("Record number ", 7), ("MR# ", 8),
                                     ("Acct # ", 10), ("medical record number ", 7)])
         note.add(label).add(self._digits(digits), "ID")
 
-    def _filler(self, note: _Note, k: int) -> None:
+    def _filler(self, note: GoldTextBuilder, k: int) -> None:
         for i in self.rng.choice(len(_FILLER), size=k, replace=False):
             note.add(" " + _FILLER[int(i)])
 
@@ -144,7 +145,7 @@ class NoteGenerator:
         fmt = fmt or self._pick(self.FORMATS)
         first, last = self._person()
         dfirst, dlast = self._person()
-        n = _Note()
+        n = GoldTextBuilder()
         if fmt == "progress":
             n.add("Progress note. ").add(f"{first} {last}", "NAME").add(" is a ")
             n.add(self._age(), "AGE").add(" seen on ").add(self._date(), "DATE")
