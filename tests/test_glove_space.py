@@ -126,17 +126,42 @@ def test_named_space_is_built_once_cached_and_verified(fresh, capsys):
     again = resources.named_space("glove-6b-50d")
     assert "Building" not in capsys.readouterr().err
     assert again.fingerprint() == space.fingerprint()
-    # a corrupted cache file is detected by its hash and rebuilt with a warning
-    data = bytearray(small.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    small.write_bytes(bytes(data))
-    resources._loaded.clear()
-    from dptext.cache import CacheWarning
+    # a corrupted cache file: no damaged byte is ever handed out. A load of a checked file
+    # verifies each 1 MiB piece when a member over it is first read (verified on use,
+    # docs/reliability.md): damage in the middle of the file (the kNN table's piece; the words
+    # lie in the first piece) fails the first read of the table, and the next load hashes the
+    # whole file and rebuilds it
+    import zipfile
 
+    from dptext.cache import CacheWarning, CorruptArtefact
+
+    def damage(at: int) -> None:
+        data = bytearray(small.read_bytes())
+        data[at] ^= 0xFF
+        small.write_bytes(bytes(data))
+        resources._loaded.clear()
+
+    with zipfile.ZipFile(small) as zf:
+        words_end = zf.getinfo("meta.npy").header_offset
+        table = zf.getinfo("neighbors.npy").header_offset
+    middle = small.stat().st_size // 2
+    assert words_end < (1 << 20) <= middle and table < middle  # the layout this relies on
+    damage(middle)
+    damaged = resources.named_space("glove-6b-50d")
+    with pytest.raises(CorruptArtefact, match="does not match its recorded sha256"):
+        damaged.geometry(3)
+    resources._loaded.clear()
     with pytest.warns(CacheWarning, match="corrupted"):
         rebuilt = resources.named_space("glove-6b-50d")
     assert "Building" in capsys.readouterr().err
     assert rebuilt.fingerprint() == space.fingerprint()
+    np.testing.assert_array_equal(rebuilt.geometry(3).neighbors, space.geometry(3).neighbors)
+    # damage in the piece a load reads at once (the vectors before the words) is found by
+    # that load, which warns and rebuilds
+    damage(4096)
+    with pytest.warns(CacheWarning, match="corrupted"):
+        again = resources.named_space("glove-6b-50d")
+    np.testing.assert_array_equal(again.vectors[0], raw)
 
 
 def test_unknown_space_name_is_one_clear_error():

@@ -146,9 +146,13 @@ def test_lookup_caches_are_bounded_and_gc_is_restored(space, monkeypatch):
 
     m = dptext.mechanism("custext", space=space, epsilon=2.0, k=5).fit(cache=False)
     monkeypatch.setattr(word, "CACHE_ENTRIES", 50)
+    # the glue cache is shared by every mechanism of the process: start it from a known state
+    # (60 entries, over the bound), whatever the tests before this one put there
+    monkeypatch.setattr(word, "_GLUE_CODES", {f"<glue {i}>": 0 for i in range(60)})
     texts = [" ".join(f"oov{i}x{j}" for j in range(20)) for i in range(10)]
     out = m.privatize_batch(texts, rng=0)
     assert len(m._lookup_cache) <= 50 + 200 and len(word._GLUE_CODES) <= 50 + 200
+    assert "<glue 0>" not in word._GLUE_CODES  # emptied when new glue would pass the bound
     m.privatize_batch(texts, rng=0)
     assert len(m._lookup_cache) <= 250
     assert [r.report.privatized_by_reason for r in out] == [{"oov_placeholder": 20}] * 10
