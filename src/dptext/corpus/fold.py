@@ -62,7 +62,7 @@ class Fold:
                             shard.charges.append(d.charge_id)
                     else:
                         shard.withheld += 1
-                        ordinal, line = out.where[i]
+                        ordinal, line = out.where[0][i], out.where[1][i]
                         shard.rejects.append(reject_line(
                             self.sources[out.source], ordinal, line,
                             f"withheld by the ledger: {d.reason}"))
@@ -80,11 +80,15 @@ class Fold:
                 max_eps = max_record_epsilon(parts, rec_eps) if keep else None
             if self.units_tracked:
                 units = {}
+                totals = {}  # id of an events list (shared by equal ones) -> its totals
                 for i in keep:
                     _, unit, events = out.items[i]
                     if unit is None:
                         continue
-                    eps, delta = budget_mod.event_totals(events)
+                    tot = totals.get(id(events))
+                    if tot is None:
+                        tot = totals[id(events)] = budget_mod.event_totals(events)
+                    eps, delta = tot
                     t = units.setdefault(unit, [0.0, 0.0, 0])
                     t[0] += eps
                     t[1] += delta

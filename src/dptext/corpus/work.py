@@ -11,10 +11,13 @@ the batch's reports into the job's.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
+from dptext.accounting.events import PrivacyEvent
 from dptext.accounting.report import PrivacyReport
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import combine
@@ -61,13 +64,16 @@ class BatchTask:
     header: list[str] | None = None
 
 
+# every field of an event: equal keys, equal events (a ledger's items share their lists)
+_event_key = attrgetter(*(f.name for f in dataclasses.fields(PrivacyEvent)))
+
 @dataclass
 class BatchResult:
     """What comes back for one batch. ``data`` holds the encoded output of every written
     record in order (``rows`` for Parquet output); ``rejects`` the encoded reject lines.
     With a ledger, ``items[i]`` = (key, unit, events) of the i-th written record, ``ends[i]``
-    where its bytes end in ``data``, ``reports[f][i]`` its report of field ``f``, ``where[i]``
-    its (ordinal, line), ``record_epsilon[i]`` its epsilon over the fields: what the driver
+    where its bytes end in ``data``, ``reports[f][i]`` its report of field ``f``, ``where[0][i]``
+    and ``where[1][i]`` its ordinal and line, ``record_epsilon[i]`` its epsilon over the fields: what the driver
     needs to drop a record the ledger withholds. Without a ledger, ``units`` holds the batch's
     per-unit (epsilon, delta, records)."""
 
@@ -84,7 +90,7 @@ class BatchResult:
     items: list[tuple[str, str | None, list]] | None = None
     ends: list[int] | None = None
     reports: list[list[PrivacyReport]] | None = None
-    where: list[tuple[int, int]] | None = None
+    where: tuple[list[int], list[int]] | None = None
     record_epsilon: list[float] | None = None
     # consistent="unit": per written record, the draws it shares with its person's other
     # records (draw id -> privacy events); ``items`` then hold each record's own events only
@@ -117,6 +123,10 @@ class Worker:
         self.writer = RecordWriter(layout.in_fmt, layout.out_fmt, layout.fields,
                                    layout.columns)
         self._fds: dict[int, int] = {}
+        # a ledger's items: one list per distinct single event (all its fields: the key), not
+        # one per record - the records in flight to the ledger then hold no events of their
+        # own for the garbage collector to traverse; never mutated (read by the ledger/fold)
+        self._same_events: dict[tuple, list] = {}
 
     def close(self) -> None:
         for fd in self._fds.values():
@@ -277,14 +287,20 @@ class Worker:
                 own.append(events)
         if lay.ledger or shared:
             out.reports, out.record_epsilon = reports, rec_eps
-            out.where = [(good[n].ordinal, good[n].line) for n in kept]
+            out.where = ([good[n].ordinal for n in kept], [good[n].line for n in kept])
             out.items = []
+            same = self._same_events
+            if len(same) > 10_000:
+                same.clear()
             for i, n in enumerate(kept):
                 if shared:
                     out.items.append((keys[n], units[n], own[i]))
                     continue
                 rec = reports[0][i] if n_fields == 1 else combine([c[i] for c in reports])
-                out.items.append((keys[n], units[n], budget_mod.privacy_events(rec)))
+                events = budget_mod.privacy_events(rec)
+                if len(events) == 1:  # the usual one event: one list shared by equal ones
+                    events = same.setdefault(_event_key(events[0]), events)
+                out.items.append((keys[n], units[n], events))
             if not parquet:
                 out.ends, total = [], 0
                 for e in encoded:
