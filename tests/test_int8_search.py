@@ -209,6 +209,10 @@ def test_the_7bit_path_is_said_once_in_one_line(monkeypatch, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Int8Search(words, block=64, tile=128)  # once a process: no second warning
+    monkeypatch.setattr(int8_search, "_NOTICED", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 7 bits asked for: nothing said about the CPU
+        Int8Search(words, block=64, tile=128, levels=63)
 
     monkeypatch.setattr(int8_search, "_NOTICED", set())
     with warnings.catch_warnings():

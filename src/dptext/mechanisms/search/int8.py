@@ -209,7 +209,7 @@ class Int8Search(Search):
             raise DPTextError(f"search='int8': torch's int8 kernel is not exact on this "
                               f"CPU{which}; use search='exact'")
         self.levels = tried
-        if tried < LEVELS[0]:
+        if tried < LEVELS[0] and levels is None:  # the CPU chose 7 bits, not the caller
             _notice_saturating_kernel()
         self._tiles(cached_codes(words, tried, fingerprint))
         # the 8-bit output window, where it reads as assumed
