@@ -159,7 +159,8 @@ def test_a_file_job_with_a_unit_field_draws_once_per_entity_per_person(service):
                                                        pld=False).epsilon_basic
                              for u in ("p1", "p2")}
     p1 = [notes["unit"][i] for i in (0, 1, 3)]
-    assert len(set(p1)) == 1 and "Alice" not in p1[0] and "Boston" not in p1[0]
+    # one draw for the person (CusText may draw a word as itself: no assertion on the words)
+    assert len(set(p1)) == 1
     assert spent["unit"]["p1"] == spent["unit"]["p2"] > 0  # one draw each, charged once
     assert spent["none"]["p1"] == pytest.approx(3 * spent["none"]["p2"])
     assert spent["none"]["p2"] == spent["unit"]["p2"]
