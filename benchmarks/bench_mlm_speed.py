@@ -34,6 +34,19 @@ notes; e.g. ``/usr/bin/time -v`` on each side in turn).
 per run the wall and CPU seconds of the child (``RUSAGE_CHILDREN``), then the medians and the
 median of the pairwise ratios, with ``uptime`` and the CPU model/flags (``lscpu``) before and
 after. ``--busy``: beside a busy loop started here on one core (killed afterwards).
+
+``--inprocess N``: the compute part alone. One process loads both sides, warms each up on an
+8-word text, then times ``privatize`` of the same text(s) N times each, interleaved (dptext,
+dpmlm, dptext, ...): wall and process CPU seconds per run, their medians, the median of the
+pairwise ratios, and the arithmetic of each side - model FLOPs per privatized word (from the
+config and the lengths each side feeds, padding included; dpmlm's full vocabulary projection at
+every position) and the GFLOP/s that gives. Imports and model loading are outside the timings,
+so the whole-process figures minus these are the fixed start-up. ``--threads T``: torch's
+thread count (the ceiling of dptext's thread policy; dpmlm runs at it too). ``--precision
+bf16``: dptext's opt-in bfloat16 products (a different model function: measured separately,
+never the default). ``--profile``: one more dptext run under torch.profiler, its top operators.
+
+    python benchmarks/bench_mlm_speed.py --inprocess 3 --model /tmp/roberta-stand-in [--busy]
 """
 
 from __future__ import annotations
@@ -55,12 +68,15 @@ def texts_of(args) -> list[str]:
     return sample_texts(10**6)[: args.texts] if args.texts else [long_text(args.words)]
 
 
-def dptext_side(model: str, texts: list[str], batch_size: int) -> int:
+def dptext_mechanism(model: str, batch_size: int, precision: str = "fp32"):
     from dptext import mechanism
 
-    m = mechanism("dpmlm", backend="mlm", model=model, epsilon=EPSILON, clip_low=CLIP[0],
-                  clip_high=CLIP[1], batch_size=batch_size).fit()
-    results = m.privatize_batch(texts)
+    return mechanism("dpmlm", backend="mlm", model=model, epsilon=EPSILON, clip_low=CLIP[0],
+                     clip_high=CLIP[1], batch_size=batch_size, precision=precision).fit()
+
+
+def dptext_side(model: str, texts: list[str], batch_size: int, precision: str = "fp32") -> int:
+    results = dptext_mechanism(model, batch_size, precision).privatize_batch(texts)
     return sum(r.report.privatized_by_reason.get("mechanism", 0) for r in results)
 
 
@@ -153,6 +169,27 @@ class DPMLM130:
                 predictions[f"{tokens[idx]}_{idx}"] = self.tokenizer.decode(chosen_idx).strip()
         return predictions
 
+    def lengths(self, tokens, indices, batch_size=16):
+        """The padded width of each of ``privatize_batch``'s forward passes (for the FLOPs)."""
+        clean = self.tokenizer.encode(self.detokenize(tokens), add_special_tokens=False)
+        budget = (self.tokenizer.model_max_length - 8) // 2
+        widths = []
+        for k in range(0, len(indices), batch_size):
+            n = []
+            for idx in indices[k: k + batch_size]:
+                masked = list(tokens)
+                masked[idx] = self.tokenizer.mask_token
+                enc = self.tokenizer.encode(self.detokenize(masked), add_special_tokens=False)
+                at = enc.index(self.tokenizer.mask_token_id) if (
+                    self.tokenizer.mask_token_id in enc) else len(enc) // 2
+                lo, hi = self.sliding_window(enc, at, budget)
+                n.append(len(self.tokenizer.encode(
+                    " " + self.tokenizer.decode(clean[lo:hi]),
+                    " " + self.tokenizer.decode(enc[lo:hi]), add_special_tokens=True,
+                    truncation="longest_first", max_length=self.tokenizer.model_max_length)))
+            widths.append((len(n), max(n)))
+        return widths
+
     @staticmethod
     def sliding_window(tokens, target_idx, max_len):
         length = len(tokens)
@@ -170,12 +207,7 @@ class DPMLM130:
 
 
 def dpmlm_side(model: str, texts: list[str]) -> int:
-    ref = DPMLM130(model)
-    n = 0
-    for words, indices in slot_words(model, texts):
-        ref.privatize_batch(words, indices, [EPSILON] * len(indices))
-        n += len(indices)
-    return n
+    return dpmlm_run(DPMLM130(model), texts)
 
 
 def _shell(cmd: list[str]) -> str:
@@ -225,6 +257,136 @@ def compare(args) -> None:
           f"{' (beside a busy loop on one core)' if args.busy else ''}")
 
 
+def layer_flops(cfg, rows: int, width: int, queries: int | None = None) -> float:
+    """FLOPs of one encoder layer on ``rows`` sequences of ``width`` tokens (multiply-adds x 2);
+    ``queries``: the positions per sequence whose output is kept (the rest only give K, V)."""
+    h, i = cfg.hidden_size, cfg.intermediate_size
+    q = width if queries is None else queries
+    per_row = 2 * width * 2 * h * h + 2 * q * (2 * h * h + 2 * h * i) + 4 * q * width * h
+    return rows * per_row
+
+
+def dptext_flops(m, texts: list[str]) -> tuple[float, int]:
+    """FLOPs of dptext's passes over ``texts`` and its privatized words: the padded batches
+    the backend forms (:meth:`MaskedBackend.batches`), the last layer only at the mask where
+    the backend does that (``last_layer_at_mask``), the head at the masks over the
+    candidates."""
+    import numpy as np
+
+    b = m._backend
+    cfg = m._lm[0].config
+    plans = [m._plan(t, np.random.default_rng(0)) for t in texts]
+    inputs = [b.input_ids(a.ids, s.start, s.end) for a, _, slots, _ in plans for s in slots]
+    if hasattr(b, "batches"):
+        batches = b.batches(inputs)
+    else:  # the backend of before: length-sorted chunks of batch_size
+        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+        batches = [order[k: k + b.batch_size] for k in range(0, len(order), b.batch_size)]
+    last = getattr(b, "last_layer_at_mask", False)
+    h, c = cfg.hidden_size, len(b.candidate_ids)
+    total = 0.0
+    for rows in batches:
+        width = max(len(inputs[r]) for r in rows)
+        total += (cfg.num_hidden_layers - last) * layer_flops(cfg, len(rows), width)
+        if last:
+            total += layer_flops(cfg, len(rows), width, queries=1)
+        total += len(rows) * (width if not last else 1) * 2 * h * h  # the head's dense layer
+        total += len(rows) * 2 * h * c  # the projection, at the mask only
+    return total, len(inputs)
+
+
+def dpmlm_flops(ref, texts: list[str]) -> tuple[float, int]:
+    """FLOPs of dpmlm 1.3.0's passes: batches of 16 padded pairs, every layer at every
+    position, the head (dense + the full vocabulary projection) at every position."""
+    cfg = ref.lm_model.config
+    h, v = cfg.hidden_size, cfg.vocab_size
+    total, n = 0.0, 0
+    for words, indices in slot_words("", texts):
+        for rows, width in ref.lengths(words, indices):
+            total += cfg.num_hidden_layers * layer_flops(cfg, rows, width)
+            total += rows * width * 2 * (h * h + h * v)
+        n += len(indices)
+    return total, n
+
+
+def inprocess(args) -> None:
+    """Both sides in one process after warm-up, interleaved (see the module docstring)."""
+    import statistics
+
+    import torch
+
+    from bench_lm import long_text as warm_text
+
+    cpu_lines = [line for line in _shell(["lscpu"]).splitlines()
+                 if line.startswith(("Model name", "Flags"))]
+    print("\n".join(cpu_lines))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"{torch.backends.cpu.get_cpu_capability()}; dptext precision {args.precision}, "
+          f"batch_size {args.batch_size}")
+    texts = texts_of(args)
+    mech = dptext_mechanism(args.model, args.batch_size, args.precision)
+    ref = DPMLM130(args.model)
+    warm = [warm_text(8)]
+    mech.privatize_batch(warm, rng=0)
+    dpmlm_run(ref, warm)
+    flops = {"dptext": dptext_flops(mech, texts), "dpmlm": dpmlm_flops(ref, texts)}
+    print(f"load before: {_shell(['uptime']).strip()}")
+    spin = None
+    if args.busy:
+        import subprocess
+
+        spin = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    runs: dict[str, list[tuple[float, float]]] = {"dptext": [], "dpmlm": []}
+    try:
+        for k in range(args.inprocess):
+            for side in ("dptext", "dpmlm"):
+                start, cpu0 = time.perf_counter(), time.process_time()
+                if side == "dptext":
+                    mech.privatize_batch(texts, rng=k)
+                else:
+                    dpmlm_run(ref, texts)
+                wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+                runs[side].append((wall, cpu))
+                f, n = flops[side]
+                print(f"  {side}: {n} words, {wall:.2f} s wall, {cpu:.2f} s CPU; "
+                      f"{f / n / 1e9:.1f} GFLOP/word, {f / wall / 1e9:.0f} GFLOP/s wall, "
+                      f"{f / cpu / 1e9:.0f} GFLOP/s per CPU second", flush=True)
+    finally:
+        if spin is not None:
+            spin.kill()
+            spin.wait()
+    for k, name in ((0, "wall"), (1, "CPU")):
+        a = [r[k] for r in runs["dptext"]]
+        b = [r[k] for r in runs["dpmlm"]]
+        ratio = statistics.median(y / x for x, y in zip(a, b, strict=True))
+        n = flops["dptext"][1]
+        print(f"compute only, {name}: dptext median {statistics.median(a):.2f} s "
+              f"({statistics.median(a) / n * 1e3:.0f} ms/word), dpmlm 1.3.0's approach median "
+              f"{statistics.median(b):.2f} s ({statistics.median(b) / n * 1e3:.0f} ms/word); "
+              f"speed-up (pairwise median) {ratio:.2f}x")
+    print(f"FLOPs per word: dptext {flops['dptext'][0] / flops['dptext'][1] / 1e9:.1f} G, "
+          f"dpmlm {flops['dpmlm'][0] / flops['dpmlm'][1] / 1e9:.1f} G (ratio "
+          f"{flops['dpmlm'][0] / flops['dptext'][0]:.2f})")
+    print(f"load after: {_shell(['uptime']).strip()}"
+          f"{' (beside a busy loop on one core)' if args.busy else ''}")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            mech.privatize_batch(texts, rng=99)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=14))
+
+
+def dpmlm_run(ref, texts: list[str]) -> int:
+    n = 0
+    for words, indices in slot_words("", texts):
+        ref.privatize_batch(words, indices, [EPSILON] * len(indices))
+        n += len(indices)
+    return n
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", metavar="DIR", help="write the stand-in model to DIR and stop")
@@ -236,18 +398,26 @@ def main() -> None:
     p.add_argument("--compare", type=int, default=0, metavar="N",
                    help="run both sides N times each, in turn, and print the ratios")
     p.add_argument("--busy", action="store_true", help="--compare beside a busy loop")
+    p.add_argument("--inprocess", type=int, default=0, metavar="N",
+                   help="the compute part alone: both sides in this process after warm-up")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (--inprocess)")
+    p.add_argument("--precision", default="fp32", help="dptext's precision (fp32, bf16)")
+    p.add_argument("--profile", action="store_true", help="--inprocess: profile dptext once")
     args = p.parse_args()
     if args.build:
         Path(args.build).mkdir(parents=True, exist_ok=True)
         stand_in_mlm(args.build)
         return
+    if args.inprocess and args.model:
+        return inprocess(args)
     if args.compare and args.model:
         return compare(args)
     if not (args.side and args.model):
         p.error("give --build DIR, or --side (or --compare N) and --model DIR")
     texts = texts_of(args)
     start = time.perf_counter()
-    n = (dptext_side(args.model, texts, args.batch_size) if args.side == "dptext"
+    n = (dptext_side(args.model, texts, args.batch_size, args.precision)
+         if args.side == "dptext"
          else dpmlm_side(args.model, texts))
     seconds = time.perf_counter() - start
     r = resource.getrusage(resource.RUSAGE_SELF)

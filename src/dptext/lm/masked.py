@@ -14,7 +14,11 @@ than the model window get token windows centred on the slot (:mod:`dptext.lm.win
 All slots of all texts go through the model in padded batches (sorted by length, so a batch
 holds inputs of about one length and little padding); only the mask positions reach the
 vocabulary projection (a pre-hook on the output embeddings), so memory stays batch x
-candidates. Each batch runs under the thread policy of the causal backend
+candidates. Only the mask's output of the LAST layer is used, so that layer computes its keys
+and values at every position but its query, attention output and feed-forward block at the
+mask alone (:func:`last_layer_at_mask`; BERT-family layers, checked once against the full
+layer on a probe input; any other model runs its full last layer). Each batch runs under the
+thread policy of the causal backend
 (:mod:`dptext.lm.threads`): never more torch threads than the cores that are free, one for a
 small batch. The batches and their order do not depend on the threads, so neither do the
 scores.
@@ -22,6 +26,7 @@ scores.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from dptext.errors import DPTextError
@@ -101,6 +106,65 @@ def model_window(model, tokenizer, requested: int | None) -> int:
     return min(limits) if limits else 512
 
 
+def _mask_rows_forward(layer, at):
+    """A BERT-family encoder layer (``attention.self/output``, ``intermediate``, ``output``)
+    computed for one query per row, position ``at[r]`` of row ``r``: keys and values from every
+    position, as in the full layer; returns ``[rows, 1, hidden]``. The same modules and the
+    same attention function as the layer's own forward, so the mask row's output is the full
+    layer's up to the order of float additions."""
+    import torch
+
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    sa = layer.attention.self
+    eager = sys.modules[type(sa).__module__].eager_attention_forward
+    attend = ALL_ATTENTION_FUNCTIONS.get_interface(sa.config._attn_implementation, eager)
+    gone = ("cache", "past_key_values", "use_cache", "encoder_attention_mask",
+            "output_attentions")
+
+    def forward(hidden_states, attention_mask=None, *_args, **kwargs):
+        rows, width = hidden_states.shape[:2]
+        pick = torch.arange(rows, device=hidden_states.device)
+        x = hidden_states[pick, at].unsqueeze(1)  # [rows, 1, hidden]
+        heads = (rows, -1, sa.num_attention_heads, sa.attention_head_size)
+        query = sa.query(x).view(*heads).transpose(1, 2)
+        key = sa.key(hidden_states).view(*heads).transpose(1, 2)
+        value = sa.value(hidden_states).view(*heads).transpose(1, 2)
+        mask = attention_mask
+        if mask is not None and mask.dim() == 4 and mask.shape[2] == width > 1:
+            mask = mask[pick, :, at].unsqueeze(2)  # the mask row's own row of the mask
+        out, _ = attend(sa, query, key, value, mask, dropout=0.0, scaling=sa.scaling,
+                        **{k: v for k, v in kwargs.items() if k not in gone})
+        attended = layer.attention.output(out.reshape(rows, 1, -1).contiguous(), x)
+        return layer.output(layer.intermediate(attended), attended)
+
+    return forward
+
+
+def last_layer_at_mask(model):
+    """The model's last encoder layer where it can be computed at the mask alone
+    (:func:`_mask_rows_forward`), else None: a BERT-family layer (BERT, RoBERTa, XLM-R, ...)
+    that is not a decoder, has no cross-attention, no chunked feed-forward and no forward of
+    its own set on the instance (accelerate's hooks). :class:`MaskedBackend` also checks the
+    result against the full layer once, on a probe input."""
+    encoder = getattr(getattr(model, "base_model", None), "encoder", None)
+    layers = getattr(encoder, "layer", None)
+    try:
+        layer = layers[-1]
+        sa = layer.attention.self
+        parts = (sa.query, sa.key, sa.value, sa.num_attention_heads, sa.attention_head_size,
+                 sa.scaling, layer.attention.output, layer.intermediate, layer.output)
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if (None in parts or "forward" in vars(layer) or getattr(layer, "is_decoder", False)
+            or getattr(layer, "add_cross_attention", False)
+            or getattr(layer, "chunk_size_feed_forward", 0)
+            or getattr(sys.modules.get(type(sa).__module__), "eager_attention_forward",
+                       None) is None):
+        return None
+    return layer
+
+
 class MaskedBackend:
     """Scores of every candidate at the masked slot, for many slots at once."""
 
@@ -123,6 +187,40 @@ class MaskedBackend:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         # segment ids go in where the model has segment embeddings (BERT: 2; RoBERTa: 1)
         self.segments = int(getattr(model.config, "type_vocab_size", 0) or 0) > 1
+        self._last = last_layer_at_mask(model)
+        if self._last is not None and not self._probe():
+            self._last = None
+
+    @property
+    def last_layer_at_mask(self) -> bool:
+        """Whether the last layer runs at the mask alone (see the module docstring)."""
+        return self._last is not None
+
+    def _probe(self) -> bool:
+        """The last layer at the mask gives the full layer's scores on a probe input (two rows
+        of different lengths, so padding and the attention mask are exercised)."""
+        import torch
+
+        t = self.template
+        special = set(t.before + (t.middle or []) + t.after + [self.pad_id,
+                                                                self.tokenizer.mask_token_id])
+        some = []
+        for i in range(len(self.tokenizer)):
+            if len(some) == 8:
+                break
+            if i not in special and i not in self.tokenizer.all_special_ids:
+                some.append(i)
+        probe = [self.input_ids(some, 2, 3), self.input_ids(some[:5], 1, 3)]
+        last, self._last = self._last, None
+        full = self.scores(probe)
+        self._last = last
+        try:
+            short = self.scores(probe)
+        except Exception:  # noqa: BLE001 - a layer that does not fit: the full layer then
+            return False
+        scale = 1.0 + float(full.abs().max())
+        return bool(torch.isfinite(short).all()) and float((full - short).abs().max()) <= (
+            1e-4 * scale)
 
     def input_ids(self, ids: list[int], start: int, end: int) -> ModelInput:
         """The model input for the slot ``[start, end)`` of a text with token ``ids``:
@@ -173,17 +271,25 @@ class MaskedBackend:
         device = self.model.device
         where = where.to(device)
 
+        last = self._last
+
         def only_masks(_module, args, where=where):
+            if last is not None:  # the last layer gave the mask rows alone: [rows, 1, hidden]
+                return (args[0][:, 0],)
             return (args[0][where],)
 
         extra = {"token_type_ids": types.to(device)} if self.segments else {}
         policy.before_pass(len(rows) * width)  # token-rows of the padded pass
         hook = head.register_forward_pre_hook(only_masks)
+        if last is not None:
+            last.forward = _mask_rows_forward(last, where.nonzero()[:, 1])
         try:
             with torch.inference_mode(), autocast(device, self.precision):
                 logits = self.model(input_ids=batch.to(device),
                                     attention_mask=attention.to(device), **extra).logits
         finally:
             hook.remove()
+            if last is not None:
+                del last.forward
         picked = logits.reshape(len(rows), -1)[:, self.candidate_ids.to(device)]
         return picked.float().cpu()
