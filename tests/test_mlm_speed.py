@@ -92,3 +92,17 @@ def test_only_bert_family_layers_qualify(models):
     layer.forward = layer.forward
     assert masked.last_layer_at_mask(model) is None
     assert masked.last_layer_at_mask(torch.nn.Linear(2, 2)) is None
+
+
+def test_bf16_keeps_the_last_layer_at_the_mask(models):
+    """The probe runs in float32 whatever the precision, so ``precision="bf16"`` (an opt-in
+    model function of its own) also computes the last layer at the mask; its scores stay
+    within bfloat16's error of the float32 ones."""
+    fp32 = mechanism("dpmlm", backend="mlm", model=models["bert"], epsilon=5.0,
+                     keep_stopwords=False, **CLIP).fit()
+    bf16 = mechanism("dpmlm", backend="mlm", model=models["bert"], epsilon=5.0,
+                     keep_stopwords=False, precision="bf16", **CLIP).fit()
+    assert bf16._backend.last_layer_at_mask and bf16._backend.precision == "bf16"
+    inputs = _inputs(fp32, TEXTS)
+    a, b = fp32._backend.scores(inputs), bf16._backend.scores(inputs)
+    assert 0 < float((a - b).abs().max()) < 0.05 * float(a.std())
