@@ -268,22 +268,19 @@ def layer_flops(cfg, rows: int, width: int, queries: int | None = None) -> float
 
 def dptext_flops(m, texts: list[str]) -> tuple[float, int]:
     """FLOPs of dptext's passes over ``texts`` and its privatized words: the padded batches
-    the backend forms (:meth:`MaskedBackend.batches`), the last layer only at the mask where
-    the backend does that (``last_layer_at_mask``), the head at the masks over the
-    candidates."""
+    the backend forms (length-sorted, ``batch_size`` inputs each), the last layer only at the
+    mask where the backend does that (``last_layer_at_mask``), the head's dense layer where
+    the last layer's output goes, its vocabulary projection at the masks only."""
     import numpy as np
 
     b = m._backend
     cfg = m._lm[0].config
     plans = [m._plan(t, np.random.default_rng(0)) for t in texts]
     inputs = [b.input_ids(a.ids, s.start, s.end) for a, _, slots, _ in plans for s in slots]
-    if hasattr(b, "batches"):
-        batches = b.batches(inputs)
-    else:  # the backend of before: length-sorted chunks of batch_size
-        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
-        batches = [order[k: k + b.batch_size] for k in range(0, len(order), b.batch_size)]
+    order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+    batches = [order[k: k + b.batch_size] for k in range(0, len(order), b.batch_size)]
     last = getattr(b, "last_layer_at_mask", False)
-    h, c = cfg.hidden_size, len(b.candidate_ids)
+    h, c = cfg.hidden_size, m._lm[0].get_output_embeddings().out_features
     total = 0.0
     for rows in batches:
         width = max(len(inputs[r]) for r in rows)
@@ -291,7 +288,7 @@ def dptext_flops(m, texts: list[str]) -> tuple[float, int]:
         if last:
             total += layer_flops(cfg, len(rows), width, queries=1)
         total += len(rows) * (width if not last else 1) * 2 * h * h  # the head's dense layer
-        total += len(rows) * 2 * h * c  # the projection, at the mask only
+        total += len(rows) * 2 * h * c  # the vocabulary projection, at the mask only
     return total, len(inputs)
 
 
@@ -315,8 +312,6 @@ def inprocess(args) -> None:
 
     import torch
 
-    from bench_lm import long_text as warm_text
-
     cpu_lines = [line for line in _shell(["lscpu"]).splitlines()
                  if line.startswith(("Model name", "Flags"))]
     print("\n".join(cpu_lines))
@@ -328,7 +323,7 @@ def inprocess(args) -> None:
     texts = texts_of(args)
     mech = dptext_mechanism(args.model, args.batch_size, args.precision)
     ref = DPMLM130(args.model)
-    warm = [warm_text(8)]
+    warm = [long_text(8)]
     mech.privatize_batch(warm, rng=0)
     dpmlm_run(ref, warm)
     flops = {"dptext": dptext_flops(mech, texts), "dpmlm": dpmlm_flops(ref, texts)}

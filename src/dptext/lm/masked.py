@@ -113,7 +113,6 @@ def _mask_rows_forward(layer, at):
     same attention function as the layer's own forward, so the mask row's output is the full
     layer's up to the order of float additions."""
     import torch
-
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     sa = layer.attention.self
