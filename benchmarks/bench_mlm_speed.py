@@ -281,14 +281,19 @@ def dptext_flops(m, texts: list[str]) -> tuple[float, int]:
     batches = [order[k: k + b.batch_size] for k in range(0, len(order), b.batch_size)]
     last = getattr(b, "last_layer_at_mask", False)
     h, c = cfg.hidden_size, m._lm[0].get_output_embeddings().out_features
-    total = 0.0
+    total, padded = 0.0, 0
     for rows in batches:
         width = max(len(inputs[r]) for r in rows)
+        padded += width * len(rows)
         total += (cfg.num_hidden_layers - last) * layer_flops(cfg, len(rows), width)
         if last:
             total += layer_flops(cfg, len(rows), width, queries=1)
         total += len(rows) * (width if not last else 1) * 2 * h * h  # the head's dense layer
         total += len(rows) * 2 * h * c  # the vocabulary projection, at the mask only
+    real = sum(len(x) for x in inputs)
+    print(f"dptext: {len(inputs)} inputs of {min(map(len, inputs))}-{max(map(len, inputs))} "
+          f"tokens in {len(batches)} batch(es); padding {100 * (padded - real) / padded:.1f}% "
+          f"of the token-rows; last layer at the mask: {bool(last)}")
     return total, len(inputs)
 
 
