@@ -1,5 +1,5 @@
-"""The masked backend's exact speed-ups (issue 36): the last layer computed at the mask alone
-gives the full layer's scores, on tiny random BERT and RoBERTa models built here."""
+"""The masked backend's exact speed-ups (issue 36), on tiny random BERT and RoBERTa models
+built here: the last layer computed at the mask alone gives the full layer's scores."""
 
 from __future__ import annotations
 
@@ -33,30 +33,43 @@ def _inputs(m, texts):
 
 @pytest.mark.parametrize("kind", ["bert", "roberta"])
 def test_last_layer_at_the_mask_gives_the_full_layers_scores(models, kind):
-    """Texts of three lengths in one padded batch: the scores with the last layer at the mask
+    """Texts of three lengths in padded passes: the scores with the last layer at the mask
     equal the full layer's up to float reassociation, and that layer's feed-forward block saw
-    one row per input (the full layer: every position of the padded batch)."""
+    one position per input (the full layer: every position of each padded pass)."""
     m = mechanism("dpmlm", backend="mlm", model=models[kind], epsilon=5.0,
                   keep_stopwords=False, **CLIP).fit()
     backend = m._backend
     assert backend.last_layer_at_mask
     inputs = _inputs(m, TEXTS)
     assert len({len(x) for x in inputs}) >= 3  # padding and the attention mask are exercised
-    rows = []
+    rows: dict[str, list] = {"fast": [], "full": []}
     layer = m._lm[0].base_model.encoder.layer[-1]
     hook = layer.intermediate.register_forward_hook(
-        lambda _m, args, _out: rows.append(args[0].shape[:2]))
+        lambda _m, args, _out: rows[run].append(tuple(args[0].shape[:2])))
     try:
+        run = "fast"
         fast = backend.scores(inputs)
         last, backend._last = backend._last, None
+        run = "full"
         full = backend.scores(inputs)
         backend._last = last
     finally:
         hook.remove()
-    assert rows[0] == (len(inputs), 1)
-    assert rows[1] == (len(inputs), max(len(x) for x in inputs))
+    widths = [max(len(inputs[i]) for i in g) for g in backend.batches(inputs)]
+    assert sorted(rows["fast"]) == sorted((len(g), 1) for g in backend.batches(inputs))
+    assert sorted(rows["full"]) == sorted((len(g), w) for g, w in
+                                          zip(backend.batches(inputs), widths, strict=True))
     assert "forward" not in vars(layer)  # the layer is itself again after the pass
     assert torch.allclose(fast, full, atol=1e-5, rtol=0)
+    one = [list(range(len(inputs)))]  # every input in one padded pass: the attention mask
+    padded = backend._scores(inputs, one)
+    last, backend._last = backend._last, None
+    try:
+        padded_full = backend._scores(inputs, one)
+    finally:
+        backend._last = last
+    assert torch.allclose(padded, padded_full, atol=1e-5, rtol=0)
+    assert torch.allclose(padded, full, atol=1e-5, rtol=0)
     assert fast.shape == (len(inputs), len(backend.candidate_ids))
 
 
@@ -64,9 +77,9 @@ def test_a_layer_the_probe_rejects_runs_in_full(models, monkeypatch):
     """A last layer whose mask-only forward does not reproduce the full layer (here: a wrong
     one, patched in) is caught by the probe at fit time; the backend then runs the full layer
     and the scores are the full layer's."""
-    def wrong(layer, at):
+    def wrong(layer, local):
         def forward(hidden_states, attention_mask=None, *args, **kwargs):
-            return hidden_states[torch.arange(len(at)), at].unsqueeze(1)
+            return hidden_states[torch.arange(len(local.at)), local.at].unsqueeze(1)
         return forward
 
     exact = mechanism("dpmlm", backend="mlm", model=models["bert"], epsilon=5.0,
@@ -106,3 +119,4 @@ def test_bf16_keeps_the_last_layer_at_the_mask(models):
     inputs = _inputs(fp32, TEXTS)
     a, b = fp32._backend.scores(inputs), bf16._backend.scores(inputs)
     assert 0 < float((a - b).abs().max()) < 0.05 * float(a.std())
+

@@ -18,10 +18,9 @@ candidates. Only the mask's output of the LAST layer is used, so that layer comp
 and values at every position but its query, attention output and feed-forward block at the
 mask alone (:func:`last_layer_at_mask`; BERT-family layers, checked once against the full
 layer on a probe input; any other model runs its full last layer). Each batch runs under the
-thread policy of the causal backend
-(:mod:`dptext.lm.threads`): never more torch threads than the cores that are free, one for a
-small batch. The batches and their order do not depend on the threads, so neither do the
-scores.
+thread policy of the causal backend (:mod:`dptext.lm.threads`): never more torch threads than
+the cores that are free, one for a small batch. The batches and their order do not depend on
+the threads, so neither do the scores.
 """
 
 from __future__ import annotations
@@ -106,9 +105,10 @@ def model_window(model, tokenizer, requested: int | None) -> int:
     return min(limits) if limits else 512
 
 
-def _mask_rows_forward(layer, at):
+def _mask_rows_forward(layer, local):
     """A BERT-family encoder layer (``attention.self/output``, ``intermediate``, ``output``)
-    computed for one query per row, position ``at[r]`` of row ``r``: keys and values from every
+    computed for one query per row, position ``local.at[r]`` of row ``r`` (``local``: the
+    pass being run, :meth:`MaskedBackend._scores`): keys and values from every
     position, as in the full layer; returns ``[rows, 1, hidden]``. The same modules and the
     same attention function as the layer's own forward, so the mask row's output is the full
     layer's up to the order of float additions."""
@@ -122,6 +122,7 @@ def _mask_rows_forward(layer, at):
             "output_attentions")
 
     def forward(hidden_states, attention_mask=None, *_args, **kwargs):
+        at = local.at
         rows, width = hidden_states.shape[:2]
         pick = torch.arange(rows, device=hidden_states.device)
         x = hidden_states[pick, at].unsqueeze(1)  # [rows, 1, hidden]
@@ -197,7 +198,7 @@ class MaskedBackend:
 
     def _probe(self) -> bool:
         """The last layer at the mask gives the full layer's scores on a probe input (two rows
-        of different lengths, so padding and the attention mask are exercised)."""
+        of different lengths in one pass, so padding and the attention mask are exercised)."""
         import torch
 
         t = self.template
@@ -213,9 +214,9 @@ class MaskedBackend:
         last, self._last = self._last, None
         precision, self.precision = self.precision, "fp32"  # bf16: the products are the same
         try:
-            full = self.scores(probe)
+            full = self._scores(probe, [[0, 1]])
             self._last = last
-            short = self.scores(probe)
+            short = self._scores(probe, [[0, 1]])
         except Exception:  # noqa: BLE001 - a layer that does not fit: the full layer then
             return False
         finally:
@@ -235,27 +236,57 @@ class MaskedBackend:
         return ModelInput(t.before + ids[lo:hi] + t.middle + masked + t.after,
                           t.token_types(hi - lo, len(masked)))
 
+    def batches(self, inputs: list[list[int]]) -> list[list[int]]:
+        """The forward passes over ``inputs``: indices sorted by length, ``batch_size`` per
+        pass (a pass holds inputs of about one length). They depend on the lengths and
+        ``batch_size`` alone, never on the cores."""
+        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+        return [order[s: s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+
     def scores(self, inputs: list[list[int]]):
-        """Candidate logits at the mask of each input (rows in input order), batched by length."""
+        """Candidate logits at the mask of each input (rows in input order), in the passes of
+        :meth:`batches`, one after the other under the thread policy."""
+        return self._scores(inputs, self.batches(inputs))
+
+    def _scores(self, inputs: list[list[int]], groups: list[list[int]]):
+        """:meth:`scores` in the passes ``groups``."""
+        from types import SimpleNamespace
+
         import torch
 
         from dptext.lm.threads import thread_policy
 
         out = torch.empty((len(inputs), len(self.candidate_ids)), dtype=torch.float32)
-        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
-        with thread_policy() as policy:
-            for s in range(0, len(order), self.batch_size):
-                rows = order[s: s + self.batch_size]
-                out[torch.as_tensor(rows)] = self._batch(inputs, rows, policy)
+        if not groups:
+            return out
+        local = SimpleNamespace(where=None, at=None)  # the pass being run, for the hooks
+        last = self._last
+
+        def only_masks(_module, args):
+            if last is not None:  # the last layer gave the mask rows alone: [rows, 1, hidden]
+                return (args[0][:, 0],)
+            return (args[0][local.where],)
+
+        hook = self.model.get_output_embeddings().register_forward_pre_hook(only_masks)
+        if last is not None:
+            last.forward = _mask_rows_forward(last, local)
+        try:
+            with thread_policy() as policy:
+                for rows in groups:
+                    out[torch.as_tensor(rows)] = self._batch(inputs, rows, policy, local)
+        finally:
+            hook.remove()
+            if last is not None:
+                del last.forward
         return out
 
-    def _batch(self, inputs: list[list[int]], rows: list[int], policy):
-        """Candidate logits at the mask of ``inputs[rows]``, one padded forward pass."""
+    def _batch(self, inputs: list[list[int]], rows: list[int], policy, local):
+        """Candidate logits at the mask of ``inputs[rows]``, one padded forward pass (the mask
+        positions go in ``local`` for the hooks :meth:`_scores` set)."""
         import torch
 
         from dptext.lm.quantize import autocast
 
-        head = self.model.get_output_embeddings()
         mask_id = self.tokenizer.mask_token_id
         width = max(len(inputs[i]) for i in rows)
         batch = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -271,27 +302,12 @@ class MaskedBackend:
             raise DPTextError("a masked input must hold exactly one mask token")
 
         device = self.model.device
-        where = where.to(device)
-
-        last = self._last
-
-        def only_masks(_module, args, where=where):
-            if last is not None:  # the last layer gave the mask rows alone: [rows, 1, hidden]
-                return (args[0][:, 0],)
-            return (args[0][where],)
-
+        local.where = where.to(device)
+        local.at = local.where.nonzero()[:, 1]
         extra = {"token_type_ids": types.to(device)} if self.segments else {}
         policy.before_pass(len(rows) * width)  # token-rows of the padded pass
-        hook = head.register_forward_pre_hook(only_masks)
-        if last is not None:
-            last.forward = _mask_rows_forward(last, where.nonzero()[:, 1])
-        try:
-            with torch.inference_mode(), autocast(device, self.precision):
-                logits = self.model(input_ids=batch.to(device),
-                                    attention_mask=attention.to(device), **extra).logits
-        finally:
-            hook.remove()
-            if last is not None:
-                del last.forward
+        with torch.inference_mode(), autocast(device, self.precision):
+            logits = self.model(input_ids=batch.to(device),
+                                attention_mask=attention.to(device), **extra).logits
         picked = logits.reshape(len(rows), -1)[:, self.candidate_ids.to(device)]
         return picked.float().cpu()
