@@ -21,12 +21,10 @@ the row and line (CSV); nothing is merged, padded, overwritten or dropped silent
 from __future__ import annotations
 
 import contextlib
-import csv
 import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -53,6 +51,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", *, durable: bool = Fa
     if path.is_dir():
         raise DPTextError(f"output path is a directory: {path}")
     if temp is None:
+        import tempfile  # here, like csv below: shutil, random (a reading command needs neither)
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     else:
         tmp = os.fspath(temp)
@@ -278,6 +278,8 @@ def read_csv(path: str | os.PathLike) -> tuple[list[str], Iterator[tuple[int, in
     """(header, rows) of a CSV file: each row as (row number, first line, fields), row 1 being
     the first after the header. The header is checked at once (present, no repeated name);
     the rows as they are read (exactly as many fields as the header, quotes closed)."""
+    import csv
+
     csv.field_size_limit(min(sys.maxsize, 2**63 - 1))  # any field length: bound records upstream
     lines = (line for _, line in read_physical_lines(path, strip_bom=True))
     reader = csv.reader(lines, strict=True)

@@ -13,8 +13,6 @@ request (``rng="secure"``), a seed for experiments only (docs/reliability.md, "R
 
 from __future__ import annotations
 
-import secrets
-
 import numpy as np
 
 from dptext.errors import DPTextError
@@ -38,6 +36,8 @@ def secure_generator(seed: int | np.random.SeedSequence | None = None) -> np.ran
     ``seed`` (experiments only): the key is 256 bits of ``SeedSequence(seed)`` instead, so the
     stream is reproducible - and predictable to anyone who knows the seed."""
     if seed is None:
+        import secrets  # here: hmac, base64 and random for one call (issue 36, start-up)
+
         key = int.from_bytes(secrets.token_bytes(32), "little")
     else:
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)

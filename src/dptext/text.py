@@ -26,7 +26,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import regex
 
 
 class Kind(Enum):
@@ -56,8 +55,32 @@ WORD_CHAR_CLASS = (
 _W = rf"{WORD_CHAR_CLASS}[{_VARIATION_SELECTORS}]*"
 # A word: word characters, optionally joined by a single apostrophe (don't, o'neill) or a
 # zero-width (non-)joiner (Indic and Persian spellings).
-_WORD_SPLIT = regex.compile(rf"((?:{_W})+(?:['\u2019\u200c\u200d](?:{_W})+)*)", regex.V1)
-_WORD_CHAR = regex.compile(WORD_CHAR_CLASS, regex.V1)
+_WORD_SPLIT_PATTERN = rf"((?:{_W})+(?:['\u2019\u200c\u200d](?:{_W})+)*)"
+_UNICODE: dict = {}  # the patterns of the regex module below, compiled on first use
+
+
+def _unicode(name: str):
+    """``_WORD_SPLIT`` (the split of a non-ASCII text), ``_WORD_CHAR`` or ``_SELECTOR``: the
+    regex module's patterns, imported and compiled when a text first needs them (about 15 ms
+    of a command's start-up; an ASCII text is split by ``re`` alone: issue 36)."""
+    found = _UNICODE.get(name)
+    if found is None:
+        import regex
+
+        _UNICODE.update(
+            _WORD_SPLIT=regex.compile(_WORD_SPLIT_PATTERN, regex.V1),
+            _WORD_CHAR=regex.compile(WORD_CHAR_CLASS, regex.V1),
+            _SELECTOR=regex.compile(f"[{_VARIATION_SELECTORS}]", regex.V1))
+        found = _UNICODE[name]
+    return found
+
+
+def __getattr__(name: str):
+    if name in ("_WORD_SPLIT", "_WORD_CHAR", "_SELECTOR"):
+        return _unicode(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # The same split for ASCII text (letters and digits are the only ASCII word characters).
 _WORD_SPLIT_ASCII = re.compile(r"([A-Za-z0-9]+(?:'[A-Za-z0-9]+)*)")
 _GLUE = re.compile(r"(?P<space>\s+)|(?P<punct>\S+)")
@@ -72,7 +95,7 @@ class Segment:
 
 def is_word_char(char: str) -> bool:
     """Whether ``char`` (one character) belongs to words, never to the released glue."""
-    return _WORD_CHAR.fullmatch(char) is not None
+    return _unicode("_WORD_CHAR").fullmatch(char) is not None
 
 
 def split_words(text: str) -> list[str]:
@@ -85,11 +108,11 @@ def split_words(text: str) -> list[str]:
         return _WORD_SPLIT_ASCII.split(text)
     if len(text) >= VECTOR_MIN_CHARS:
         return split_batch([text]).pieces
-    return _WORD_SPLIT.split(text)
+    return _unicode("_WORD_SPLIT").split(text)
 
 
 def _split_regex(text: str) -> list[str]:
-    return (_WORD_SPLIT_ASCII if text.isascii() else _WORD_SPLIT).split(text)
+    return (_WORD_SPLIT_ASCII if text.isascii() else _unicode("_WORD_SPLIT")).split(text)
 
 
 def count_punctuation(glue: list[str]) -> int:
@@ -113,6 +136,8 @@ def _fold_word_chars() -> set[str]:
     ``_FOLD_LETTERS``): not L/M/N/Alphabetic, and NFKC gives a letter or number, or an So
     character named ``... LETTER x``. About 0.5 s: for the test and for regenerating."""
     import unicodedata
+
+    import regex
 
     every = "".join(map(chr, range(0x80, 0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
     named = re.compile(r"\bLETTER\b(?! *$)")
@@ -139,7 +164,6 @@ def _fold_word_chars() -> set[str]:
 # word character.
 _IS_WORD, _IS_SELECTOR, _IS_JOINER = 1, 2, 4
 _JOINERS = "'\u2019\u200c\u200d"
-_SELECTOR = regex.compile(f"[{_VARIATION_SELECTORS}]", regex.V1)
 #: code points below this are classified when the table is built (about 0.05 s, once per
 #: process); the others (planes 4-16: tags, variation selectors supplement, private use,
 #: unassigned) one by one when a batch first holds them
@@ -160,22 +184,24 @@ _NONCHARACTERS = [chr(c) for c in range(0xFDD0, 0xFDF0)] + [
 
 
 def _char_class(char: str) -> int:
-    return ((_IS_WORD if _WORD_CHAR.fullmatch(char) else 0)
+    return ((_IS_WORD if _unicode("_WORD_CHAR").fullmatch(char) else 0)
             | (_IS_JOINER if char in _JOINERS else 0)
-            | (_IS_SELECTOR if _SELECTOR.fullmatch(char) else 0))
+            | (_IS_SELECTOR if _unicode("_SELECTOR").fullmatch(char) else 0))
 
 
 @lru_cache(maxsize=1)
 def _code_point_classes() -> np.ndarray:
     """Per code point, _IS_WORD | _IS_SELECTOR | _IS_JOINER (_UNCLASSIFIED: not yet), by the
     regex classes of split_words."""
+    import regex
+
     table = np.full(0x110000, _UNCLASSIFIED, dtype=np.uint8)
     table[:_EAGER_CODE_POINTS] = 0
     chars = np.arange(_EAGER_CODE_POINTS, dtype=np.uint32).tobytes().decode(
         "utf-32-le", "surrogatepass")
     for m in regex.finditer(f"{WORD_CHAR_CLASS}+", chars, regex.V1):
         table[m.start():m.end()] = _IS_WORD
-    for m in _SELECTOR.finditer(chars):
+    for m in _unicode("_SELECTOR").finditer(chars):
         table[m.start()] |= _IS_SELECTOR
     for c in _JOINERS:
         table[ord(c)] |= _IS_JOINER

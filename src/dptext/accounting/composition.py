@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from fractions import Fraction
 
 from dptext.accounting.events import GuaranteeKind, PrivacyEvent, TokenEvent
 
@@ -90,6 +89,8 @@ def basic_composition(events: Iterable[PrivacyEvent]) -> tuple[float, float]:
 def _common_divisor(values: list[float]) -> float | None:
     """The largest g such that every value is an integer multiple of g, when the values are
     decimals of at most six places (0.5, 0.3, 1.25 ...); None otherwise."""
+    from fractions import Fraction  # here: decimal and numbers for one helper (issue 36)
+
     fracs = [Fraction(v).limit_denominator(10**6) for v in values]
     if any(abs(float(f) - v) > 1e-12 * v for f, v in zip(fracs, values, strict=True)):
         return None

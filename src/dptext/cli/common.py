@@ -232,22 +232,22 @@ def mechanism_params(args) -> dict:
 def unfitted_mechanism(args, params: dict):
     """The mechanism ``args.mechanism`` with ``params``, not yet fitted; notes in
     ``args.epsilon_note`` when it runs at a defaulted epsilon."""
-    import difflib
+    from dptext.mechanisms.registry import lookup, mechanism, parameters
 
-    from dptext.mechanisms.registry import mechanism, parameters, registered
-
-    cls = registered().get(args.mechanism)
+    cls = lookup(args.mechanism)
     if cls is not None:  # a typo gets the option it was probably meant to be
         accepted = list(parameters(cls))
         for name in params:
             if name not in accepted and name != "document_epsilon":
+                import difflib
+
                 near = difflib.get_close_matches(name, accepted, n=1)
                 hint = f"did you mean --{near[0].replace('_', '-')}? " if near else ""
                 raise DPTextError(f"unknown parameter {name!r} for mechanism "
                                   f"{args.mechanism!r}; {hint}accepted: {', '.join(accepted)}")
     m = mechanism(args.mechanism, **params)
     if "epsilon" not in params and "document_epsilon" not in params:
-        default = parameters(registered()[args.mechanism]).get("epsilon")
+        default = parameters(lookup(args.mechanism)).get("epsilon")
         if isinstance(default, int | float):
             args.epsilon_note = (f"dptext: no --epsilon given: {args.mechanism} ran at its "
                                  f"default epsilon {default:g}")

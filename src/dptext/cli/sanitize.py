@@ -8,7 +8,6 @@ File and stdin input run through the corpus engine (:mod:`dptext.corpus`): sever
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 
 from dptext.cli.common import (
@@ -49,11 +48,14 @@ def _on_term(signum, frame):
 
 
 def _is_word_mechanism(name: str) -> bool:
-    from dptext.mechanisms.registry import registered
+    from dptext.mechanisms.registry import lookup
+
+    cls = lookup(name)
+    if cls is None:
+        return False
     from dptext.mechanisms.word import WordMechanism
 
-    cls = registered().get(name)
-    return cls is not None and issubclass(cls, WordMechanism)
+    return issubclass(cls, WordMechanism)
 
 
 def _workers_type(text: str) -> int | str:
@@ -185,6 +187,8 @@ def cmd_sanitize(args) -> int:
         if getattr(args, "epsilon_note", None):
             print(args.epsilon_note, file=sys.stderr)
         return 0
+
+    import signal
 
     from dptext.corpus import prepare
 

@@ -3,12 +3,17 @@
 A name is registered once: registering a second class under a taken name is an error unless
 ``force=True`` (after Opacus' accountant registry), so a third-party mechanism cannot silently
 replace a built-in one.
+
+The built-in mechanisms are registered by their modules, each imported when one of its names is
+first asked for (:data:`BUILTIN`; issue 36: a cached ``sanitize -m custext`` imported all six,
+SanText's and the language-model mechanisms' included); :func:`registered` imports them all.
 """
 
 from __future__ import annotations
 
-import difflib
+import importlib
 import inspect
+import sys
 from typing import TYPE_CHECKING, Any
 
 from dptext.errors import DPTextError
@@ -18,6 +23,20 @@ if TYPE_CHECKING:
 
 REQUIRED = "<required>"
 _REGISTRY: dict[str, type[Mechanism]] = {}
+#: every built-in mechanism name -> the module of ``dptext.mechanisms`` that registers it
+BUILTIN = {
+    "custext": "custext", "custext+": "custext", "dpmlm": "dpmlm", "dpprompt": "dpprompt",
+    "gumbel": "truncated_gumbel", "laplace": "laplace", "santext": "santext",
+    "santext+": "santext",
+}
+
+
+def _load_builtin(name: str) -> None:
+    """Import the module registering the built-in mechanism ``name`` (nothing for another
+    name, or a module imported already, or being imported)."""
+    module = BUILTIN.get(name)
+    if module is not None and f"dptext.mechanisms.{module}" not in sys.modules:
+        importlib.import_module(f"dptext.mechanisms.{module}")
 
 
 def register(cls: type[Mechanism] | None = None, *, force: bool = False):
@@ -30,6 +49,7 @@ def register(cls: type[Mechanism] | None = None, *, force: bool = False):
         name = getattr(klass, "name", None)
         if not isinstance(name, str) or not name:
             raise DPTextError(f"{klass.__name__} needs a class attribute `name` to be registered")
+        _load_builtin(name)  # a built-in name is taken whether or not its module was imported
         taken = _REGISTRY.get(name)
         if taken is not None and taken is not klass and not force:
             raise DPTextError(
@@ -48,9 +68,18 @@ def unregister(name: str) -> None:
 
 
 def registered() -> dict[str, type[Mechanism]]:
-    """Every registered mechanism by name (the built-in ones are registered by
-    ``dptext/mechanisms/__init__.py``, which Python runs before this module)."""
+    """Every registered mechanism by name (the built-in ones included: their modules are
+    imported here where they were not yet)."""
+    for name in BUILTIN:
+        _load_builtin(name)
     return dict(sorted(_REGISTRY.items()))
+
+
+def lookup(name: str) -> type[Mechanism] | None:
+    """The mechanism registered as ``name`` (None: no such name), importing the module of a
+    built-in one but no other (``registered().get(name)`` imports them all)."""
+    _load_builtin(name)
+    return _REGISTRY.get(name)
 
 
 def parameters(cls: type[Mechanism]) -> dict[str, Any]:
@@ -72,19 +101,20 @@ def mechanism(name: str, **params: Any) -> Mechanism:
     ``document_epsilon=E`` instead of ``epsilon``: every record costs at most E, at the
     per-token epsilon its length allows (:class:`dptext.mechanisms.document.DocumentBudget`).
     """
-    table = registered()
-    if name not in table:
-        raise DPTextError(f"unknown mechanism {name!r}; available: {', '.join(table)}")
+    cls = lookup(name)
+    if cls is None:
+        raise DPTextError(f"unknown mechanism {name!r}; available: {', '.join(registered())}")
     if "document_epsilon" in params:
         from dptext.mechanisms.document import DocumentBudget
 
         params = dict(params)
         budget = params.pop("document_epsilon")
-        return DocumentBudget(table[name], params, budget, build=mechanism)
-    cls = table[name]
+        return DocumentBudget(cls, params, budget, build=mechanism)
     accepted = parameters(cls)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
+        import difflib
+
         near = difflib.get_close_matches(unknown[0], list(accepted), n=1)
         raise DPTextError(
             f"unknown parameter {unknown[0]!r} for mechanism {name!r}"
