@@ -11,8 +11,9 @@ directory of its own (hard links to the usual cache's default space and fitted t
 their digests): the records a load writes beside them (``.checked`` names the code that checked
 a file, ``.pieces``) are then each side's own, not replaced by the other side's run or by another
 process using the shared cache between two timed runs. ``--phases``: where this checkout's
-CPU goes - the same work in one child process timed phase by phase (numpy, the CLI and its
-parser, the mechanisms, the space, the tables, privatizing), medians of ``--runs``.
+CPU goes - the same work in one child process timed phase by phase, in the command's order
+(the CLI and the chosen command's parser, numpy, the mechanism's modules, the space, the
+tables, privatizing), medians of ``--runs``.
 ``--gguf``: one conversion of the packaged SmolLM2 GGUF to the fp32 safetensors copy in a
 fresh temporary cache (a child process; about a minute of CPU). ``uptime`` and the CPU
 model/flags beside every figure; the child's environment keeps ``OMP_NUM_THREADS`` as given
