@@ -11,12 +11,13 @@ dptext's slots (every word but spaCy's stopwords, as dpmlm's default ``STOP=Fals
 NLTK stopwords), with the concatenated context at epsilon 50.
 
 * ``--side dptext``: ``mechanism("dpmlm", backend="mlm", model=DIR).privatize_batch(texts)``,
-  every slot of every text in length-sorted batches, only the masks reach the vocabulary
-  projection, the thread policy of :mod:`dptext.lm.threads`.
+  every slot of every text in length-sorted batches, the last layer and the vocabulary
+  projection at the masks only, the thread policy of :mod:`dptext.lm.threads`.
 * ``--side dpmlm``: dpmlm 1.3.0's ``DPMLM.privatize_batch`` (PyPI ``dpmlm==1.3.0``, MIT,
   ``dpmlm/core.py``; reproduced here line for line without its NLTK/Presidio imports, which are
-  not installed): per text, batches of 16 masked positions; per position the text detokenized
-  with the mask, encoded, windowed, decoded and re-encoded as the (original, masked) pair;
+  not installed: :class:`DPMLM130`): per text, batches of 16 masked positions; per position
+  the text detokenized with the mask, encoded, windowed, decoded and re-encoded as the
+  (original, masked) pair;
   ``tokenizer.pad``; the full ``[batch, length, vocabulary]`` logits; numpy clip, softmax and
   ``np.random.choice`` per position. Torch threads: torch's default (as dpmlm leaves them).
 
@@ -81,20 +82,27 @@ def dptext_side(model: str, texts: list[str], batch_size: int, precision: str = 
 
 
 def slot_words(model: str, texts: list[str]) -> list[tuple[list[str], list[int]]]:
-    """Per text: its words and the indices dptext privatizes (the same words on both sides)."""
+    """Per text: its pieces (:func:`dptext.text.split_words`: the glue before each word - spaces
+    and punctuation - and the words, alternating, so that ``"".join`` gives the text back) and
+    the indices of the pieces dptext privatizes (the same words on both sides)."""
     from dptext.text import normalize_word, resolve_stopwords, split_words
 
     stop = resolve_stopwords(None)
     out = []
     for t in texts:
-        words = split_words(t)[1::2]
-        out.append((words, [i for i, w in enumerate(words) if normalize_word(w) not in stop]))
+        parts = split_words(t)
+        out.append((parts, [k for k in range(1, len(parts), 2)
+                            if normalize_word(parts[k]) not in stop]))
     return out
 
 
 class DPMLM130:
-    """dpmlm 1.3.0's ``privatize_batch`` and ``sliding_window`` (core.py), the NLTK
-    detokenizer replaced by ``" ".join`` (the words here are whitespace-separated)."""
+    """dpmlm 1.3.0's ``privatize_batch`` and ``sliding_window`` (core.py), NLTK's tokenizer
+    and detokenizer replaced by dptext's pieces (:func:`slot_words`) and ``"".join``, which
+    gives the text back as the detokenizer does: both sides see the same text, punctuation
+    included. (Until 6 December 2026 the pieces were the words alone joined by spaces: the
+    punctuation was dropped, 128 instead of 148 tokens on the 100-word text, so the reference
+    did less work per word than dpmlm does.)"""
 
     def __init__(self, model: str) -> None:
         import torch
@@ -110,7 +118,7 @@ class DPMLM130:
         # SmolLM2's 8k, which would not fit the 514 positions
         self.tokenizer.model_max_length = 512
 
-    detokenize = staticmethod(" ".join)
+    detokenize = staticmethod("".join)
 
     def privatize_batch(self, tokens, indices, epsilon, CONCAT=True, batch_size=16):  # noqa: N803
         import numpy as np
