@@ -2,7 +2,7 @@
 auditor tries that :mod:`dptext.deid.notes` does not (a generator for benchmarks and tests;
 nothing here is a real person).
 
-Fifteen formats, one per record in turn (the record's ``id`` names it, so figures can be
+Seventeen formats, one per record in turn (the record's ``id`` names it, so figures can be
 given per format):
 
 - ``caps_header``: ``PATIENT: JOHN SMITH`` headers, ``DOB:``, ``ATTENDING: DR. LAST``;
@@ -26,7 +26,13 @@ given per format):
 - ``ages_relatives``: ages over 89 ("92 yo", "age 93", "(94F)", "ninety-two year old",
   "95 years of age") and relatives' names ("her daughter Ana", "son, Tom Reyes,");
 - ``word_names``: identities whose surname is one of the 25,000 most frequent English words
-  ("Kai Badger", "Grace Bell"), in running text and alone.
+  ("Kai Badger", "Grace Bell"), in running text and alone;
+- ``obfuscated``: names, e-mails, record numbers and phones with characters a reader does not
+  see or does not tell apart - zero-width characters and soft hyphens inside ("Sm\\u200bith"),
+  Cyrillic and Greek look-alike letters ("\\u0410nna"), fullwidth letters and digits,
+  Arabic-Indic digits, "O"/"l" for 0/1;
+- ``spelled_digits``: phone numbers and record numbers with their digits written as words
+  ("five five five, one two three four", "oh", "double five", "five-five-five-...").
 
 Names come from presidio-evaluator's FakeNameGenerator identities (when installed) and a
 syllable generator (:func:`dptext.deid.notes.made_up_name`) - never from Faker, whose lists the
@@ -72,6 +78,19 @@ _FILLER = [
 ]
 
 
+# obfuscation (the ``obfuscated`` format): characters no reader sees, look-alike letters
+# (U+FEFF is read too, tests/test_deid_obfuscation.py; the generator leaves it out: a gold
+# value never holds it, as FakeNameGenerator's stray BOMs are stripped)
+_INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad"]
+_HOMOGLYPHS = {"a": ["\u0430", "\u03b1"], "c": ["\u0441"], "e": ["\u0435"],
+               "o": ["\u043e", "\u03bf"], "p": ["\u0440"], "x": ["\u0445"], "y": ["\u0443"],
+               "i": ["\u0456"], "s": ["\u0455"], "A": ["\u0410", "\u0391"], "B": ["\u0412"],
+               "C": ["\u0421"], "E": ["\u0415", "\u0395"], "H": ["\u041d"], "K": ["\u041a"],
+               "M": ["\u041c"], "O": ["\u041e", "\u039f"], "P": ["\u0420"], "T": ["\u0422"],
+               "X": ["\u0425"]}
+_DIGIT_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+
+
 @cache
 def _word_surnames() -> tuple[tuple[str, str, str], ...]:
     """The identities whose surname is one of the 25,000 most frequent English words."""
@@ -86,7 +105,7 @@ class AdversarialGenerator:
 
     FORMATS = ("caps_header", "last_first", "initials", "lowercase", "hyphen_apostrophe",
                "punctuation", "titles", "table", "ids", "phones", "contact", "dates",
-               "addresses", "ages_relatives", "word_names")
+               "addresses", "ages_relatives", "word_names", "obfuscated", "spelled_digits")
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
@@ -329,6 +348,88 @@ class AdversarialGenerator:
         self._filler(r, 2)
         r.add(" ").add(surname, "NAME").add(" was told to call ").add(other, "NAME")
         r.add(" if worse. Mr. ").add(other, "NAME").add(" agrees.")
+
+    def _obfuscate(self, value: str) -> str:
+        """``value`` with obfuscation a reader does not see: zero-width characters or a soft
+        hyphen inside, look-alike Cyrillic/Greek letters, fullwidth letters."""
+        kind = self._pick(["invisible", "homoglyph", "homoglyph", "fullwidth", "both"])
+        if kind == "fullwidth":
+            return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in value)
+        out = list(value)
+        if kind in ("homoglyph", "both"):
+            at = [i for i, c in enumerate(out) if c in _HOMOGLYPHS]
+            for i in (self.rng.choice(at, size=min(len(at), self._int(1, 3)), replace=False)
+                      if at else []):
+                out[int(i)] = self._pick(_HOMOGLYPHS[out[int(i)]])
+        if kind in ("invisible", "both") or out == list(value):
+            inside = [i for i in range(1, len(out)) if out[i - 1].isalnum() and out[i].isalnum()]
+            for i in sorted(self.rng.choice(inside, size=min(len(inside), self._int(1, 3)),
+                                            replace=False) if inside else [], reverse=True):
+                out.insert(int(i), self._pick(_INVISIBLE))
+        return "".join(out)
+
+    def _obfuscate_digits(self, value: str) -> str:
+        """Digits a reader reads as digits: fullwidth, Arabic-Indic, "O"/"l" for 0/1, or a
+        zero-width character between them."""
+        kind = self._pick(["fullwidth", "arabic", "letters", "invisible"])
+        if kind == "fullwidth":
+            return "".join(chr(ord(c) + 0xFEE0) if c.isdigit() else c for c in value)
+        if kind == "arabic":
+            return "".join(chr(0x660 + int(c)) if c.isdigit() else c for c in value)
+        if kind == "letters" and ("0" in value or "1" in value):
+            return value.replace("0", "O").replace("1", "l")
+        out = list(value)
+        inside = [i for i in range(1, len(out)) if out[i - 1].isdigit() and out[i].isdigit()]
+        for i in sorted(self.rng.choice(inside, size=min(len(inside), 2), replace=False)
+                        if inside else [], reverse=True):
+            out.insert(int(i), self._pick(_INVISIBLE))
+        return "".join(out)
+
+    def _obfuscated(self, r: GoldTextBuilder) -> None:
+        first, last = self._name()
+        _, dlast = self._name()
+        label, mrn = self._mrn()
+        r.add("Patient ").add(self._obfuscate(f"{first} {last}"), "NAME")
+        r.add(" seen today. ").add(label).add(self._obfuscate_digits(mrn), "ID")
+        r.add(". Call ").add(self._obfuscate_digits(self._phone()), "PHONE").add(".")
+        self._filler(r, 2)
+        r.add(" Dr. ").add(self._obfuscate(dlast), "NAME").add(" agrees; e-mail ")
+        r.add(self._obfuscate(self._email(first, last)), "EMAIL").add(". ")
+        r.add(self._obfuscate(last), "NAME").add(" to follow up.")
+
+    def _spell(self, digits: str, groups: tuple[int, ...]) -> str:
+        """Digits as words in groups ("five five five, one two three four"), "oh" for zero
+        at times, "double"/"triple" for a repeat at times, comma, dash or space between."""
+        zero = self._pick(["zero", "oh", "o"])
+        sep, dash = self._pick([(", ", " "), (" ", " "), ("-", "-"), (" - ", " ")])
+        parts, pos = [], 0
+        for g in groups:
+            chunk, words, i = digits[pos:pos + g], [], 0
+            while i < len(chunk):
+                word = _DIGIT_NAMES[int(chunk[i])] if chunk[i] != "0" else zero
+                run = len(chunk) - len(chunk[i:].lstrip(chunk[i]))
+                if run >= 2 and self.rng.random() < 0.5:
+                    take = 3 if run >= 3 and self.rng.random() < 0.5 else 2
+                    words.append(f"{'triple' if take == 3 else 'double'} {word}")
+                    i += take
+                else:
+                    words.append(word)
+                    i += 1
+            parts.append(dash.join(words))
+            pos += g
+        return sep.join(parts)
+
+    def _spelled_digits(self, r: GoldTextBuilder) -> None:
+        first, last = self._name()
+        phone = str(self._int(201, 990)) + str(self._int(200, 999)) + self._digits(4)
+        r.add("Call ").add(f"{first} {last}", "NAME").add(" back at ")
+        r.add(self._spell(phone, (3, 3, 4)), "PHONE").add(".")
+        self._filler(r, 1)
+        local = str(self._int(200, 999)) + self._digits(4)
+        r.add(" Her daughter's cell is ").add(self._spell(local, (3, 4)), "PHONE").add(".")
+        label = self._pick(["Record number ", "MRN ", "Member ID ", "Account "])
+        r.add(f" {label}").add(self._spell(self._digits(8), (8,)), "ID").add(".")
+        self._filler(r, 1)
 
     def record(self, fmt: str | None = None) -> GoldRecord:
         fmt = fmt or self._pick(self.FORMATS)

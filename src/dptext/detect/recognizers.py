@@ -23,7 +23,6 @@ category it reports, ``find(text) -> [Entity]``):
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from functools import cache
 from pathlib import Path
 
 from dptext.detect.entities import Entity, normalize_entity
+from dptext.detect.validators import ipv4, ipv6, luhn, vin
 from dptext.detect.vocabulary import (
     ID_CONTEXTS,
     SALUTATIONS,
@@ -224,6 +224,43 @@ class NameContextRecognizer(Recognizer):
 
 
 @dataclass
+class SpelledDigitsRecognizer(Recognizer):
+    """Digits written as words ("five five five, one two three four", "five-five-five ...",
+    "oh"/"o" for zero, "double"/"triple" before a digit): a run of seven digits or more is a
+    phone number, or an identifier of the kind a context word before it names ("MRN five
+    eight ..."); a run after a phone word, or of 7, 10 or 11 digits with no identifier word
+    before it, is a phone number, any other an ``ID_NUMBER``. ``category`` is ignored."""
+
+    def find(self, text: str) -> list[Entity]:
+        out = []
+        for m in _SPELLED_RUN.finditer(text):
+            words = re.findall(r"[a-z]+", m.group().casefold())
+            count = sum({"double": 1, "triple": 2}.get(w, 1) for w in words)
+            if count < 7:
+                continue
+            before = text[max(0, m.start() - _CONTEXT_WINDOW):m.start()]
+            # the nearest context word names the kind ("record number": a record, not a phone)
+            near = [(c.end(), 1, cat) for cat, ctx in _ID_CONTEXT_RES
+                    for c in ctx.finditer(before)]
+            near += [(c.end(), 0, "PHONE_NUMBER") for c in _PHONE_CONTEXT.finditer(before)
+                     if not near or c.group().casefold() != "number"]  # "account number"
+            if near:
+                category = max(near)[2]
+            else:
+                category = "PHONE_NUMBER" if count in (7, 10, 11) else "ID_NUMBER"
+            out.append(Entity(normalize_entity(m.group()), category, m.start(), m.end()))
+        return out
+
+
+_DIGIT_WORD = (r"(?:(?:double|triple)[ \t-]+)?"
+               r"(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine)")
+_SPELLED_RUN = re.compile(rf"(?i)(?<![\w'-]){_DIGIT_WORD}"
+                          rf"(?:(?:[ \t]*[,./-][ \t]*|[ \t]+(?:dash[ \t]+)?){_DIGIT_WORD}){{2,}}"
+                          r"(?![\w'-])")
+_ID_CONTEXT_RES = [(c, _context_re(words)) for c, words in ID_CONTEXTS.items()]
+
+
+@dataclass
 class DenyListRecognizer(Recognizer):
     """Every entry of a deny list (case-folded, on word boundaries); each word of an entry of
     several words, three letters or more, is found alone too."""
@@ -249,47 +286,6 @@ class DenyListRecognizer(Recognizer):
         if self._re is None:
             return []
         return [self._entity(text, m.start(), m.end()) for m in self._re.finditer(text)]
-
-
-# ------------------------------------------------------------------ validators
-def _ipv4(value: str) -> bool:
-    try:
-        ipaddress.IPv4Address(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _ipv6(value: str) -> bool:
-    try:
-        ipaddress.IPv6Address(value)
-    except ValueError:
-        return False
-    return value.count(":") >= 2
-
-
-def _vin(value: str) -> bool:
-    """ISO 3779 check digit (position 9) - North American VINs carry it."""
-    trans = dict(zip("ABCDEFGHJKLMNPRSTUVWXYZ", [1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 7, 9, 2,
-                                                 3, 4, 5, 6, 7, 8, 9], strict=True))
-    weights = (8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2)
-    v = value.upper()
-    total = sum((int(c) if c.isdigit() else trans.get(c, 0)) * w
-                for c, w in zip(v, weights, strict=True))
-    check = total % 11
-    return v[8] == ("X" if check == 10 else str(check)) or any(c.isalpha() for c in v[:3])
-
-
-def _luhn(value: str) -> bool:
-    digits = [int(c) for c in value if c.isdigit()]
-    if not 13 <= len(digits) <= 19:
-        return False
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
 
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
@@ -436,18 +432,18 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
                           rf"(?i)(?<![@\w.-])(?:[a-z0-9-]+\.)+(?:{_TLDS})"
                           r"(?:/[^\s<>\"']*[^\s<>\"'.,;:!?)\]])?(?![\w@])"),
         PatternRecognizer("ipv4", "IP_ADDRESS", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d)",
-                          validate=_ipv4),
+                          validate=ipv4),
         PatternRecognizer("ipv6", "IP_ADDRESS",
                           r"(?i)(?<![\w:])(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}(?![\w:])",
-                          validate=_ipv6),
+                          validate=ipv6),
         PatternRecognizer("ssn", "US_SSN", r"(?<![\w-])\d{3}([- ])\d{2}\1\d{4}(?![\w-])"),
         PatternRecognizer("ssn-context", "US_SSN", r"(?<![\w-])\d{9}(?![\w-])",
                           context=("ssn", "social security", "ss#")),
         PatternRecognizer("card", "CREDIT_CARD", r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])",
-                          validate=_luhn),
+                          validate=luhn),
         PatternRecognizer("vin", "VEHICLE_ID",
                           r"(?<![\w-])(?=[A-HJ-NPR-Z0-9]*\d)[A-HJ-NPR-Z0-9]{17}(?![\w-])",
-                          validate=_vin),
+                          validate=vin),
         PatternRecognizer("mrn-glued", "MEDICAL_RECORD", r"(?i)mrn[:#\s]*(?P<v>\d{3,}\w*)"),
         ContextIdRecognizer("ids", "ID_NUMBER", contexts=ID_CONTEXTS),
         PatternRecognizer(
@@ -529,6 +525,7 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
                           r"\b(?:per|cc:?|by|signed|co-signed|initialed)[ \t]+"
                           r"(?P<v>[A-Z]{2,3})(?![\w.])", validate=_not_clinical),
         NameContextRecognizer("name-context", "PERSON"),
+        SpelledDigitsRecognizer("spelled-digits", "PHONE_NUMBER"),
     )
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from dptext.detect.categories import RESIDUAL
 from dptext.detect.entities import Entity
+from dptext.detect.normalize import fold
 from dptext.detect.vocabulary import (
     common_words,
     frequent_words,
@@ -122,7 +123,18 @@ class ResidualNet:
                    and not _ELONGATED.search(p) for p in parts)
 
     def find(self, text: str, spans: Sequence = ()) -> list[Entity]:
-        """Residual tokens of ``text`` outside ``spans`` (objects with ``start``/``end``)."""
+        """Residual tokens of ``text`` outside ``spans`` (objects with ``start``/``end``),
+        read on the text's view (:mod:`dptext.detect.normalize`: "Sm\u200bith" is one token
+        "Smith"), as spans of ``text``."""
+        view = fold(text)
+        if view.identity:
+            return self._find(text, spans)
+        moved = [Entity("", getattr(s, "category", None), *view.to_view(s.start, s.end))
+                 for s in spans]
+        return [Entity(e.key, e.category, *view.to_original(e.start, e.end))
+                for e in self._find(view.text, moved)]
+
+    def _find(self, text: str, spans: Sequence = ()) -> list[Entity]:
         covered = sorted((s.start, s.end) for s in spans)
         pieces: list[tuple[int, int, bool]] = []  # (start, end, residual) outside the spans
         j = 0

@@ -30,6 +30,7 @@ from functools import cache
 import numpy as np
 
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
+from dptext.detect.normalize import fold_text
 
 _DIGIT_RUNS = re.compile(r"\d+")
 
@@ -307,7 +308,7 @@ def name_words(text: str, spans, categories) -> frozenset[str]:
     surrogate of that text may be (a surrogate equal to another name of the record reads as
     that name released)."""
     return frozenset(w.casefold() for s in spans if s.category in categories
-                     for w in re.findall(r"[^\W\d_]+", text[s.start:s.end]))
+                     for w in re.findall(r"[^\W\d_]+", fold_text(text[s.start:s.end])))
 
 
 def surrogate_name(value: str, rng: np.random.Generator,
@@ -317,9 +318,10 @@ def surrogate_name(value: str, rng: np.random.Generator,
     capitals, ``Last, First`` keeps its order), a leading title or salutation kept. The draw
     depends on the shape only, never on the letters - except that a word of the input (or of
     ``taken``: the other names of the record) is never drawn, so no part of a name comes back
-    verbatim."""
+    verbatim (the words as read in their view, :mod:`dptext.detect.normalize`: a name
+    written "\u0410nna" with a Cyrillic A is never drawn as "Anna")."""
     first, last = _public_names()
-    prefix, name = split_title(value)
+    prefix, name = split_title(fold_text(value))
     credential = _CREDENTIAL_SUFFIX.search(name)  # "Ann Lee, MD, PhD": the credentials stay
     suffix = credential.group() if credential and credential.start() else ""
     name = name[:len(name) - len(suffix)]
@@ -371,7 +373,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def _content_words(value: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(value.casefold()) if w not in _SHARED_OK)
+    return frozenset(w for w in _WORD.findall(fold_text(value).casefold())
+                     if w not in _SHARED_OK)
 
 
 def word_surrogate_guarantee(category: str) -> TokenGuarantee:

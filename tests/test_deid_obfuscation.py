@@ -1,0 +1,222 @@
+"""De-identification of obfuscated identifiers (docs/deid.md, "Obfuscation"): zero-width and
+other invisible characters, look-alike letters of other scripts, fullwidth and other-script
+digits inside names, phones, record numbers and e-mails, and digits written as words. Each
+test is on hand-written examples: detection reads the text's view and replaces the whole
+obfuscated span, the text outside the spans is released byte for byte, the leak check sees
+through the obfuscation both ways, and ordinary text stays as it was."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from dptext import mechanism
+from dptext.detect.leaks import survivors
+from dptext.detect.normalize import fold, fold_text, is_ignorable
+from dptext.detect.recognizers import SpelledDigitsRecognizer
+from dptext.targeted import build_deid
+
+WORDS = ["the", "patient", "was", "seen", "today", "and", "is", "stable", "with", "her"] + \
+    [f"w{i}" for i in range(30)]
+SPACE = dict(words=WORDS, seed=1, dim=6, name="deid-obfuscation")  # the space fixture
+
+ZW = "\u200b"
+SHY = "\u00ad"
+CYR_A = "\u0410"  # Cyrillic capital A
+CYR_a, CYR_o, CYR_e, CYR_p = "\u0430", "\u043e", "\u0435", "\u0440"
+GRK_o = "\u03bf"
+
+
+def fullwidth(s: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
+
+
+@pytest.fixture(scope="module")
+def deid(space, tmp_path_factory):
+    import os
+
+    old = os.environ.get("DPTEXT_CACHE")
+    os.environ["DPTEXT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    big = mechanism("custext", epsilon=500, k=5, space=space).fit()  # returns its input
+    yield build_deid(big, detector="spacy", languages=None)
+    if old is None:
+        os.environ.pop("DPTEXT_CACHE", None)
+    else:
+        os.environ["DPTEXT_CACHE"] = old
+
+
+def _released(deid, text: str) -> str:
+    return deid.privatize_batch([text], rng=0)[0].text
+
+
+# ------------------------------------------------------------------- the view
+def test_the_view_drops_invisible_characters_and_folds_look_alikes():
+    cases = {
+        f"Sm{ZW}ith": "Smith", f"Jo{SHY}hn": "John", "Ka\u2060te\ufeff": "Kate",
+        "Ma\u200dry\u200c": "Mary", f"{CYR_A}nna": "Anna", f"J{CYR_o}hn": "John",
+        f"M{GRK_o}rgan": "Morgan", fullwidth("Lee 555-0142"): "Lee 555-0142",
+        "\U0001d412\U0001d426\U0001d422\U0001d42d\U0001d421": "Smith",  # mathematical bold
+        "\u0665\u0665\u0665-\u0661\u0662\u0663\u0664": "555-1234",  # Arabic-Indic digits
+        "S\u0336m\u0336ith": "Smith",  # an overlay mark on letters
+        "555-l23-4567 ext. l92": "555-123-4567 ext. 192",
+        f"{CYR_p}{CYR_a}{CYR_p}{CYR_a}": "papa",  # every letter a look-alike: a spoof
+        "Jos\u00e9 caf\u00e9": "Jos\u00e9 caf\u00e9",
+    }
+    for text, view in cases.items():
+        assert fold_text(text) == view, (text, fold_text(text))
+    # a word of another script that reads as no Latin word is left as written; so are letters
+    # beside digits that are no number ("O2 sat", "IO2", "Bill1234") and a plain ASCII text
+    for text in ("\u0418\u0432\u0430\u043d \u041f\u0435\u0442\u0440\u043e\u0432", "O2 sat 94%",
+                 "IO2", "Bill1234", "Pt seen, BP 128/76."):
+        assert fold_text(text) == text
+    assert fold("plain text").identity
+    assert all(is_ignorable(c) for c in "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\ufe0f")
+    assert not any(is_ignorable(c) for c in " \t\n-a\u00e9\u0600")
+
+
+def test_view_spans_map_back_to_the_whole_obfuscated_identifier():
+    text = f"Pt {ZW}Sm{ZW}ith{SHY} seen; call {fullwidth('555')}-0142 now"
+    v = fold(text)
+    assert v.text == "Pt Smith seen; call 555-0142 now"
+    a = v.text.index("Smith")
+    start, end = v.to_original(a, a + 5)
+    # the invisible characters glued to the name are taken in, the spaces are not
+    assert text[start:end] == f"{ZW}Sm{ZW}ith{SHY}" and text[start - 1] == " "
+    b = v.text.index("555")
+    start, end = v.to_original(b, b + 8)
+    assert text[start:end] == f"{fullwidth('555')}-0142"
+    assert v.to_view(start, end) == (b, b + 8)
+    # every view character comes from the original range it names
+    for i, c in enumerate(v.text):
+        assert fold_text(text[v.starts[i]:v.ends[i]]) == c
+
+
+# ----------------------------------------------------------------- detection
+@pytest.mark.parametrize("text, identifiers", [
+    (f"Patient {CYR_A}nna Kowalcz{CYR_e}k seen today.", [f"{CYR_A}nna", f"Kowalcz{CYR_e}k"]),
+    (f"Seen by Dr. Thorn{ZW}bury; Sm{SHY}ithers to call.", [f"Thorn{ZW}bury", f"Sm{SHY}ithers"]),
+    (f"Call {fullwidth('(555) 123-4567')} or 555-l23-4567.",
+     [fullwidth("(555) 123-4567"), "555-l23-4567"]),
+    (f"MRN: {fullwidth('4821933')}; acct \u0664\u0668\u0662\u0661\u0669\u0663\u0663\u0665.",
+     [fullwidth("4821933"), "\u0664\u0668\u0662\u0661\u0669\u0663\u0663\u0665"]),
+    (f"E-mail j{ZW}smith@ex{CYR_a}mple.org for results.", [f"j{ZW}smith@ex{CYR_a}mple.org"]),
+])
+def test_obfuscated_identifiers_are_replaced_whole_and_the_rest_kept(deid, text, identifiers):
+    out = _released(deid, text)
+    view = fold_text(out).casefold()
+    for ident in identifiers:
+        plain = fold_text(ident).casefold()
+        assert re.search(rf"(?<!\w){re.escape(plain)}(?!\w)", view) is None, (ident, out)
+        # and no piece of it: the whole obfuscated span went, not the letters around a mark
+        for piece in re.split(r"[\u200b\u00ad]", ident):
+            if len(piece) >= 3 and piece.isalpha():
+                assert piece not in out, (piece, out)
+    spans = deid.detect([text])[0]
+    for ident in identifiers:
+        at = text.index(ident)
+        assert any(s.start <= at and at + len(ident) <= s.end for s in spans), (ident, spans)
+    # outside the spans the release is the original, byte for byte
+    first = min(s.start for s in spans)
+    last = max(s.end for s in spans)
+    assert out.startswith(text[:first]) and out.endswith(text[last:])
+
+
+def test_one_key_for_a_name_and_its_look_alike_spelling(deid):
+    text = f"Anna Kowalczyk called. {CYR_A}nna Kowalczyk agrees."
+    spans = deid.detect([text])[0]
+    persons = [s for s in spans if s.category == "PERSON"]
+    assert len(persons) >= 2 and len({s.key for s in persons}) == 1
+
+
+def test_text_without_obfuscation_is_detected_as_before(deid):
+    # the view changes nothing in an ASCII text nor in one with accents or ordinary symbols
+    text = "Pt seen with Dr. M\u00fcller, caf\u00e9 au lait spots; Temp 38 \u00b0C, BP 128/76."
+    assert fold_text(text) == text
+    plain = "The patient was seen today and is stable with her walker."
+    assert _released(deid, plain) == plain
+
+
+# ---------------------------------------------------------------- leak check
+def test_the_leak_check_sees_through_obfuscation_both_ways():
+    class E:
+        def __init__(self, start, end, category="PERSON"):
+            self.start, self.end, self.category = start, end, category
+
+    original = f"Pt Sm{ZW}ithers, call {fullwidth('555-0142')}."
+    s, p = original.index("Sm"), original.index(fullwidth("555"))
+    ents = [E(s, s + 9), E(p, p + 8, "PHONE_NUMBER")]
+    assert {x.category for x in survivors(original, "Pt Smithers, call 555-0142.", ents)} == \
+        {"PERSON", "PHONE_NUMBER"}
+    assert survivors(original, "Pt Jones, call [PHONE_NUMBER].", ents) == []
+    plain = "Pt Smithers, call 555-0142."
+    ents = [E(3, 11), E(18, 26, "PHONE_NUMBER")]
+    assert len(survivors(plain, f"Pt {CYR_A}mber Sm{ZW}ithers, {fullwidth('555-0142')}",
+                         ents)) == 2
+
+
+def test_a_name_surrogate_is_never_the_look_alike_name(monkeypatch):
+    from dptext.targeted import surrogates
+
+    monkeypatch.setattr(surrogates, "_public_names",
+                        lambda: (("Anna", "Bea"), ("Dunn", "Eck")))
+    rng = np.random.default_rng(0)
+    # "Аnna" with a Cyrillic A is Anna: never drawn as Anna
+    assert {surrogates.surrogate_name(f"{CYR_A}nna", rng) for _ in range(30)} == {"Bea"}
+    taken = surrogates.name_words(f"{CYR_A}nna Eck", [type("S", (), dict(
+        start=0, end=8, category="PERSON"))()], {"PERSON"})
+    assert taken == {"anna", "eck"}
+
+
+# ------------------------------------------------------------ spelled digits
+@pytest.mark.parametrize("text, value, category", [
+    ("Call me at five five five, one two three four.", "five five five, one two three four",
+     "PHONE_NUMBER"),
+    ("cell five-five-five-oh-one-four-two please", "five-five-five-oh-one-four-two",
+     "PHONE_NUMBER"),
+    ("MRN three double o four double four nine four.", "three double o four double four nine "
+     "four", "MEDICAL_RECORD"),
+    ("Account number: nine nine one two three four five six seven.",
+     "nine nine one two three four five six seven", "ACCOUNT_NUMBER"),
+    ("She read out three nine triple five triple three.", "three nine triple five triple three",
+     "ID_NUMBER"),  # 8 digits, no context word: no phone number's length
+    ("Code one two three four five six seven eight", "one two three four five six seven eight",
+     "ID_NUMBER"),
+])
+def test_digits_written_as_words_are_a_phone_or_an_identifier(text, value, category):
+    found = SpelledDigitsRecognizer("spelled-digits", "PHONE_NUMBER").find(text)
+    assert [(text[e.start:e.end], e.category) for e in found] == [(value, category)]
+
+
+def test_number_words_that_are_no_number_are_left_alone():
+    r = SpelledDigitsRecognizer("spelled-digits", "PHONE_NUMBER")
+    for text in ("Take one or two tablets three times a day.", "one two three four five six",
+                 "Pain five of ten, then two, then one.", "oh no, one more", "pager four four"):
+        assert r.find(text) == [], text
+
+
+def test_spelled_numbers_are_not_released(deid):
+    text = ("Her daughter's cell is five five five, oh one four two, three three. Record number "
+            "eight double one three nine two zero four. She is stable.")
+    out = _released(deid, text)
+    assert "five five five" not in out and "eight double one" not in out, out
+    assert out.endswith("She is stable.")
+
+
+# ------------------------------------------------------------------ generator
+def test_the_generator_writes_obfuscated_and_spelled_records_and_they_are_protected(deid):
+    from dptext.deid.adversarial import generate_adversarial
+
+    records = [r for r in generate_adversarial(34, seed=5)
+               if r.id in ("obfuscated", "spelled_digits")]
+    assert {r.id for r in records} == {"obfuscated", "spelled_digits"}
+    values = [r.text[s.start:s.end] for r in records if r.id == "obfuscated" for s in r.spans]
+    assert any(fold_text(v) != v for v in values)  # the values are obfuscated
+    assert all(fold_text(v).strip() for v in values)
+    spelled = [r.text[s.start:s.end] for r in records if r.id == "spelled_digits"
+               for s in r.spans if s.category in ("PHONE", "ID")]
+    assert spelled and all(not any(c.isdigit() for c in v) for v in spelled)
+    for r in records:
+        out = _released(deid, r.text)
+        assert survivors(r.text, out, r.spans, numbers=False) == [], (r.text, out)
