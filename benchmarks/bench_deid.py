@@ -5,9 +5,10 @@ Sets (each with its own gold categories; never tuned to one):
 - ``philter``: the 5 i2b2-2014-format notes philter-lite ships with 46 gold PHI tags;
 - ``deidgate``: deidgate's 15 Safe-Harbor seed notes (gold given as values);
 - ``generated``: ``--generated N`` notes of :mod:`dptext.deid.notes` (5 formats, seed 0);
-- ``adversarial``: ``--adversarial N`` records of :mod:`dptext.deid.adversarial` (14 formats an
+- ``adversarial``: ``--adversarial N`` records of :mod:`dptext.deid.adversarial` (17 formats an
   outside auditor tries: capitals headers, "Last, First", initials, lower-case names, IDs and
-  phones in many shapes, ...; seed 0; ``--by-format`` prints each format apart);
+  phones in many shapes, obfuscated identifiers, digits written as words, ...; seed 0;
+  ``--by-format`` prints each format apart);
 - ``tweets``: ``--tweets N`` tweets of the packaged Twitter NER set (WNUT-16 style gold:
   person, geo-loc, company, facility, product, ...; informal text, not clinical).
 
