@@ -151,3 +151,24 @@ def test_event_lists_differing_only_in_bounded_range_are_stored_apart(tmp_path):
     assert len(bodies) == 2
     assert ["bounded_range" in b for b in bodies].count(True) == 1
     ledger.verify()
+
+
+@pytest.mark.parametrize("top", [10**9, 2**47, 2**56])
+def test_batch_sums_are_exact_integers(top):
+    """The per-unit sums of a batch equal Python's exact integer sums, whether they are
+    summed in float64 (every partial sum below 2**53) or, for larger amounts, in int64; a
+    unit with nothing charged sums to 0, amounts that could leave int64 give None."""
+    import random
+
+    rng = random.Random(top)
+    units = [f"u{k:02d}" for k in range(13)]
+    units_of = [rng.choice(units[:12]) for _ in range(40)]  # u12: no record
+    eps = [rng.randrange(top - 1000, top) for _ in units_of]
+    delta = [rng.randrange(0, 7) for _ in units_of]
+    sums = batches.batch_sums(units, units_of, eps, delta)
+    want = ([sum(e for u2, e in zip(units_of, eps) if u2 == u) for u in units],
+            [sum(d for u2, d in zip(units_of, delta) if u2 == u) for u in units],
+            [units_of.count(u) for u in units], [0] * len(units))
+    assert sums == want
+    assert all(type(x) is int for part in sums for x in part)
+    assert batches.batch_sums(units, units_of, [2**62] * len(units_of), delta) is None

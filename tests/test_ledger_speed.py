@@ -4,11 +4,13 @@ before release, errors surfacing in the driver, and ledgers of schema version 2 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 import json
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import pytest
@@ -31,6 +33,13 @@ def test_record_hashes_are_hmac_sha256(secret):
     want = [hmac.new(key, b"record\x00rel\x00" + k.encode(), hashlib.sha256).hexdigest()[:32]
             for k in keys]
     assert keyring.records("rel", keys) == want == [keyring.record("rel", k) for k in keys]
+    # unit ids: from the same pad states, equal to the one-shot HMAC
+    units = ["author-1", "é", "x" * 500, "42"]
+    want_units = [hmac.new(key, b"unit\x00" + u.encode(), hashlib.sha256).hexdigest()[:32]
+                  for u in units]
+    assert [keyring.unit(u) for u in units] == want_units
+    assert [keyring.unit(u) for u in units] == want_units  # cached
+    assert [keyring._mac(b"unit", u) for u in units] == want_units
 
 
 def test_decisions_are_named_tuples_with_the_contract_fields(ledger_url):
@@ -240,7 +249,45 @@ def test_pipeline_reserves_one_group_while_the_next_is_made():
 
 def test_pipeline_without_a_ledger_passes_results_through():
     outs = list(batches(3))
+    before = gc.get_threshold()
+    for _ in charging.charged(iter(outs), None):
+        assert gc.get_threshold() == before  # nothing in flight: the collector as it was
     assert list(charging.charged(iter(outs), None)) == [(o, None) for o in outs]
+
+
+@pytest.mark.parametrize("end", ["exhausted", "closed early", "writer failed"])
+def test_full_collections_are_rarer_only_while_batches_are_in_flight(end):
+    """While charged() runs, the collector's third threshold is FULL_COLLECTION_THRESHOLD
+    (the batches in flight would make every tenth middle collection a full one); however the
+    pipeline ends, the thresholds found are restored."""
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)  # CPython's defaults
+        session = Session(fail_at=2 if end == "writer failed" else None)
+        stream = charging.charged(batches(6), session, group_records=10)
+        seen = []
+        with pytest.raises(DPTextError) if end == "writer failed" else nullcontext():
+            for _ in stream:
+                seen.append(gc.get_threshold())
+                if end == "closed early":
+                    stream.close()
+                    break
+        assert seen and set(seen) == {(700, 10, charging.FULL_COLLECTION_THRESHOLD)}
+        assert gc.get_threshold() == (700, 10, 10)
+        # thresholds someone set meanwhile are theirs: left as they are
+        stream = charging.charged(batches(3), Session(), group_records=10)
+        next(stream)
+        gc.set_threshold(500, 5, 5)
+        list(stream)
+        assert gc.get_threshold() == (500, 5, 5)
+        # a higher third threshold, or the collector's thresholds off, are not touched
+        for found in ((700, 10, 1000), (0, 10, 10)):
+            gc.set_threshold(*found)
+            assert {gc.get_threshold() for _ in charging.charged(batches(3), Session(),
+                                                                 group_records=10)} == {found}
+            assert gc.get_threshold() == found
+    finally:
+        gc.set_threshold(*before)
 
 
 @pytest.fixture(scope="module")

@@ -89,11 +89,19 @@ class Keyring:
         return hmac.digest(self._key, msg, "sha256").hex()[:_HEX]
 
     def unit(self, unit_id: str) -> str:
+        """``HMAC-SHA256(secret, "unit" || id)``, 128 bits (cached): from the key's pad
+        states, like :meth:`records` (a job's first reserve hashes every unit it meets:
+        one-shot ``hmac.digest`` was 5 us a unit; equal to :meth:`_mac`, tested)."""
         out = self._units.get(unit_id)
         if out is None:
             if len(self._units) >= self._CACHE:
                 self._units.clear()
-            out = self._units[unit_id] = self._mac(b"unit", unit_id)
+            inner, outer = self._pads()
+            h = inner.copy()
+            h.update(b"unit\x00" + unit_id.encode())
+            o = outer.copy()
+            o.update(h.digest())
+            out = self._units[unit_id] = o.hexdigest()[:_HEX]
         return out
 
     def record(self, release_id: str, record_key: str) -> str:

@@ -348,6 +348,12 @@ class LedgerWrites:
         keys_, units, costs = [], [], []
         unit_hash, unit_cache = self._keys.unit, self._keys.unit_cache
         cache, cache1 = self._costs, self._costs1
+        # the cost of each events list object of this call, by its id (the corpus engine's
+        # records share one list per distinct event: corpus/work.py); ``items`` keeps every
+        # list alive during the call, so an id names one list
+        by_id: dict[int, tuple] = {}
+        if not isinstance(items, list | tuple):  # a generator's lists could be freed
+            items = list(items)
         for item in items:
             try:
                 record_key, unit_id, events = item
@@ -362,6 +368,14 @@ class LedgerWrites:
                 unit = unit_hash(unit_id if type(unit_id) is str and unit_id
                                  else unit_text(unit_id, record_key))
             units.append(unit)
+            if type(events) is list:
+                cost = by_id.get(id(events))
+                if cost is not None:
+                    costs.append(cost)
+                    continue
+                ref = id(events)
+            else:
+                ref = None
             # the usual list of one event: its fields are the key (hashing them directly is
             # 2.5x cheaper than hashing the dataclass)
             if type(events) is list and len(events) == 1 and type(events[0]) is PrivacyEvent:
@@ -381,6 +395,8 @@ class LedgerWrites:
                     cost = None
                 if cost is None:
                     cost = self._cost_of(record_key, events)
+            if ref is not None:
+                by_id[ref] = cost
             costs.append(cost)
         return self._keys.records(release_id, keys_), units, costs
 
