@@ -7,10 +7,10 @@ yields each with its ledger decisions, having
 - **grouped** consecutive batches into one ``reserve`` (one transaction, one chained entry, one
   fsync) of about :data:`GROUP_RECORDS` records: the per-transaction work (the head, the
   budget and unit-row reads, the pages of ``ledger_units`` a transaction rewrites, the fsync)
-  is shared by 32 of the word mechanisms' 512-record batches instead of paid by each - and
+  is shared by 64 of the word mechanisms' 512-record batches instead of paid by each - and
   the per-unit work too: a unit with several records in a group has its row read, checked and
-  updated once (100,000 records of 10,000 people: some 49,000 unit updates in groups of
-  16,384, 84,000 in groups of 4,096); and
+  updated once (100,000 records of 10,000 people: some 31,000 unit updates in groups of
+  32,768, 49,000 in groups of 16,384, 84,000 in groups of 4,096); and
 - **overlapped** the reserve of one group, in a writer thread, with privatizing the next group
   in the driver (the inline executor privatizes inside the stream's ``next()``): SQLite and the
   fsync run without the GIL.
@@ -60,8 +60,8 @@ from contextlib import contextmanager
 
 from dptext.corpus.draws import reserve_in_order
 
-GROUP_RECORDS = 16384
-GROUP_SECONDS = 1.0
+GROUP_RECORDS = 32768
+GROUP_SECONDS = 2.0
 # the most records a group gathers while the writer is still in the previous transaction
 MAX_GROUP_RECORDS = 65536
 # the collector's third threshold while batches are in flight (CPython's default: 10)

@@ -516,10 +516,10 @@ class Driver:
         wd.write(m)  # the shard is committed
         if self.ledger is not None and shard.charges:
             self.ledger.commit(shard.charges)
-            m["ledger_committed"] = len(m["shards"])
-            wd.write(m)
-        else:
-            m["ledger_committed"] = len(m["shards"])
+        # written with the next manifest (the next shard's, or the job's end), not by a write
+        # and an fsync of its own: a resume before that commits this shard's charges again
+        # (_commit_pending_charges; commit is idempotent)
+        m["ledger_committed"] = len(m["shards"])
         if self.job.on_commit is not None:
             self.job.on_commit(dict(counts))
 
