@@ -250,6 +250,53 @@ def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, 
     ledger.verify()
 
 
+def test_a_shards_commit_is_noted_with_the_next_manifest_and_a_resume_commits_it_again(
+        mech, tmp_path):
+    """The ledger commits each shard's charges once the shard is durable; the manifest notes
+    it (``ledger_committed``) with its next write, not with a write of its own. A job stopped
+    in between leaves a manifest one shard behind the ledger: the resume commits that shard's
+    charges again, which changes nothing (no second commit entry), and finishes with every
+    charge released exactly once."""
+    from dptext.corpus import driver
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src = write(tmp_path / "in.jsonl", 64)
+    out = tmp_path / "o.jsonl"
+    make = lambda: run(job(mech, src, out, ledger, batch_size=8,  # noqa: E731
+                           shard_records=16))
+    original, calls = driver.Driver._commit_shard, {"n": 0}
+
+    def commit(self, wd, shard):
+        original(self, wd, shard)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    driver.Driver._commit_shard = commit
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            make()
+    finally:
+        driver.Driver._commit_shard = original
+    manifest = json.loads((tmp_path / "o.jsonl.partial" / "manifest.json").read_text())
+    assert len(manifest["shards"]) == 2 and manifest["ledger_committed"] == 1
+    commits = lambda: [e for e in ledger.entries() if e["kind"] == "commit"]  # noqa: E731
+    released = lambda: sorted(i for e in commits()  # noqa: E731
+                              for lo, hi in json.loads(e["body"])["charges"]
+                              for i in range(lo, hi + 1))
+    # both shards' charges released (later records may be reserved ahead: pending)
+    assert len(commits()) == 2 and len(released()) == 32
+    assert not set(released()) & set(ledger.pending())
+    result = make()
+    assert result.summary["records"] == 64 == len(out.read_text().splitlines())
+    # 64 records in shards of 16: four commit entries, the resumed commit added none
+    assert len(commits()) == 4
+    assert len(released()) == len(set(released())) == 64
+    assert ledger.pending() == []
+    ledger.verify()
+
+
 def test_two_workers_withhold_the_same_records_as_one(mech, tmp_path):
     """The driver drops withheld records from the bytes a worker process sent (per-record
     offsets) and reports only the released ones: the same files as inline."""
