@@ -166,8 +166,8 @@ def test_batch_sums_are_exact_integers(top):
     eps = [rng.randrange(top - 1000, top) for _ in units_of]
     delta = [rng.randrange(0, 7) for _ in units_of]
     sums = batches.batch_sums(units, units_of, eps, delta)
-    want = ([sum(e for u2, e in zip(units_of, eps) if u2 == u) for u in units],
-            [sum(d for u2, d in zip(units_of, delta) if u2 == u) for u in units],
+    want = ([sum(e for u2, e in zip(units_of, eps, strict=True) if u2 == u) for u in units],
+            [sum(d for u2, d in zip(units_of, delta, strict=True) if u2 == u) for u in units],
             [units_of.count(u) for u in units], [0] * len(units))
     assert sums == want
     assert all(type(x) is int for part in sums for x in part)
