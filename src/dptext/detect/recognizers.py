@@ -30,6 +30,7 @@ from functools import cache
 from pathlib import Path
 
 from dptext.detect.entities import Entity, normalize_entity
+from dptext.detect.places import PlaceGazetteerRecognizer
 from dptext.detect.validators import ipv4, ipv6, luhn, vin
 from dptext.detect.vocabulary import (
     ID_CONTEXTS,
@@ -526,6 +527,7 @@ def builtin_recognizers() -> tuple[Recognizer, ...]:
                           r"(?P<v>[A-Z]{2,3})(?![\w.])", validate=_not_clinical),
         NameContextRecognizer("name-context", "PERSON"),
         SpelledDigitsRecognizer("spelled-digits", "PHONE_NUMBER"),
+        PlaceGazetteerRecognizer("place-gazetteer", "GPE"),
     )
 
 
