@@ -73,9 +73,9 @@ class BatchResult:
     record in order (``rows`` for Parquet output); ``rejects`` the encoded reject lines.
     With a ledger, ``items[i]`` = (key, unit, events) of the i-th written record, ``ends[i]``
     where its bytes end in ``data``, ``reports[f][i]`` its report of field ``f``, ``where[0][i]``
-    and ``where[1][i]`` its ordinal and line, ``record_epsilon[i]`` its epsilon over the fields: what the driver
-    needs to drop a record the ledger withholds. Without a ledger, ``units`` holds the batch's
-    per-unit (epsilon, delta, records)."""
+    and ``where[1][i]`` its ordinal and line, ``record_epsilon[i]`` its epsilon over the fields:
+    what the driver needs to drop a record the ledger withholds. Without a ledger, ``units``
+    holds the batch's per-unit (epsilon, delta, records)."""
 
     batch_id: int
     source: int
