@@ -22,9 +22,14 @@ the mechanism's own check), and it sees them in input order, so the charges are 
 
 A draw travels from a worker to the driver as a 16-byte id (keyed BLAKE2b of person, category
 and entity under the job's draw key: no name leaves a worker). The book holds one id per
-(person, entity) paid for, in memory, for the job's lifetime. A resumed job starts an empty
-book: a draw paid for before the interruption is charged again to the next record that shows
-it (over-charged, never under). The job's all-records report
+(person, entity) paid for, in memory, for the job's lifetime. Each committed shard keeps the
+ids its released records paid for (``draws-NNNNN.bin`` beside its part, named with its SHA-256
+in the manifest entry that commits the shard, so they are committed exactly when the shard's
+charges are: a resume commits again the charges of every shard in the manifest); a resumed job
+starts with the book of its committed shards - the book the interrupted run had when it
+reached the first batch the resume runs again, so every later record is charged as in an
+uninterrupted run. A book that does not match the manifest stops the resume (fewer draws would
+release one unpaid). The job's all-records report
 (one owner) counts each record's draws in that record - an upper bound; the per-person
 figures (``units``, the ledger) count each draw once.
 """
@@ -37,12 +42,21 @@ from pathlib import Path
 
 from dptext.corpus.workdir import DRAW_KEY
 
+#: a draw id's length (:func:`draw_id`)
+ID_BYTES = 16
+
+
+def book_bytes(ids: Sequence[bytes]) -> bytes:
+    """The draws a shard paid for, as its work directory keeps them: the ids one after the
+    other (no names: keyed ids of the job's draw key)."""
+    return b"".join(ids)
+
 
 def draw_id(key: bytes, name: str) -> bytes:
     """A shared draw's id: keyed BLAKE2b (the job's draw key) of its name - person, category,
     entity - so that no name travels from a worker to the driver or sits in its memory."""
     return hashlib.blake2b(name.encode("utf-8", "surrogatepass"), key=key,
-                           digest_size=16).digest()
+                           digest_size=ID_BYTES).digest()
 
 
 class SharedDraws:
@@ -62,11 +76,19 @@ class SharedDraws:
                 events += ev
         return events
 
-    def settle(self, draws: dict[bytes, list], released: bool) -> None:
+    def settle(self, draws: dict[bytes, list], released: bool) -> list[bytes]:
         """A record's decision: released, its draws are paid for (free to show from now on);
-        withheld, nothing changes (the next record that shows them pays)."""
-        if released:
-            self._paid.update(draws)
+        withheld, nothing changes (the next record that shows them pays). The ids it paid
+        for (the record's shard keeps them for a resume: :func:`book_bytes`)."""
+        if not released:
+            return []
+        new = [k for k in draws if k not in self._paid]
+        self._paid.update(new)
+        return new
+
+    def add(self, data: bytes) -> None:
+        """Draws paid for by a committed shard (:func:`book_bytes`), on a resume."""
+        self._paid.update(data[i:i + ID_BYTES] for i in range(0, len(data), ID_BYTES))
 
 
 def reserve_in_order(book: SharedDraws, records: list, reserve) -> list:
@@ -85,7 +107,11 @@ def reserve_in_order(book: SharedDraws, records: list, reserve) -> list:
             items.append(out.items[i])
         got = reserve(items)
         for (out, i), d in zip(segment, got, strict=True):
-            book.settle(out.draws[i], bool(d.allowed))
+            paid = book.settle(out.draws[i], bool(d.allowed))
+            if paid:  # for the record's shard (corpus/fold.py): the book of a resume
+                if out.paid is None:
+                    out.paid = {}
+                out.paid[i] = paid
         decisions.extend(got)
         segment.clear()
         pending.clear()

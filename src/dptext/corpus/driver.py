@@ -377,6 +377,8 @@ class Driver:
             wd.clean(manifest)
             if self.draws is not None:  # kept for a resume, never released
                 self.draw_key = job_draw_key(wd.path, self.seed)
+                for shard in manifest["shards"]:  # the draws the committed shards paid for
+                    self.draws.add(shards_mod.read_paid(wd.path, shard))
             self.manifest = manifest
             if manifest["aggregate"] is not None:
                 self.agg = JobAggregate.from_state(self.fields, manifest["aggregate"])

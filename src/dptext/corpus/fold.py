@@ -39,7 +39,7 @@ class Fold:
             units = {}  # every written record is released: each pays its draws not paid yet
             for i, (key, unit, own) in enumerate(out.items):
                 events = self.draws.cost(own, out.draws[i])
-                self.draws.settle(out.draws[i], True)
+                shard.paid.extend(self.draws.settle(out.draws[i], True))
                 out.items[i] = (key, unit, events)
                 eps, delta = budget_mod.event_totals(events)
                 t = units.setdefault(unit, [0.0, 0.0, 0])
@@ -66,6 +66,9 @@ class Fold:
                         shard.rejects.append(reject_line(
                             self.sources[out.source], ordinal, line,
                             f"withheld by the ledger: {d.reason}"))
+            if out.paid:  # the draws its released records paid for (withheld: none)
+                for i in sorted(out.paid):
+                    shard.paid.extend(out.paid[i])
             if len(keep) < out.written:
                 released = len(keep)
                 if parquet:

@@ -1,7 +1,8 @@
 """The bytes of a job on disk: the shard being written, its commit into the work directory
-(fsync, rename, the shard's rejects and charges), the final output assembled from the committed
-parts (and Parquet's fixed row groups), and the renames that put every file of a finished job in
-place. The manifest itself is :mod:`dptext.corpus.workdir`'s; what goes into it, the driver's."""
+(fsync, rename, the shard's rejects, charges and paid draws), the final output assembled from
+the committed parts (and Parquet's fixed row groups), and the renames that put every file of a
+finished job in place. The manifest itself is :mod:`dptext.corpus.workdir`'s; what goes into
+it, the driver's."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from dptext.corpus.draws import book_bytes
 from dptext.corpus.job import ResumableError
 from dptext.corpus.paths import OutputPlan, temp_beside, write_durably
 from dptext.io import file_mode, fsync_dir, staged_write
@@ -30,6 +32,7 @@ class Shard:
         self.records = self.rejected = self.withheld = self.batches = 0
         self.rejects: list[bytes] = []
         self.charges: list[int] = []
+        self.paid: list[bytes] = []  # --consistent unit: the draw ids its records paid for
         self.units: dict[str, list[float]] = {}
         self.rows: list[dict] = []  # Parquet only
         self.schema = schema
@@ -67,14 +70,39 @@ def seal(shard: Shard, directory: Path, out_fmt: str, release: str | None) -> di
              "batches": shard.batches, "part": name, "sha256": shard.hash.hexdigest(),
              "records_out": shard.records, "rejected": shard.rejected,
              "withheld": shard.withheld, "rejects": None, "charges": None,
-             "release": release}
+             "release": release, "draws": None}
     if shard.rejects:
         entry["rejects"] = f"rejects-{shard.index:05d}.jsonl"
         write_durably(directory / entry["rejects"], b"".join(shard.rejects))
     if shard.charges:
         entry["charges"] = f"charges-{shard.index:05d}.json"
         write_durably(directory / entry["charges"], json.dumps(shard.charges).encode())
+    if shard.paid:  # committed with the manifest entry, as the shard's charges are
+        data = book_bytes(shard.paid)
+        entry["draws"] = f"draws-{shard.index:05d}.bin"
+        entry["draws_sha256"] = hashlib.sha256(data).hexdigest()
+        write_durably(directory / entry["draws"], data)
     return entry
+
+
+def read_paid(directory: Path, entry: dict) -> bytes:
+    """The draw ids a committed shard paid for (:func:`seal`), checked against the manifest: a
+    book that is missing, short or changed stops the resume (read as fewer draws, it would
+    release a draw unpaid)."""
+    if not entry.get("draws"):
+        return b""
+    path = directory / entry["draws"]
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        data = None
+        why = err.strerror or str(err)
+    if data is not None:
+        if hashlib.sha256(data).hexdigest() == entry.get("draws_sha256"):
+            return data
+        why = "it does not match its checksum in the manifest"
+    raise ResumableError(f"{path} (the book of shared draws its shard paid for) cannot be "
+                         f"read: {why}; remove {directory} and start again")
 
 
 def parquet_bytes(rows: list[dict], schema) -> bytes:

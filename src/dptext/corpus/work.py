@@ -95,6 +95,9 @@ class BatchResult:
     # consistent="unit": per written record, the draws it shares with its person's other
     # records (draw id -> privacy events); ``items`` then hold each record's own events only
     draws: list[dict[bytes, list]] | None = None
+    # set in the driver (corpus/draws.py reserve_in_order): written record -> the draw ids
+    # it paid for, when released with a ledger
+    paid: dict[int, list[bytes]] | None = None
 
 
 def reject_line(source: Source, ordinal: int, line: int, reason: str) -> bytes:

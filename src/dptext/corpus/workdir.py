@@ -2,7 +2,8 @@
 
 ``manifest.json`` is the only source of truth. It names the job (settings and the fingerprint
 of every input file) and lists the committed shards: the batches each holds, its part file and
-SHA-256, counts, the ledger charges it carries, and the running report after it. A shard is
+SHA-256, counts, the ledger charges it carries, the shared draws it paid for (``--consistent
+unit``: a file named with its SHA-256), and the running report after it. A shard is
 committed by fsyncing its files, renaming them into place and then replacing the manifest
 (fsync, rename, fsync of the directory); anything in the directory that the manifest does not
 list is debris of an interrupted shard and is deleted when the job continues.
@@ -113,7 +114,7 @@ class WorkDir:
         if manifest is not None:
             for shard in manifest["shards"]:
                 keep.update(n for n in (shard["part"], shard.get("rejects"),
-                                        shard.get("charges")) if n)
+                                        shard.get("charges"), shard.get("draws")) if n)
         for entry in os.scandir(self.path):
             if entry.name not in keep:
                 with contextlib.suppress(OSError):
