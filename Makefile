@@ -80,8 +80,9 @@ bench36: setup
 	@echo "== issue 36: speed where users wait =="; uptime; lscpu | grep -E '^(Model name|Flags)'
 	@echo "-- masked DP-MLM vs dpmlm 1.3.0's approach (idle, then beside a busy process)"
 	$(BIN)/python benchmarks/bench_mlm_speed.py --build results/roberta-stand-in
-	$(BIN)/python benchmarks/bench_mlm_speed.py --compare 3 --words 30 --model results/roberta-stand-in
-	$(BIN)/python benchmarks/bench_mlm_speed.py --compare 3 --words 30 --model results/roberta-stand-in --busy
+	$(BIN)/python benchmarks/bench_mlm_speed.py --compare 3 --words 100 --model results/roberta-stand-in
+	$(BIN)/python benchmarks/bench_mlm_speed.py --compare 3 --words 100 --model results/roberta-stand-in --busy
+	$(BIN)/python benchmarks/bench_mlm_speed.py --inprocess 3 --model results/roberta-stand-in
 	@echo "-- --search auto: the choice, its cost, auto vs exact"
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_search_auto.py
 	@echo "-- CLI start-up (cached) and the first -m dpmlm's GGUF conversion"
