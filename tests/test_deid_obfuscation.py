@@ -266,3 +266,223 @@ def test_the_generator_writes_lower_case_places_after_a_residence_phrase():
              if s.category == "LOCATION" and r.text[s.start:s.end].islower()
              and not r.text[s.start:s.end][0].isdigit()]
     assert len(lower) >= len(records)
+
+
+# ------------------------------------------------------- fuzz: the view's map
+# Property-based tests (hypothesis) on arbitrary Unicode: the view's offset map, the whole
+# obfuscated identifier replaced, the text outside the spans kept; each bug the fuzz found is
+# pinned by an @example.
+import unicodedata  # noqa: E402
+
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# characters the view drops or folds, and their neighbours
+_TRICKY = ("\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u202e\u2066\u2069\ufe0f\u034f"
+           "\u0301\u0308\u0336\u0338\u20dd\u0483\u05b0\u093f\u0941\u0e31\u3099"
+           "\ufdfa\ufb01\ufb03\u2474\u00bd\u00a8\u2126\u212a\u01c4\u3164\uffa0\u1160"
+           "\uff21\uff41\uff10\U0001d400\u0665\u06f5\u0967\u00b2"
+           "\u0410\u0430\u043e\u0435\u0440\u03bf\u0391\u0585\u0131\u041f"
+           "\U0001f468\U0001f469\U0001f3fd\u2764 \t\r\n\u00a0\u3000OolI0123456789-.@")
+_CHARS = st.one_of(st.sampled_from(_TRICKY), st.sampled_from("abcdeSmith "),
+                   st.characters(blacklist_categories=("Cs",)))
+TEXTS = st.text(_CHARS, max_size=24)
+_FUZZ = settings(max_examples=150, deadline=None,
+                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _is_mark(c: str) -> bool:
+    return unicodedata.category(c)[0] == "M"
+
+
+def _check_map(text: str) -> None:
+    v = fold(text)
+    assert v.original == text
+    if v.identity:
+        assert v.text == text and v.to_original(0, len(text)) == (0, len(text))
+        return
+    n, m = len(v.text), len(text)
+    assert len(v.starts) == len(v.ends) == n
+    covered = set()
+    for i in range(n):
+        assert 0 <= v.starts[i] < v.ends[i] <= m
+        if i:  # monotone; the characters of one original group share its range
+            assert v.starts[i - 1] <= v.starts[i] and v.ends[i - 1] <= v.ends[i]
+            assert v.ends[i - 1] <= v.starts[i] or (v.starts[i - 1], v.ends[i - 1]) == \
+                (v.starts[i], v.ends[i])
+        covered.update(range(v.starts[i], v.ends[i]))
+    # every original character is in the view's map, or dropped (an invisible character, a
+    # mark with no base)
+    for k, c in enumerate(text):
+        assert k in covered or is_ignorable(c) or _is_mark(c), (k, c)
+    if n:
+        assert v.to_original(0, n) == (0, m)
+    for s in range(n + 1):
+        for e in range(s, min(n, s + 6) + 1):
+            a, b = v.to_original(s, e)
+            assert 0 <= a <= b <= m
+            if e > s:
+                assert a <= v.starts[s] and v.ends[e - 1] <= b
+                # never inside a character's combining sequence
+                assert a == 0 or not _is_mark(text[a]), (s, e, a, b)
+                assert b == m or not _is_mark(text[b]), (s, e, a, b)
+                # what the span takes in beyond its characters is dropped from the view
+                assert all(is_ignorable(c) or _is_mark(c) for c in text[a:v.starts[s]])
+                assert all(is_ignorable(c) or _is_mark(c) for c in text[v.ends[e - 1]:b])
+
+
+@_FUZZ
+@given(TEXTS)
+@example("\u00ad")  # an empty view of a non-empty text was taken for the identity
+@example("0\U000e01000")  # a variation selector was taken into the span after it
+@example("\u00b2\u102b")  # a spacing mark split from its base (marks by class, not category)
+def test_fuzz_the_view_maps_every_character_back(text):
+    _check_map(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXTS)
+@example("S\u200b\u0336mith")  # an overlay kept when an invisible character preceded it
+@example("e\u200b\u0301x")  # a mark not composed with its letter across a zero-width space
+@example("0\u0e33")  # a mark of a decomposition left after a digit
+def test_fuzz_the_view_is_stable(text):
+    view = fold_text(text)
+    assert fold_text(view) == view
+    assert fold(view).identity
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXTS, TEXTS, TEXTS)
+@example("S\u05b0mith", "", "")  # a Hebrew point on a Latin letter, with nothing else to fold
+@example("S\u05b0mith", " ", "\u200b")  # ... and with: the two views differed
+def test_fuzz_a_word_reads_the_same_alone_and_in_a_text(word, before, after):
+    # the view of a word does not depend on the text around it (the leak check folds an
+    # identifier alone and the release whole); a word here is letters with their marks
+    word = "".join(c for c in word if c.isalpha() or _is_mark(c) or is_ignorable(c))
+    if not word or _is_mark(word[0]) or is_ignorable(word[0]):
+        return
+    text = f"{before} {word} {after}"
+    v = fold(text)
+    at = len(before) + 1
+    a, b = v.to_view(at, at + len(word))
+    assert v.text[a:b] == fold_text(word), (text, v.text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(st.sampled_from("abcdefghijkSmith ,.;:!?'\"()-\n\t\u00e9\u00fc\u00df\u00e7"),
+               max_size=40))
+def test_fuzz_a_text_with_nothing_to_fold_is_its_own_view(text):
+    v = fold(text)
+    assert v.identity and v.text == text and v.to_original(2, 5) == (2, 5)
+
+
+# ------------------------------------------- fuzz: planted obfuscated identifiers
+FUZZ_NAMES = ("Thornbury", "Kowalczyk", "Smithers")
+_LOOK = {"a": "\u0430", "o": "\u043e", "e": "\u0435", "p": "\u0440", "c": "\u0441",
+         "x": "\u0445", "T": "\u0422", "K": "\u041a", "S": "\u0405", "y": "\u0443",
+         "i": "\u0456"}
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u034f\ufe0f"
+
+
+@pytest.fixture(scope="module")
+def rules_deid(space, tmp_path_factory):
+    """De-identification with the rule recognizers, a deny list and the residual net, no
+    NER (spaCy is not loaded: the rules read the same view)."""
+    import os
+
+    from dptext.detect.categories import resolve_categories
+    from dptext.detect.entities import EntityDetector
+    from dptext.detect.recognizers import DenyListRecognizer, builtin_recognizers
+
+    class RulesOnly(EntityDetector):
+        def _from_spacy(self, texts):
+            return [[] for _ in texts]
+
+    old = os.environ.get("DPTEXT_CACHE")
+    os.environ["DPTEXT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    big = mechanism("custext", epsilon=500, k=5, space=space).fit()
+    rules = builtin_recognizers() + (DenyListRecognizer("deny-list", "DENY_LIST",
+                                                        entries=FUZZ_NAMES),)
+    det = RulesOnly(resolve_categories(["PHI"]) | {"DENY_LIST"}, "spacy", rules)
+    yield build_deid(big, detector=det, languages=None, deny_list=FUZZ_NAMES)
+    if old is None:
+        os.environ.pop("DPTEXT_CACHE", None)
+    else:
+        os.environ["DPTEXT_CACHE"] = old
+
+
+@st.composite
+def obfuscated(draw):
+    """(category, value): a name, phone, e-mail or record number with invisible characters,
+    look-alike letters, fullwidth or Arabic-Indic digits, overlays and l for 1 put in."""
+    kind = draw(st.sampled_from(["name", "phone", "email", "mrn"]))
+    value = {"name": draw(st.sampled_from(FUZZ_NAMES)),
+             "phone": draw(st.sampled_from(["555-123-4567", "(555) 123-4567", "555.987.6543"])),
+             "email": draw(st.sampled_from(["jsmith@example.org", "k.lee@mail.example.com"])),
+             "mrn": draw(st.sampled_from(["4821933", "73310482"]))}[kind]
+    out = []
+    for c in value:
+        how = draw(st.sampled_from(["keep"] * 4 + ["look", "wide", "arabic", "mark", "zw"]))
+        if how == "look" and c in _LOOK:
+            c = _LOOK[c]
+        elif how == "wide" and c.isalnum():
+            c = chr(ord(c) + 0xFEE0)
+        elif how == "arabic" and c.isdigit():
+            c = chr(0x0660 + int(c))
+        elif how == "mark" and c.isalpha():
+            c += draw(st.sampled_from("\u0336\u0338\u20dd"))
+        if how == "zw" or draw(st.integers(0, 5)) == 0:
+            c += draw(st.sampled_from(_INVISIBLE))
+        out.append(c)
+    if kind == "phone" and draw(st.booleans()):  # at most one l for 1
+        at = next((i for i, c in enumerate(out) if c == "1"), None)
+        if at is not None:
+            out[at] = "l"
+    value = "".join(out)
+    if draw(st.booleans()):  # (a variation selector after a space belongs to the space)
+        value = draw(st.sampled_from(_INVISIBLE.replace("\u034f\ufe0f", ""))) + value
+    category = {"name": "DENY_LIST", "phone": "PHONE_NUMBER", "email": "EMAIL_ADDRESS",
+                "mrn": "MEDICAL_RECORD"}[kind]
+    return category, ("MRN: " if kind == "mrn" else "") + value
+
+
+_FILLER = st.lists(st.sampled_from(WORDS[:10] + ["\u00e9t\u00e9", "caf\u00e9", "\U0001f468"
+                                                  "\u200d\U0001f469", "\u2764\ufe0f", "x\u0301",
+                                                  "\u05e9\u05dc\u05d5\u05dd", "\r\n", ","]),
+                   max_size=6).map(" ".join)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.one_of(_FILLER, TEXTS), planted=st.lists(obfuscated(), min_size=1, max_size=2),
+       after=st.one_of(_FILLER, TEXTS))
+def test_fuzz_planted_obfuscated_identifiers_are_replaced_whole(rules_deid, before, planted,
+                                                                after):
+    from dptext.targeted.spans import Span, merge_spans, outside
+
+    parts, where = [before], []
+    for category, value in planted:
+        at = sum(map(len, parts)) + 1
+        if value.startswith("MRN: "):
+            at += 5
+        where.append((category, at, sum(map(len, parts)) + 1 + len(value)))
+        parts += [" ", value, " ; "]
+    text = "".join(parts) + after
+    out = _released(rules_deid, text)
+    spans = rules_deid.detect([text])[0]
+    residual = rules_deid.residual_tokens(text, spans)
+    spans = merge_spans(text, list(spans) + residual) if residual else spans
+    for category, start, end in where:
+        # each identifier inside one replaced span, whole
+        assert any(s.start <= start and end <= s.end for s in spans), (text[start:end], spans)
+        assert text[start:end] not in out
+        assert survivors(text, out, [Span(start, end, category, "")], numbers=False) == [], \
+            (text, out)
+    # the text outside the spans is released byte for byte, in order
+    pos = 0
+    pieces = outside(text, spans)
+    assert out.startswith(pieces[0]) and out.endswith(pieces[-1])
+    for piece in pieces:
+        found = out.find(piece, pos)
+        assert found >= 0, (piece, text, out)
+        pos = found + len(piece)

@@ -90,19 +90,24 @@ def is_ignorable(c: str) -> bool:
 @cache
 def _suspect() -> frozenset[str]:
     """A character the view drops or folds in a text already in NFKC: a default-ignorable
-    code point, a look-alike of the table, a combining mark of the Latin, Greek and Cyrillic
-    mark blocks, a decimal digit other than 0-9 (a scan of the planes that hold them, once
+    code point, a look-alike of the table, a non-spacing or enclosing mark, a decimal digit
+    other than 0-9 (a scan of the planes that hold them, once
     per process, about 0.05 s)."""
-    marks = ((0x300, 0x370), (0x483, 0x48A), (0x1AB0, 0x1B00), (0x1DC0, 0x1E00),
-             (0x20D0, 0x2100), (0xFE20, 0xFE30))
     chars = []
     for o in [*range(0x80, 0x20000), *range(0xE0000, 0xE1000)]:
         c = chr(o)
         cat = unicodedata.category(c)
-        if cat == "Nd" or c in _CONFUSABLES or is_ignorable(c) or (
-                cat in ("Mn", "Me") and any(a <= o < b for a, b in marks)):
+        # every non-spacing or enclosing mark: any of them may follow a Latin letter (an
+        # overlay the view drops), whatever its block
+        if cat in ("Nd", "Mn", "Me") or c in _CONFUSABLES or is_ignorable(c):
             chars.append(c)
     return frozenset(chars)
+
+
+def _is_mark(c: str) -> bool:
+    """A mark (non-spacing, spacing or enclosing; variation selectors are non-spacing marks):
+    it belongs to the character before it."""
+    return unicodedata.category(c)[0] == "M"
 
 
 def _latin(c: str) -> bool:
@@ -123,7 +128,7 @@ class Folded:
     @property
     def identity(self) -> bool:
         """Whether the view is the original, character for character."""
-        return not self.starts
+        return not self.starts and len(self.text) == len(self.original)
 
     def to_original(self, start: int, end: int) -> tuple[int, int]:
         """The range of the original that view range ``[start, end)`` came from, with the
@@ -172,21 +177,32 @@ def fold(text: str) -> Folded:
     starts: list[int] = []
     ends: list[int] = []
     i, n = 0, len(text)
+    base_latin = False
     while i < n:
         c = text[i]
         if is_ignorable(c):
             i += 1
             continue
-        j = i + 1  # the character with its combining marks
-        while j < n and unicodedata.combining(text[j]):
-            j += 1
+        # the character with its marks, and the invisible characters between them (a zero-width
+        # space between a letter and its overlay is inside the letter, not a word break)
+        j = k = i + 1
+        while k < n:
+            if _is_mark(text[k]):
+                j = k = k + 1
+            elif is_ignorable(text[k]):
+                k += 1
+            else:
+                break
         group = text[i:j]
+        if j - i > 1:
+            group = group[0] + "".join(c for c in group[1:] if not is_ignorable(c))
         norm = unicodedata.normalize("NFKC", group) if not group.isascii() else group
-        base_latin = _latin(norm[0]) or 0x370 <= ord(norm[0]) < 0x530 if norm else False
         for ch in norm:
-            if unicodedata.combining(ch) and base_latin and unicodedata.category(ch) in (
-                    "Mn", "Me"):
-                continue  # a mark that composed with nothing: an overlay on a letter
+            if unicodedata.category(ch) in ("Mn", "Me"):
+                if base_latin:  # the view's character before it (one group's or another's)
+                    continue  # a mark that composed with nothing: an overlay on a letter
+            elif not _is_mark(ch):
+                base_latin = _latin(ch) or 0x370 <= ord(ch) < 0x530
             if not ch.isascii() and unicodedata.category(ch) == "Nd":
                 ch = str(unicodedata.decimal(ch))
             out.append(ch)
