@@ -10,10 +10,11 @@ Unicode TR39's skeleton, on the standard library's :mod:`unicodedata`):
 
 1. default-ignorable code points are dropped (format characters - zero-width space, joiners,
    word joiner, BOM, soft hyphen, bidirectional marks - variation selectors, Hangul fillers);
-2. each character with its combining marks is put in NFKC (fullwidth, mathematical, circled
-   letters and digits, ligatures, non-breaking and other spaces become their plain forms); a
-   combining mark that composes with no letter of Latin, Greek or Cyrillic script (an overlay
-   or strike-through on a letter) is dropped;
+2. each character with its marks (an invisible character between them is dropped, not a
+   break) is put in NFKC (fullwidth, mathematical, circled letters and digits, ligatures,
+   non-breaking and other spaces become their plain forms); a non-spacing or enclosing mark
+   of any block that composes with no letter and follows a Latin, Greek or Cyrillic one in
+   the view (an overlay or strike-through on a letter) is dropped;
 3. every decimal digit of another script is its ASCII digit;
 4. a word (a run of letters and digits) that mixes Latin letters with look-alike letters of
    another script, or whose letters are all look-alikes of Latin ones (Cyrillic
