@@ -8,9 +8,12 @@ through the obfuscation both ways, and ordinary text stays as it was."""
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from dptext import mechanism
 from dptext.detect.leaks import survivors
@@ -272,11 +275,6 @@ def test_the_generator_writes_lower_case_places_after_a_residence_phrase():
 # Property-based tests (hypothesis) on arbitrary Unicode: the view's offset map, the whole
 # obfuscated identifier replaced, the text outside the spans kept; each bug the fuzz found is
 # pinned by an @example.
-import unicodedata  # noqa: E402
-
-from hypothesis import HealthCheck, example, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 # characters the view drops or folds, and their neighbours
 _TRICKY = ("\u200b\u200c\u200d\u2060\ufeff\u00ad\u200e\u200f\u202e\u2066\u2069\ufe0f\u034f"
            "\u0301\u0308\u0336\u0338\u20dd\u0483\u05b0\u093f\u0941\u0e31\u3099"
