@@ -263,8 +263,9 @@ _ID_CONTEXT_RES = [(c, _context_re(words)) for c, words in ID_CONTEXTS.items()]
 
 @dataclass
 class DenyListRecognizer(Recognizer):
-    """Every entry of a deny list (case-folded, on word boundaries); each word of an entry of
-    several words, three letters or more, is found alone too."""
+    """Every entry of a deny list (case-folded, on word boundaries or where lower case turns
+    upper, :meth:`find`); each word of an entry of several words, three letters or more, is
+    found alone too."""
 
     entries: tuple[str, ...] = ()
     _re: re.Pattern | None = field(init=False, repr=False)
@@ -281,12 +282,37 @@ class DenyListRecognizer(Recognizer):
                 terms.update(w for w in words if len(w) >= 3)
         alts = "|".join(re.escape(t).replace(r"\ ", r"\s+")
                         for t in sorted(terms, key=len, reverse=True))
-        self._re = re.compile(rf"(?i)(?<!\w)(?:{alts})(?!\w)") if alts else None
+        self._re = re.compile(rf"(?i)(?:{alts})") if alts else None
 
     def find(self, text: str) -> list[Entity]:
+        """Each entry on word boundaries, or where the case changes from lower to upper: a
+        name glued to a word ("seenThornbury", in the view of "seen\u200bThornbury" with a
+        zero-width space) is found too."""
         if self._re is None:
             return []
-        return [self._entity(text, m.start(), m.end()) for m in self._re.finditer(text)]
+        out, pos = [], 0
+        while (m := self._re.search(text, pos)) is not None:
+            a, b = m.span()
+            if _edge(text, a) and _edge(text, b):
+                out.append(self._entity(text, a, b))
+                pos = b
+            else:
+                pos = a + 1
+        return out
+
+
+def _edge(text: str, at: int) -> bool:
+    """Whether ``at`` is a word boundary of ``text``, or a change from a lower-case letter to
+    an upper-case one."""
+    if at == 0 or at == len(text):
+        return True
+    before, after = text[at - 1], text[at]
+    return not _is_word_char(before) or not _is_word_char(after) or (
+        before.islower() and after.isupper())
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 _MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
