@@ -525,3 +525,20 @@ def test_fuzz_a_name_glued_to_a_word_by_an_invisible_character(rules_deid, word,
     out = _released(rules_deid, text)
     assert survivors(text, out, [Span(start, end, "DENY_LIST", "")], numbers=False) == [], \
         (text, out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(digits=st.sampled_from(["555-123-4567", "212-555-0187", "4821933"]),
+       seps=st.lists(st.sampled_from(["-", " ", ".", "\u2010", "\u2011", "\u2012", "\u2013",
+                                      "\u2014", "\u2212", "\u00a0", "\ufe63", "\uff0d"]),
+                     min_size=3, max_size=3))
+@example(digits="555-123-4567", seps=["\u2013", "\u2013", "\u2013"])  # en dashes were missed
+def test_fuzz_digits_released_with_any_separator_are_found(digits, seps):
+    from dptext.targeted.spans import Span
+
+    original = f"call {digits} now"
+    found = [Span(5, 5 + len(digits), "PHONE_NUMBER", "")]
+    groups = digits.split("-")
+    released = "call " + "".join(g + (seps[i] if i < len(groups) - 1 else "")
+                                 for i, g in enumerate(groups)) + " now"
+    assert survivors(original, released, found) != [], released

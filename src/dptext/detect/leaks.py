@@ -5,14 +5,15 @@ released record is searched for it: the whole surface as a word sequence (case-f
 a name (PERSON, DENY_LIST, a capitalised RESIDUAL word) also each of its words of three
 letters or more that is not an ordinary word or a title ("Sister"), as written (a surname
 alone is a leak); for a value with four digits or more, its digits in any run of digits and
-separators of the release ("212-555-0187" survives as "(212) 555 0187"). Every number of
-four digits or more of the original is looked up the same way (category ``NUMBER``), except
-a lone year (1900-2099), which Safe Harbor allows, and a measurement ("1000 mg"). The result
-names categories and positions, never values; identifiers that overlap (one name found by two
-detectors) count once; an identifier of one letter or digit (an initial) is not looked up.
-Both texts are compared in their views (:mod:`dptext.detect.normalize`): an identifier
-obfuscated in the original ("Sm\u200bith", "\uff15\uff15\uff15-0142") survives when the
-release has it plain, and the other way round.
+separators of the release, dashes included ("212-555-0187" survives as "(212) 555 0187" and
+as "212\u2013555\u20130187"). Every number of four digits or more of the original is looked
+up the same way (category ``NUMBER``), except a lone year (1900-2099), which Safe Harbor
+allows, and a measurement ("1000 mg"). The result names categories and positions, never
+values; identifiers that overlap (one name found by two detectors) count once; an
+identifier of one letter or digit (an initial) is not looked up. Both texts are compared in
+their views (:mod:`dptext.detect.normalize`): an identifier obfuscated in the original
+("Sm\u200bith", "\uff15\uff15\uff15-0142") survives when the release has it plain, and the
+other way round.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from dptext.detect.vocabulary import TITLE_WORDS
 
 NUMBER = "NUMBER"
 _NAMEISH = frozenset({"PERSON", "DENY_LIST", "RESIDUAL"})
-_DIGIT_GROUP = re.compile(r"\d[\d\s().\-/]*\d|\d")
+# in a release, hyphens, dashes and the minus sign (U+2010-U+2015, U+2212) separate digits too
+_DIGIT_GROUP = re.compile(r"\d[\d\s().\-/\u2010-\u2015\u2212]*\d|\d")
 _NUMBER = re.compile(r"\d(?:[\d\-./ ]*\d)?")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 _WORD = re.compile(r"[^\W\d_][\w'-]*")
