@@ -450,7 +450,7 @@ _FILLER = st.lists(st.sampled_from(WORDS[:10] + ["\u00e9t\u00e9", "caf\u00e9", "
                    max_size=6).map(" ".join)
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(before=st.one_of(_FILLER, TEXTS), planted=st.lists(obfuscated(), min_size=1, max_size=2),
        after=st.one_of(_FILLER, TEXTS))
@@ -489,7 +489,7 @@ def test_fuzz_planted_obfuscated_identifiers_are_replaced_whole(rules_deid, befo
         pos = found + len(piece)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(before=st.one_of(_FILLER, TEXTS), planted=obfuscated(), after=st.one_of(_FILLER, TEXTS))
 def test_fuzz_the_leak_check_finds_an_identifier_released_either_way(before, planted, after):
     from dptext.targeted.spans import Span
@@ -506,7 +506,7 @@ def test_fuzz_the_leak_check_finds_an_identifier_released_either_way(before, pla
     assert survivors(plain, original, plain_found, numbers=False), (plain, original)
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(word=st.sampled_from(WORDS[:10]), glue=st.sampled_from("\u200b\u200c\u2060\ufeff\u00ad"),
        planted=obfuscated().filter(lambda p: p[0] == "DENY_LIST"), after=_FILLER)
