@@ -39,6 +39,13 @@ from dptext.validation import check_choice, check_int, check_memory
 #: (space fingerprint, K) -> CusText's output sets, built once per process (``_output_sets``)
 _OUTPUT_SETS: dict[tuple[str, int], np.ndarray] = {}
 
+#: version of the output sets cached on disk (``_output_sets_path``): bump it when
+#: build_output_sets' result or the file's layout changes, so that no older file is read
+SETS_FORMAT = 1
+#: spaces at least this large keep their output sets on disk (smaller ones build them in well
+#: under a second - and as SanText's epsilon-free part, they are not worth a cache file)
+_DISK_SETS_MIN_WORDS = 10_000
+
 
 @register
 class CusText(WordMechanism):
@@ -83,6 +90,14 @@ class CusText(WordMechanism):
     # ---------------------------------------------------------------- fit
     table_layout = 2  # 2: exact sampling tables (out, cum) instead of member-order cumsums
 
+    #: whether :meth:`_output_sets` may read and write the on-disk cache (``fit(cache=False)``
+    #: turns it off along with the tables' cache)
+    _sets_on_disk = True
+
+    def fit(self, *, cache: bool = True, progress: bool = False) -> CusText:
+        self._sets_on_disk = cache
+        return super().fit(cache=cache, progress=progress)
+
     def _fit_tables(self, space: EmbeddingSpace) -> dict[str, np.ndarray]:
         if self.k > len(space):
             raise DPTextError(f"k must be <= the vocabulary size {len(space)}, got {self.k}")
@@ -103,17 +118,23 @@ class CusText(WordMechanism):
         return {"members": members, "set_of": set_of, "out": out.astype(np.int32), **tables}
 
     def _output_sets(self, space: EmbeddingSpace) -> np.ndarray:
-        """f_map for this space and K. It does not depend on epsilon and it is most of a
-        fit's work (a nearest-neighbour walk over the whole vocabulary; the epsilon-dependent
-        part is one K x K block per set), so a process that fits several epsilons - a
-        document budget's per-token epsilons - builds it once (kept read-only; only for the
-        public word order, not for user ``frequencies``)."""
+        """f_map for this space and K. It does not depend on epsilon (nor on ``similarity``:
+        the walk uses the space's own metric) and it is most of a fit's work (a
+        nearest-neighbour walk over the whole vocabulary, ~28 CPU-s for the default space; the
+        epsilon-dependent part is one K x K block per set). So it is kept read-only in the
+        process - a process that fits several epsilons, a document budget's per-token
+        epsilons, builds it once - and in the on-disk cache (:func:`_cached_output_sets`), so
+        that a fresh process fitting a new epsilon does not build it again. Only for the
+        public word order: sets for user ``frequencies`` are built every time, never stored."""
         if self.frequencies is not None:
             return build_output_sets(space, self.k, frequency_order(space, self.frequencies))
         key = (space.fingerprint(), self.k)
         members = _OUTPUT_SETS.get(key)
         if members is None:
-            members = build_output_sets(space, self.k, frequency_order(space, None))
+            if self._sets_on_disk and len(space) >= _DISK_SETS_MIN_WORDS:
+                members = _cached_output_sets(space, self.k)
+            else:
+                members = build_output_sets(space, self.k, frequency_order(space, None))
             members.setflags(write=False)
             if len(_OUTPUT_SETS) >= 4:
                 _OUTPUT_SETS.pop(next(iter(_OUTPUT_SETS)))
@@ -284,3 +305,65 @@ def build_output_sets(space: EmbeddingSpace, k: int, order: np.ndarray) -> np.nd
         assigned[chosen] = True
         sets.append(np.pad(chosen, (0, k - len(chosen)), constant_values=-1))
     return np.asarray(sets, dtype=np.int64)
+
+
+def _output_sets_path(space: EmbeddingSpace, k: int):
+    """Where CusText's output sets for ``space`` and ``k`` (public word order) are cached: the
+    key holds everything build_output_sets' result depends on - the space's content and metric
+    (its fingerprint; the metric also by name), K, the word order (wordfreq's public English
+    frequencies, hence its version) and :data:`SETS_FORMAT`. Not epsilon, not ``similarity``."""
+    import hashlib
+    import json
+
+    from dptext.mechanisms.tables import _version
+    from dptext.resources import cache_dir
+
+    key = json.dumps({"custext-sets": SETS_FORMAT, "space": space.fingerprint(),
+                      "metric": space.metric, "k": int(k), "order": "wordfreq-en",
+                      "wordfreq": _version("wordfreq")}, sort_keys=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return cache_dir() / "fitted" / f"custext-sets-{digest}.npz"
+
+
+def _cached_output_sets(space: EmbeddingSpace, k: int) -> np.ndarray:
+    """build_output_sets(space, k, public order), from the on-disk cache where an intact entry
+    is there, else built and stored (atomically, with its content hash; one builder among
+    concurrent processes: the cache's build lock). An entry that does not match its hash, or
+    is not the sets' shape, is not trusted: rebuilt with a one-line warning. A read-only cache
+    leaves the sets in memory (save_npz warns)."""
+    from dptext import cache as cache_files
+
+    path = _output_sets_path(space, k)
+    members = _read_output_sets(path, space, k)
+    if members is None:
+        with cache_files.build_lock(path, "custext output sets"):
+            members = _read_output_sets(path, space, k)  # another process may have built it
+            if members is None:
+                members = build_output_sets(space, k, frequency_order(space, None))
+                cache_files.save_npz(path, {"members": members})
+    return members
+
+
+def _read_output_sets(path, space: EmbeddingSpace, k: int) -> np.ndarray | None:
+    """The verified output sets at ``path`` (a copy); None if absent or not trusted."""
+    from dptext import cache as cache_files
+
+    if not path.is_file():
+        return None
+    try:
+        if not cache_files.verify(path):  # no digest: dptext never wrote one of these so
+            raise cache_files.CorruptArtefact(f"{path} has no content hash")
+        arrays = cache_files.load_npz(path, verified=True)
+        if set(arrays) != {"members"}:
+            raise cache_files.CorruptArtefact(f"{path} holds {sorted(arrays)}, not the sets")
+        members = np.array(arrays["members"])
+        n, width = len(space), min(k, len(space))
+        flat = members[members >= 0] if members.ndim == 2 else members
+        if (members.dtype != np.int64 or members.ndim != 2 or members.shape[1] != width
+                or len(flat) != n or not np.array_equal(np.sort(flat), np.arange(n))):
+            raise cache_files.CorruptArtefact(f"{path} does not hold output sets of "
+                                              f"{n} words, K={width}")
+    except cache_files.CorruptArtefact as err:
+        cache_files.warn(f"{err}; rebuilding the custext output sets")
+        return None
+    return members
