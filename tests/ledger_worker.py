@@ -2,8 +2,10 @@
 kill -9 test: ``python ledger_worker.py URL OUTPUT N``.
 
 Each batch is reserved, its allowed records are appended to OUTPUT and fsynced, and only then
-committed. On start it continues the same release (same release key) from what OUTPUT holds,
-dropping a last line cut short by a kill, and re-commits what a kill left pending.
+committed; after each reserve it prints ``reserved K`` (K the batch's number), so that the test
+can kill it at a point of its own progress rather than of the clock. On start it continues
+the same release (same release key) from what OUTPUT holds, dropping a last line cut short by
+a kill, and re-commits what a kill left pending.
 """
 
 import os
@@ -36,6 +38,7 @@ def main(url: str, output: str, n: int) -> None:
             items = [(f"r{i}", f"u{i % 13}", [PrivacyEvent("pure", cost(i))])
                      for i in range(start, min(n, start + BATCH))]
             decisions = ledger.reserve(rid, items)
+            print(f"reserved {start // BATCH}", flush=True)  # where the test may kill it
             lines = [f"{key}\ttext of {key} by {unit}\n".encode()
                      for (key, unit, _), d in zip(items, decisions, strict=True)
                      if d.allowed and key not in done]

@@ -76,6 +76,14 @@ def _start(url, output, n):
     return p
 
 
+def _read_until(p, want: str) -> str:
+    """The worker's output lines up to ``want`` (returned), or up to "done" / its end."""
+    while True:
+        line = p.stdout.readline().strip()
+        if line in (want, "done", ""):
+            return line
+
+
 def _output_keys(output: Path) -> list[str]:
     data = output.read_bytes() if output.exists() else b""
     data = data[: data.rfind(b"\n") + 1]
@@ -107,9 +115,14 @@ def test_kill_9_anywhere_leaves_every_released_record_charged_once(ledger_url, t
     output = tmp_path / "out.tsv"
     Ledger(ledger_url).set_budget("o", "d", budget)
     killed_mid_run = 0
+    batches = -(-n // 50)  # ledger_worker.BATCH
     for _ in range(kills):
         p = _start(ledger_url, output, n)
-        time.sleep(rng.uniform(0.0, 0.3))
+        # a point of the worker's own progress (every run goes through every batch: a resumed
+        # one reserves the done ones again), then a few ms into the reserve/write/fsync/commit
+        # of that batch - not a point of the clock, which a fast machine outruns
+        _read_until(p, f"reserved {rng.randrange(batches - 1)}")
+        time.sleep(rng.uniform(0.0, 0.005))
         if p.poll() is None:
             os.kill(p.pid, signal.SIGKILL)
             killed_mid_run += 1
@@ -119,7 +132,7 @@ def test_kill_9_anywhere_leaves_every_released_record_charged_once(ledger_url, t
         _check_consistent(ledger_url, output, budget)
     assert killed_mid_run >= kills // 2
     p = _start(ledger_url, output, n)
-    assert p.stdout.readline().strip() == "done", p.stderr.read()[-2000:]
+    assert _read_until(p, "done") == "done", p.stderr.read()[-2000:]
     p.wait(30)
     p.stdout.close()
     p.stderr.close()
@@ -136,7 +149,7 @@ def test_kill_9_anywhere_leaves_every_released_record_charged_once(ledger_url, t
     Ledger(ref_url).set_budget("o", "d", budget)
     ref_out = ref_dir / "out.tsv"
     p = _start(ref_url, ref_out, n)
-    assert p.stdout.readline().strip() == "done"
+    assert _read_until(p, "done") == "done", p.stderr.read()[-2000:]
     p.wait(30)
     p.stdout.close()
     p.stderr.close()
