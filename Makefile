@@ -87,6 +87,8 @@ bench36: setup
 	OMP_NUM_THREADS=2 $(BIN)/python benchmarks/bench_search_auto.py
 	@echo "-- CLI start-up (cached) and the first -m dpmlm's GGUF conversion"
 	$(BIN)/python benchmarks/bench_startup.py --runs 5 --gguf
+	@echo "-- first CusText fit at a new epsilon in a fresh process (the cached output sets)"
+	$(BIN)/python benchmarks/bench_custext_first_fit.py
 	@echo "-- ledger overhead, 100k records: idle, then with a competing fsync writer"
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ledger.py --records 100000 --sanitize --rounds 2
 	OMP_NUM_THREADS=1 $(BIN)/python benchmarks/bench_ledger.py --records 100000 --sanitize --rounds 2 --busy-disk
