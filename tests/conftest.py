@@ -53,3 +53,23 @@ def tiny_llama_dir(tmp_path_factory):
     from test_lm_mechanisms import _llama
 
     return _llama(tmp_path_factory.mktemp("lms") / "llama")
+
+
+@pytest.fixture(scope="module")
+def deid(space, tmp_path_factory):
+    """De-identification (the spaCy detector, the rules, the residual net) over CusText at
+    epsilon 500 with K = 5 on the test space, its tables fitted in a cache of the module's own
+    (tests/test_deid_adversarial.py, tests/test_deid_obfuscation.py)."""
+    import os
+
+    from dptext import mechanism
+    from dptext.targeted import build_deid
+
+    old = os.environ.get("DPTEXT_CACHE")
+    os.environ["DPTEXT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    big = mechanism("custext", epsilon=500, k=5, space=space).fit()  # returns its input
+    yield build_deid(big, detector="spacy", languages=None)
+    if old is None:
+        os.environ.pop("DPTEXT_CACHE", None)
+    else:
+        os.environ["DPTEXT_CACHE"] = old

@@ -15,26 +15,11 @@ from dptext import mechanism
 from dptext.detect.leaks import survivors
 from dptext.detect.recognizers import builtin_recognizers
 from dptext.detect.residual import ResidualNet
-from dptext.targeted import build_deid
 from dptext.targeted.surrogates import surrogate_name
 
 WORDS = ["the", "patient", "was", "seen", "today", "and", "is", "stable", "with", "her"] + \
     [f"w{i}" for i in range(30)]
 SPACE = dict(words=WORDS, seed=1, dim=6, name="deid-adversarial")  # the space fixture
-
-
-@pytest.fixture(scope="module")
-def deid(space, tmp_path_factory):
-    import os
-
-    old = os.environ.get("DPTEXT_CACHE")
-    os.environ["DPTEXT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    big = mechanism("custext", epsilon=500, k=5, space=space).fit()  # returns its input
-    yield build_deid(big, detector="spacy", languages=None)
-    if old is None:
-        os.environ.pop("DPTEXT_CACHE", None)
-    else:
-        os.environ["DPTEXT_CACHE"] = old
 
 
 def _released(deid, text: str) -> str:

@@ -36,20 +36,6 @@ def fullwidth(s: str) -> str:
     return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
 
 
-@pytest.fixture(scope="module")
-def deid(space, tmp_path_factory):
-    import os
-
-    old = os.environ.get("DPTEXT_CACHE")
-    os.environ["DPTEXT_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    big = mechanism("custext", epsilon=500, k=5, space=space).fit()  # returns its input
-    yield build_deid(big, detector="spacy", languages=None)
-    if old is None:
-        os.environ.pop("DPTEXT_CACHE", None)
-    else:
-        os.environ["DPTEXT_CACHE"] = old
-
-
 def _released(deid, text: str) -> str:
     return deid.privatize_batch([text], rng=0)[0].text
 
