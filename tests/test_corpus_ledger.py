@@ -210,14 +210,9 @@ def test_without_user_field_each_record_is_its_own_unit(mech, tmp_path):
 
 
 # ------------------------------------------------------------------ the real ledger
-def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, tmp_path):
-    from dptext.ledger import Ledger
-
-    ledger = Ledger(tmp_path / "ledger.sqlite")
-    src = write(tmp_path / "in.jsonl", 100)
-    out = tmp_path / "o.jsonl"
-    make = lambda: run(job(mech, src, out, ledger, budget=12.0, batch_size=8,  # noqa: E731
-                           shard_records=16))
+def _stopped_after_the_second_shard(make) -> None:
+    """Run ``make()`` and stop it (KeyboardInterrupt) right after its second shard's ledger
+    commit, before the manifest notes that commit."""
     from dptext.corpus import driver
 
     original, calls = driver.Driver._commit_shard, {"n": 0}
@@ -234,6 +229,17 @@ def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, 
             make()
     finally:
         driver.Driver._commit_shard = original
+
+
+def test_real_ledger_withholds_and_a_resumed_job_charges_each_record_once(mech, tmp_path):
+    from dptext.ledger import Ledger
+
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    src = write(tmp_path / "in.jsonl", 100)
+    out = tmp_path / "o.jsonl"
+    make = lambda: run(job(mech, src, out, ledger, budget=12.0, batch_size=8,  # noqa: E731
+                           shard_records=16))
+    _stopped_after_the_second_shard(make)
     result = make()
     expected, spent = 0, {}
     for i in range(100):
@@ -257,7 +263,6 @@ def test_a_shards_commit_is_noted_with_the_next_manifest_and_a_resume_commits_it
     in between leaves a manifest one shard behind the ledger: the resume commits that shard's
     charges again, which changes nothing (no second commit entry), and finishes with every
     charge released exactly once."""
-    from dptext.corpus import driver
     from dptext.ledger import Ledger
 
     ledger = Ledger(tmp_path / "ledger.sqlite")
@@ -265,20 +270,7 @@ def test_a_shards_commit_is_noted_with_the_next_manifest_and_a_resume_commits_it
     out = tmp_path / "o.jsonl"
     make = lambda: run(job(mech, src, out, ledger, batch_size=8,  # noqa: E731
                            shard_records=16))
-    original, calls = driver.Driver._commit_shard, {"n": 0}
-
-    def commit(self, wd, shard):
-        original(self, wd, shard)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
-    driver.Driver._commit_shard = commit
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            make()
-    finally:
-        driver.Driver._commit_shard = original
+    _stopped_after_the_second_shard(make)
     manifest = json.loads((tmp_path / "o.jsonl.partial" / "manifest.json").read_text())
     assert len(manifest["shards"]) == 2 and manifest["ledger_committed"] == 1
     commits = lambda: [e for e in ledger.entries() if e["kind"] == "commit"]  # noqa: E731
