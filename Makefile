@@ -25,7 +25,7 @@ test: setup
 # the tests marked slow and those named in FAST_SKIP (each over about 1 s of CPU: a language
 # model, spaCy or Presidio, the CLI in fresh processes, PLD accounting, many draws); how it was
 # chosen and what it costs: docs/architecture.md, "Tests".
-# `make test` (everything, about 10 minutes on 2 quiet cores) before landing.
+# `make test` (everything, about 7 minutes on 2 quiet cores with an empty cache) before landing.
 FAST_TESTS := tests/test_structure.py tests/test_seeded_bytes.py tests/test_report_state.py \
 	tests/test_text.py tests/test_rng_secure.py tests/test_reliability_io.py \
 	tests/test_embeddings.py tests/test_accounting.py tests/test_br_composition.py \
