@@ -397,7 +397,12 @@ def list_resources(masked_lm: Resource | None = None) -> list[Resource]:
         glove.is_file()))
     for entry in cache_entries():
         if entry.kind in ("models", "fitted"):
+            name = entry.path.name
             what = ("converted model (built from a packaged one)" if entry.kind == "models"
+                    else "CusText output sets, any epsilon (built)"
+                    if name.startswith("custext-sets-")
+                    else "SanText's epsilon-free part, any epsilon (built)"
+                    if name.startswith("santext-free-")
                     else "fitted mechanism tables (built)")
             out.append(Resource(entry.path.name, f"{what}, {entry.bytes / 2**20:.0f} MB",
                                 str(entry.path), True))
