@@ -513,6 +513,21 @@ def test_fuzz_a_name_glued_to_a_word_by_an_invisible_character(rules_deid, word,
         (text, out)
 
 
+@pytest.mark.parametrize("text, found", [
+    ("saw John Smithers today", ["John"]),  # "John Smith" ends inside a word: "John" alone
+    ("seenJohn Smithers", ["John"]),  # glued on the left, the same on the right
+    ("met John Smith.", ["John Smith"]),
+    ("saw Annabel and Ann", ["Ann"]),
+])
+def test_a_deny_list_entry_that_ends_inside_a_word_leaves_its_shorter_words_found(text, found):
+    # with the case-change edges the entry's longest alternative was tried alone: a name of
+    # several words that ended inside a word hid the word of it that stands alone
+    from dptext.detect.recognizers import DenyListRecognizer
+
+    r = DenyListRecognizer("deny-list", "DENY_LIST", entries=("John Smith", "Ann", "Anna"))
+    assert [text[e.start:e.end] for e in r.find(text)] == found
+
+
 @settings(max_examples=40, deadline=None)
 @given(digits=st.sampled_from(["555-123-4567", "212-555-0187", "4821933"]),
        seps=st.lists(st.sampled_from(["-", " ", ".", "\u2010", "\u2011", "\u2012", "\u2013",

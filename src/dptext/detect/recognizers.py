@@ -292,10 +292,14 @@ class DenyListRecognizer(Recognizer):
             return []
         out, pos = [], 0
         while (m := self._re.search(text, pos)) is not None:
-            a, b = m.span()
-            if _edge(text, a) and _edge(text, b):
-                out.append(self._entity(text, a, b))
-                pos = b
+            a = m.start()
+            # the longest entry starting here that ends on an edge: a shorter one where a
+            # longer ends inside a word ("John" of "John Smith" in "John Smithers")
+            while m is not None and not _edge(text, m.end()):
+                m = self._re.match(text, a, m.end() - 1) if m.end() - 1 > a else None
+            if m is not None and _edge(text, a):
+                out.append(self._entity(text, a, m.end()))
+                pos = m.end()
             else:
                 pos = a + 1
         return out
