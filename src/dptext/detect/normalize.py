@@ -161,14 +161,10 @@ class Folded:
 
 def fold(text: str) -> Folded:
     """The view of ``text`` (module docstring)."""
-    if text.isascii():
-        view = _NUMERIC_RUN.sub(_digit_letters, text) if _LETTER_IN_NUMBER.search(text) \
-            else text
-        if view == text:
-            return Folded(text, text)
-        return Folded(text, view, list(range(len(text))), list(range(1, len(text) + 1)))
-    if unicodedata.is_normalized("NFKC", text) and _suspect().isdisjoint(text):
-        # nothing to drop, normalize or fold (accented names, "\u00b0"): the ASCII rule only
+    if text.isascii() or (unicodedata.is_normalized("NFKC", text)
+                          and _suspect().isdisjoint(text)):
+        # nothing to drop, normalize or fold (ASCII, accented names, "\u00b0"): step 5 only,
+        # which replaces one character by one
         view = _NUMERIC_RUN.sub(_digit_letters, text) if _LETTER_IN_NUMBER.search(text) \
             else text
         if view == text:
