@@ -70,6 +70,17 @@ def read_secret_file(path: Path) -> str:
     return text
 
 
+def _hmac_from(inner, outer, msg: bytes) -> str:
+    """HMAC-SHA256 (RFC 2104) of ``msg`` from the SHA-256 states after the inner pad (and any
+    prefix of the message) and after the outer pad, 128 bits in hex; the states are copied,
+    not changed."""
+    h = inner.copy()
+    h.update(msg)
+    o = outer.copy()
+    o.update(h.digest())
+    return o.hexdigest()[:_HEX]
+
+
 class Keyring:
     """Keyed hashes with one secret."""
 
@@ -96,12 +107,8 @@ class Keyring:
         if out is None:
             if len(self._units) >= self._CACHE:
                 self._units.clear()
-            inner, outer = self._pads()
-            h = inner.copy()
-            h.update(b"unit\x00" + unit_id.encode())
-            o = outer.copy()
-            o.update(h.digest())
-            out = self._units[unit_id] = o.hexdigest()[:_HEX]
+            out = self._units[unit_id] = _hmac_from(*self._pads(),
+                                                    b"unit\x00" + unit_id.encode())
         return out
 
     def record(self, release_id: str, record_key: str) -> str:
@@ -115,14 +122,7 @@ class Keyring:
         inner, outer = self._pads()
         inner = inner.copy()
         inner.update(b"record\x00" + release_id.encode() + b"\x00")
-        out = []
-        for k in record_keys:
-            h = inner.copy()
-            h.update(k.encode())
-            o = outer.copy()
-            o.update(h.digest())
-            out.append(o.hexdigest()[:_HEX])
-        return out
+        return [_hmac_from(inner, outer, k.encode()) for k in record_keys]
 
     def _pads(self):
         """SHA-256 states after the HMAC key's inner and outer pads (RFC 2104, section 2)."""
