@@ -228,7 +228,6 @@ def _shell(cmd: list[str]) -> str:
 
 
 def compare(args) -> None:
-    import statistics
     import subprocess
 
     cpu_lines = [line for line in _shell(["lscpu"]).splitlines()
@@ -256,13 +255,22 @@ def compare(args) -> None:
             spin.kill()
             spin.wait()
     for k, name in ((0, "wall"), (1, "CPU")):
-        a = [r[k] for r in runs["dptext"]]
-        b = [r[k] for r in runs["dpmlm"]]
-        ratio = statistics.median(y / x for x, y in zip(a, b, strict=True))
-        print(f"{name}: dptext median {statistics.median(a):.1f} s, dpmlm 1.3.0's approach "
-              f"median {statistics.median(b):.1f} s; speed-up (pairwise median) {ratio:.2f}x")
+        a, b, ratio = medians_and_ratio(runs, k)
+        print(f"{name}: dptext median {a:.1f} s, dpmlm 1.3.0's approach "
+              f"median {b:.1f} s; speed-up (pairwise median) {ratio:.2f}x")
     print(f"load after: {_shell(['uptime']).strip()}"
           f"{' (beside a busy loop on one core)' if args.busy else ''}")
+
+
+def medians_and_ratio(runs: dict, k: int) -> tuple[float, float, float]:
+    """Median of field ``k`` (0 wall, 1 CPU) of the dptext and the dpmlm runs, and the median
+    of the pairwise ratios dpmlm / dptext (runs interleaved: pair i ran side by side)."""
+    import statistics
+
+    a = [r[k] for r in runs["dptext"]]
+    b = [r[k] for r in runs["dpmlm"]]
+    ratio = statistics.median(y / x for x, y in zip(a, b, strict=True))
+    return statistics.median(a), statistics.median(b), ratio
 
 
 def layer_flops(cfg, rows: int, width: int, queries: int | None = None) -> float:
@@ -321,8 +329,6 @@ def dpmlm_flops(ref, texts: list[str]) -> tuple[float, int]:
 
 def inprocess(args) -> None:
     """Both sides in one process after warm-up, interleaved (see the module docstring)."""
-    import statistics
-
     import torch
 
     cpu_lines = [line for line in _shell(["lscpu"]).splitlines()
@@ -366,13 +372,11 @@ def inprocess(args) -> None:
             spin.kill()
             spin.wait()
     for k, name in ((0, "wall"), (1, "CPU")):
-        a = [r[k] for r in runs["dptext"]]
-        b = [r[k] for r in runs["dpmlm"]]
-        ratio = statistics.median(y / x for x, y in zip(a, b, strict=True))
+        a, b, ratio = medians_and_ratio(runs, k)
         n = flops["dptext"][1]
-        print(f"compute only, {name}: dptext median {statistics.median(a):.2f} s "
-              f"({statistics.median(a) / n * 1e3:.0f} ms/word), dpmlm 1.3.0's approach median "
-              f"{statistics.median(b):.2f} s ({statistics.median(b) / n * 1e3:.0f} ms/word); "
+        print(f"compute only, {name}: dptext median {a:.2f} s "
+              f"({a / n * 1e3:.0f} ms/word), dpmlm 1.3.0's approach median "
+              f"{b:.2f} s ({b / n * 1e3:.0f} ms/word); "
               f"speed-up (pairwise median) {ratio:.2f}x")
     print(f"FLOPs per word: dptext {flops['dptext'][0] / flops['dptext'][1] / 1e9:.1f} G, "
           f"dpmlm {flops['dpmlm'][0] / flops['dpmlm'][1] / 1e9:.1f} G (ratio "
