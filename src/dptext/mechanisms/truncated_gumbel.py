@@ -102,6 +102,35 @@ def truncated_gumbel(shape, b: float, c: float, rng: np.random.Generator) -> np.
     return np.clip(-b * np.log(-np.log(u)), -c, c)
 
 
+# Relative margin under the float64 Delta_min: the rounding error of a float64 Euclidean
+# distance (a sum of dim squares and a square root) is below (dim + 2) * 2**-53 relative,
+# ~4.5e-14 for 384 dimensions; 1e-12 covers any dimension below ~18,000.
+_DELTA_MIN_MARGIN = 1e-12
+
+
+def exact_delta_min(space: EmbeddingSpace) -> float:
+    """Delta_min for the noise rule, in float64 and rounded down (the safe direction).
+
+    The kNN table keeps its distances in float32 (``Geometry.distances``), so
+    ``space.delta_min`` is the exact distance rounded to the nearest float32 - up about half the
+    time (issue 47, F7: 0.13768360018730164 for 0.13768359426686017). A Delta_min rounded up
+    makes K1 and 1/Delta_min smaller, so b="tight" - which leaves no slack - chose a b whose
+    true bound exceeded epsilon (250.0000102 > 250). Rounding to nearest is monotone, so the
+    pair of least exact distance is among the rows whose float32 nearest-neighbour distance
+    equals the float32 minimum: those are recomputed in float64 from the vectors
+    (``EmbeddingSpace.pairwise``) and the least is taken, lowered by ``_DELTA_MIN_MARGIN``
+    relative so that float64 rounding cannot put it above the real distance."""
+    d32 = space.delta_min  # also ensures a table with the nearest neighbour (k >= 2)
+    if not math.isfinite(d32):
+        return d32
+    geo = space.cached_geometry
+    column = geo.distances[:, 1]
+    rows = np.flatnonzero(column == column.min())
+    exact = min(float(space.pairwise([int(r)], [int(geo.neighbors[r, 1])])[0, 0])
+                for r in rows)
+    return exact * (1.0 - _DELTA_MIN_MARGIN)
+
+
 _EXACT_LIMIT = 200  # words; exact distribution() costs O(|W|^2) quadratures
 
 
@@ -143,9 +172,13 @@ class TruncatedGumbel(WordMechanism):
 
     table_parameters = frozenset({"epsilon", "b"})
     table_attributes = {"b": "b_rule"}
+    # 2: b from the float64 Delta_min (exact_delta_min); tables of layout 1 were fitted with
+    # the kNN table's float32 Delta_min, which may be rounded up (a b too small)
+    table_layout = 2
 
     def _geometry(self, space: EmbeddingSpace) -> dict:
-        return dict(vocab_size=len(space), delta_max=space.delta_max, delta_min=space.delta_min)
+        return dict(vocab_size=len(space), delta_max=space.delta_max,
+                    delta_min=exact_delta_min(space))
 
     def least_epsilon(self) -> float:
         """The infimum of the admissible epsilons on this space (Appendix A's bound): for
