@@ -82,15 +82,10 @@ DETECTABLE = {
     "presidio": frozenset({"PERSON", "ORG", "GPE", "NORP", "DATE"}) | frozenset(PII_CATEGORIES),
 }
 DETECTABLE["both"] = DETECTABLE["spacy"] | DETECTABLE["presidio"]
-# What the built-in rule recognizers add to any detector.
-RULES_DETECT = frozenset(RULE_ONLY) | frozenset({
-    "PHONE_NUMBER", "EMAIL_ADDRESS", "URL", "IP_ADDRESS", "US_SSN", "CREDIT_CARD", "DATE",
-    "GPE", "PERSON"}) - {"DENY_LIST"}
-
-
-def undetectable(categories: frozenset[str], backend: str, rules: bool = False,
-                 extra: frozenset[str] = frozenset()) -> list[str]:
+def undetectable(categories: frozenset[str], backend: str,
+                 rules: frozenset[str] = frozenset()) -> list[str]:
     """The requested categories that detector ``backend`` never reports (sorted); ``rules``:
-    with the built-in recognizers; ``extra``: categories of the user's recognizers."""
-    found = DETECTABLE[backend] | (RULES_DETECT if rules else frozenset()) | extra
+    the categories its rule recognizers report (the built-in ones:
+    :func:`dptext.detect.recognizers.supported_categories`; the user's patterns and deny list)."""
+    found = DETECTABLE[backend] | rules
     return sorted(categories - found)

@@ -70,6 +70,12 @@ class PlaceGazetteerRecognizer:
     name: str = "place-gazetteer"
     category: str = "GPE"
 
+    @property
+    def categories(self) -> frozenset[str]:
+        """What :meth:`find` reports (the interface of
+        :class:`dptext.detect.recognizers.Recognizer`, which this leaf cannot import)."""
+        return frozenset({self.category})
+
     def find(self, text: str) -> list[Entity]:
         out = []
         for c in _CUE.finditer(text):

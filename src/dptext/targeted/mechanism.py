@@ -36,13 +36,13 @@ from dptext.detect.categories import (
     DEFAULT_CATEGORIES,
     DETECTABLE,
     PHI_CATEGORIES,
-    RULES_DETECT,
     resolve_categories,
     undetectable,
 )
 from dptext.detect.entities import BACKENDS, EntityDetector
 from dptext.detect.leaks import survivors
-from dptext.detect.recognizers import DenyListRecognizer, builtin_recognizers, parse_pattern
+from dptext.detect.recognizers import DenyListRecognizer, parse_pattern
+from dptext.detect.recognizers.builtin import builtin_recognizers, supported_categories
 from dptext.detect.residual import ResidualNet
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, Result
@@ -152,8 +152,9 @@ class TargetedMechanism(Mechanism):
         self.allow_list = frozenset(allow_list)
         if self.deny_list:
             user.append(DenyListRecognizer("deny-list", "DENY_LIST", entries=self.deny_list))
-        extra = frozenset(r.category for r in user)
+        extra = supported_categories(user)
         rules = (builtin_recognizers() if self.recognizers else ()) + tuple(user)
+        ruled = supported_categories(rules)  # what the rules report, the user's included
         self.categories: frozenset[str] | None
         entities = None if entities is None else list(entities)
         if entities:
@@ -164,14 +165,12 @@ class TargetedMechanism(Mechanism):
                      and e.strip().upper() != "ALL"]
             if backend and len(named) < len(list(entities)):
                 grouped = resolve_categories([e for e in entities if e not in named])
-                drop = set(undetectable(grouped, backend, self.recognizers, extra))
+                drop = set(undetectable(grouped, backend, ruled))
                 drop -= set(resolve_categories(named)) if named else set()
                 self.categories -= drop
-            missing = undetectable(self.categories, backend, self.recognizers, extra) \
-                if backend else []
+            missing = undetectable(self.categories, backend, ruled) if backend else []
             if missing:
-                other = [b for b in BACKENDS
-                         if not undetectable(self.categories, b, self.recognizers, extra)]
+                other = [b for b in BACKENDS if not undetectable(self.categories, b, ruled)]
                 hint = (f"; use --detector {other[0]}" if other else
                         "" if self.recognizers else "; the rule recognizers find it")
                 raise DPTextError(
@@ -179,7 +178,7 @@ class TargetedMechanism(Mechanism):
         elif backend is None:
             self.categories = None  # spans are given: privatize every one of them
         else:
-            found = DETECTABLE[backend] | (RULES_DETECT if self.recognizers else frozenset())
+            found = DETECTABLE[backend] | ruled
             self.categories = (frozenset(PHI_CATEGORIES if self.recognizers
                                          else DEFAULT_CATEGORIES) & found) | extra
         if isinstance(detector, EntityDetector):
