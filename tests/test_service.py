@@ -297,52 +297,78 @@ def _count_scrypt(monkeypatch):
     return calls
 
 
-def test_failed_keys_are_rate_limited_per_key_id_and_address_before_the_hash(tmp_path,
-                                                                             monkeypatch):
-    # issue 32 item 5: a wrong secret for a known id cost one scrypt per request, never a 429
-    app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d",
-                              limits=Limits(auth_failure_burst=3, auth_failure_rate=0.001)))
-    good = app.state.keys.create("x")
+def test_failed_keys_refuse_the_failing_client_never_the_right_key(tmp_path, monkeypatch):
+    # issue 32 item 5: a wrong secret for a known id cost one scrypt per request, never a 429;
+    # issue 47 N2: 20 wrong secrets for a key id then locked its owner out (429 for the right
+    # key, from anywhere, in every process that had not verified it yet)
+    settings = Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d",
+                        limits=Limits(auth_failure_burst=3, auth_failure_rate=0.001))
+    good = create_app(settings).state.keys.create("x")
+    app = create_app(settings)  # a fresh process: it has verified no key yet
     kid = good.split("_")[1]
     wrong = f"dpt_{kid}_" + "y" * 43
     here, there = (TestClient(app, client=(ip, 50000)) for ip in ("10.0.0.1", "10.0.0.2"))
-    assert here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
-                    ).status_code == 200
     calls = _count_scrypt(monkeypatch)
     codes = [there.get("/v1/mechanisms", headers={"Authorization": f"Bearer {wrong}"}
                        ).status_code for _ in range(5)]
-    assert codes == [401, 401, 401, 429, 429] and len(calls) == 3  # no hash after the limit
-    r = here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {wrong}"})
-    assert r.status_code == 429 and r.json()["limit"] == "auth_failures_per_key_id"
-    # the key's owner, verified before, still gets in (no hash needed), from anywhere
-    for client in (here, there):
+    assert codes == [401, 401, 401, 429, 429] and calls == []  # no scrypt: a keyed SHA-256
+    r = there.get("/v1/mechanisms", headers={"Authorization": f"Bearer {wrong}"})
+    assert r.status_code == 429 and r.json()["limit"] == "auth_failures_per_client"
+    # the right key gets in from the failing client itself and from anywhere else
+    for client in (there, here):
         assert client.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
                           ).status_code == 200
-    assert len(calls) == 3
-    # per address: other (unknown) ids from the address that failed are refused too
+    # no lock-out per key id alone nor per address alone: another address trying the same
+    # id, and the failing address trying another id, are judged on their own failures
+    assert here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {wrong}"}
+                    ).status_code == 401
     other = "dpt_" + "0" * 16 + "_" + "y" * 43
-    r = there.get("/v1/mechanisms", headers={"Authorization": f"Bearer {other}"})
-    assert r.status_code == 429 and r.json()["limit"] == "auth_failures_per_address"
-    assert len(calls) == 3
-    # a revoked key, verified before, is refused even without a hash
+    assert there.get("/v1/mechanisms", headers={"Authorization": f"Bearer {other}"}
+                     ).status_code == 401
+    assert calls == []
+    # a revoked key is refused, limited or not
     app.state.keys.revoke(good)
-    assert here.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
-                    ).status_code in (401, 429)
+    for client in (there, here):
+        assert client.get("/v1/mechanisms", headers={"Authorization": f"Bearer {good}"}
+                          ).status_code in (401, 429)
 
 
-def test_unknown_id_and_wrong_secret_cost_the_same_hash(tmp_path, monkeypatch):
-    # the time of a refusal must not say whether a key id exists
+def test_unknown_id_and_wrong_secret_cost_the_same_check(tmp_path, monkeypatch):
+    # the time of a refusal must not say whether a key id exists: each costs one keyed hash
+    from dptext.service import keys as keys_module
+
     app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d"))
     keys = app.state.keys
     good, revoked = keys.create("x"), keys.create("y")
     keys.revoke(revoked)
-    calls = _count_scrypt(monkeypatch)
+    scrypt = _count_scrypt(monkeypatch)
+    calls = []
+    check = keys_module._check
+    monkeypatch.setattr(keys_module, "_check", lambda *a: calls.append(a) or check(*a))
     for key in ("dpt_" + "0" * 16 + "_" + "y" * 43,        # unknown id
                 f"dpt_{good.split('_')[1]}_" + "y" * 43,    # known id, wrong secret
                 revoked):                                   # revoked
         before = len(calls)
         assert keys.authenticate(key) is None
         assert len(calls) == before + 1, key
+    assert scrypt == [] and keys.authenticate(good) == "x"
+
+
+def test_a_key_made_before_the_fast_check_is_verified_by_scrypt_once(tmp_path, monkeypatch):
+    # keys stored by an earlier version have only their scrypt hash: the first success
+    # stores the check, so a restart (or another worker) needs no scrypt for them
+
+    app = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d"))
+    keys = app.state.keys
+    good = keys.create("x")
+    with keys._write():
+        keys._backend.execute("DELETE FROM service_key_checks")
+    assert keys.authenticate(good, verify=False) is None  # unverified: no scrypt allowed
+    scrypt = _count_scrypt(monkeypatch)
+    assert keys.authenticate(good) == "x" and len(scrypt) == 1
+    again = create_app(Settings(ledger=str(tmp_path / "l.sqlite"), data_dir=tmp_path / "d"))
+    assert again.state.keys.authenticate(good, verify=False) == "x" and len(scrypt) == 1
+    assert again.state.keys.authenticate(good[:-1] + "A") is None
 
 
 def test_a_privatize_charge_left_pending_is_listed_and_voidable(service, monkeypatch,
