@@ -86,3 +86,23 @@ def test_a_pattern_pickles_for_worker_processes():
     assert [m.group() for m in p.finditer("a 12 b 3")] == ["12", "3"]
     with pytest.raises(DPTextError, match="not a regular expression"):
         compile_user("(", "BAD")
+
+
+def test_the_pattern_recognizer_of_a_user_is_bounded():
+    # --pattern and the service's entities.patterns go through parse_pattern
+    import subprocess
+    import sys
+
+    from dptext.detect.recognizers import parse_pattern
+
+    assert [e.key for e in parse_pattern(r"MRN=\d{6}").find("id 123456 x")] == ["123456"]
+    with pytest.raises(DPTextError, match="over the limit"):
+        parse_pattern("X=((a{1000}){1000}){1000}")
+    code = ("from dptext.detect.recognizers import parse_pattern\n"
+            "try:\n"
+            f"    parse_pattern('X={HOSTILE}').find('{VICTIM}')\n"
+            "except Exception as err:\n"
+            "    print(type(err).__name__, err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.startswith("PatternTooSlow pattern X: over its time limit"), out.stderr

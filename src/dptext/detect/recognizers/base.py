@@ -44,15 +44,22 @@ class PatternRecognizer(Recognizer):
     validate: Callable[[str], bool] | None = None
     flags: int = 0
     exclude: tuple[str, ...] = ()  # no match right after these words (12 characters before)
+    user: bool = False  # a user's pattern: bounded in time and memory (detect/safe_regex)
     _re: re.Pattern = field(init=False, repr=False)
     _ctx: re.Pattern | None = field(init=False, repr=False)
     _not: re.Pattern | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        try:
-            self._re = re.compile(self.regex, self.flags)
-        except re.error as err:
-            raise DPTextError(f"pattern {self.name}: not a regular expression ({err})") from None
+        if self.user:
+            from dptext.detect.safe_regex import compile_user
+
+            self._re = compile_user(self.regex, self.category, self.flags)
+        else:
+            try:
+                self._re = re.compile(self.regex, self.flags)
+            except re.error as err:
+                raise DPTextError(f"pattern {self.name}: not a regular expression "
+                                  f"({err})") from None
         self._ctx = _context_re(self.context) if self.context else None
         self._not = _context_re(self.exclude) if self.exclude else None
 
@@ -89,7 +96,7 @@ def parse_pattern(spec: str) -> PatternRecognizer:
         raise DPTextError(f"--pattern {spec!r}: the name must be letters, digits and _, "
                           "starting with a letter")
     context = tuple(w.strip() for w in ctx.split(",") if w.strip())
-    rec = PatternRecognizer(f"pattern:{name}", name, regex, context=context)
+    rec = PatternRecognizer(f"pattern:{name}", name, regex, context=context, user=True)
     if rec._re.search(""):
         raise DPTextError(f"--pattern {name}: the expression matches the empty text")
     return rec
