@@ -11,7 +11,6 @@ import re
 import numpy as np
 import pytest
 
-from dptext import mechanism
 from dptext.detect.leaks import survivors
 from dptext.detect.recognizers import builtin_recognizers
 from dptext.detect.residual import ResidualNet
@@ -143,13 +142,16 @@ def test_a_context_word_after_a_capitals_name_is_no_first_name():
     assert names == []
 
 
-def test_surrogate_initials_stay_initials_and_never_the_same_letters():
+def test_surrogate_initials_stay_initials_of_a_law_that_ignores_the_letters():
+    # the letters are drawn as initials of drawn names, the input's own letter included at
+    # its natural rate (issue 45: "J." never drawn for "J." was an input-dependent rule);
+    # tests/test_surrogates_law.py tests the law
     rng = np.random.default_rng(0)
     for value in ("JS", "J.S.", "KT", "JMS"):
         for _ in range(20):
             new = surrogate_name(value, rng)
             assert len(new) == len(value) and new.isupper()
-            assert all(a != b for a, b in zip(value, new, strict=True) if a.isalpha())
+            assert [c.isalpha() for c in new] == [c.isalpha() for c in value]
     assert surrogate_name("LEE", rng).isalpha() and len(surrogate_name("LEE", rng)) > 1
 
 
@@ -170,27 +172,6 @@ def test_adversarial_generator_is_seeded_and_its_gold_holds_the_values():
             assert value and value.strip() == value and "\ufeff" not in value
     lower = [r.text[s.start:s.end] for r in a if r.id == "lowercase" for s in r.spans]
     assert lower and all(v == v.lower() for v in lower)
-
-
-def test_a_name_surrogate_is_never_another_name_of_the_record(monkeypatch, space, tmp_path):
-    # a surrogate equal to another name of the same record reads as that name released (the
-    # leak check counted it on a tweet: "Megan" drawn as "Steve" beside "Crazy Steve")
-    from dptext.targeted import TargetedMechanism, surrogates
-
-    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
-    monkeypatch.setattr(surrogates, "_public_names",
-                        lambda: (("Ann", "Bob", "Cid"), ("Dunn", "Eck", "Fry")))
-    rng = np.random.default_rng(0)
-    assert {surrogate_name("Ann", rng, frozenset({"ann", "bob"})) for _ in range(30)} == {"Cid"}
-    assert surrogate_name("Ann", rng, frozenset({"ann", "bob", "cid"})) == "[PERSON]"
-    m = TargetedMechanism(mechanism("custext", epsilon=2, k=5, space=space), detector=None,
-                          name_policy="surrogate")
-    text = "Ann met Bob Dunn and Eck."
-    spans = [type("S", (), {"start": a, "end": b, "category": "PERSON"})()
-             for a, b in ((0, 3), (8, 16), (21, 24))]
-    for seed in range(10):
-        out = m.privatize_spans([text], [spans], rng=seed)[0].text
-        assert out == "Cid met Cid Fry and Cid.", out
 
 
 def test_e_mail_addresses_spelled_out_against_harvesters(deid):

@@ -31,6 +31,12 @@ import numpy as np
 
 from dptext.accounting.events import GuaranteeKind, TokenGuarantee
 from dptext.detect.normalize import fold_text
+from dptext.errors import DPTextError
+from dptext.targeted.place_surrogates import (  # noqa: F401 - their public home until now
+    WORD_SURROGATES,
+    surrogate_word,
+    word_surrogate_guarantee,
+)
 
 _DIGIT_RUNS = re.compile(r"\d+")
 
@@ -240,53 +246,118 @@ SURROGATE_SETS: dict[str, SurrogateSet] = {s.category: s for s in _SETS}
 
 
 # ------------------------------------------------------------------- names
+# Population-matched name lists (issue 45): the first names and surnames ranked in one
+# country by names-dataset (Apache-2.0; 491 million Facebook profiles of 105 countries),
+# weighted by Zipf's law on the rank, shipped as a compact derived file
+# (``data/name_frequencies.json.gz``, built by ``tools/build_name_frequencies.py``, provenance
+# inside). A surrogate word is drawn from that law whatever the input: a drawn word equal to
+# a word of the input happens at its natural rate ("John" for "John" as often as for
+# "Quixwright"), so the draw is 0-DP among names of the same shape.
+NAME_POPULATIONS = ("US", "GB", "CA", "IE", "IN", "ZA")
+
+
 @cache
-def _public_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """First names and surnames of Faker's en_US person provider (public lists, MIT)."""
-    from faker.providers.person.en_US import Provider
+def _name_file() -> dict:
+    import gzip
+    import json
+    from importlib.resources import files
 
-    first = sorted({n for n in (*Provider.first_names_female, *Provider.first_names_male)
-                    if n.isascii() and n.isalpha()})
-    last = sorted({n for n in Provider.last_names if n.isascii() and n.isalpha()})
-    return tuple(first), tuple(last)
+    return json.loads(gzip.decompress(
+        files("dptext").joinpath("data/name_frequencies.json.gz").read_bytes()))
 
 
-def name_surrogate_guarantee() -> TokenGuarantee:
-    first, last = _public_names()
+@cache
+def name_law(role: str, population: str = "US") -> tuple[tuple[str, ...], np.ndarray]:
+    """The names of ``role`` (``"first"``/``"last"``) ranked in ``population`` and their
+    probabilities (Zipf on the rank, normalised): the law every surrogate word is drawn from."""
+    if population not in NAME_POPULATIONS:
+        raise DPTextError(f"unknown name population {population!r}; choose from "
+                          f"{', '.join(NAME_POPULATIONS)}")
+    rows = _name_file()[role][population]
+    weights = 1.0 / np.array([r for _, r in rows], dtype=float)
+    return tuple(n for n, _ in rows), weights / weights.sum()
+
+
+def name_source(population: str = "US") -> str:
+    first, _ = name_law("first", population)
+    last, _ = name_law("last", population)
+    return (f"{len(first):,} first names and {len(last):,} surnames ranked in {population} by "
+            f"{_name_file()['source'].split(':')[0]}, drawn by Zipf's law on the rank")
+
+
+@cache
+def _cumulative(role: str, population: str) -> np.ndarray:
+    return np.cumsum(name_law(role, population)[1])
+
+
+def draw_name_word(role: str, rng: np.random.Generator, population: str = "US") -> str:
+    """One word of the law of ``role`` (``"first"``, ``"last"``)."""
+    names, _ = name_law(role, population)
+    cdf = _cumulative(role, population)
+    return names[min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")),
+                     len(names) - 1)]
+
+
+class NameDraws:
+    """One surrogate per (role, word): the same real word gets the same surrogate word
+    wherever it stands in the scope of this object - a shared surname stays shared ("Mr.
+    Brown (Hannah Brown)" -> "Mr. Diaz (Ruth Diaz)"). ``rng``: the generator of a document's
+    draws; ``keyed``: ``word name -> generator`` (a keyed HMAC of the person and the word,
+    :func:`dptext.targeted.dates.keyed_generator`), so the same person's word gets the same
+    surrogate in every record, column and release with one key. Each word's draw is a fresh
+    draw from the law whatever the word: what the output shows beyond that is which words were
+    equal (the linkage docs/deid.md names)."""
+
+    def __init__(self, rng: np.random.Generator | None = None, *,
+                 keyed: Callable[[str], np.random.Generator] | None = None,
+                 population: str = "US") -> None:
+        if (rng is None) == (keyed is None):
+            raise DPTextError("NameDraws needs a generator or a keyed draw, not both")
+        self.rng, self.keyed, self.population = rng, keyed, population
+        self.memo: dict[tuple[str, str], str] = {}
+
+    def word(self, role: str, word: str) -> str:
+        key = (role, fold_text(word).casefold())
+        if key not in self.memo:
+            g = self.keyed(f"name:{role}:{key[1]}") if self.keyed else self.rng
+            if role == "initial-first" or role == "initial-last":
+                new = draw_name_word(role.split("-")[1], g, self.population)[0]
+            else:
+                new = draw_name_word(role, g, self.population)
+            self.memo[key] = new
+        return self.memo[key]
+
+
+def name_surrogate_guarantee(population: str = "US") -> TokenGuarantee:
     return TokenGuarantee(
         GuaranteeKind.INDEPENDENT,
-        scope=f"PERSON values of the same shape none of whose words is on the public lists; "
-        f"replaced whole by a name drawn uniformly from those lists ({len(first)} first names, "
-        f"{len(last)} surnames), independently of the input except that no word of the input "
-        "is drawn; a leading title or salutation (\"Dear Dr.\") is kept")
+        scope=f"PERSON values of the same shape; each word replaced by one drawn from "
+        f"{name_source(population)}, independently of the input (the same word of a record or "
+        "person gets the same surrogate: which words were equal is released); a leading "
+        "title, salutation or relation word (\"Dear Dr.\", \"Daughter\") is kept")
 
 
+_TITLES = ("Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Professor|Doctor|Nurse|Sister|Rev|Fr|Sr|Mme|Mlle|Herr|"
+           "Frau")
+# relation words kept before a name ("Daughter Kevin Young" -> "Daughter <surrogate>")
+_RELATIONS = ("Daughter|Son|Wife|Husband|Mother|Father|Mom|Mum|Dad|Brother|Sister|Aunt|Uncle|"
+              "Grandmother|Grandfather|Grandma|Grandpa|Granddaughter|Grandson|Niece|Nephew|"
+              "Cousin|Partner|Spouse|Fianc[eé]e?|Friend|Neighbou?r|Caregiver|Guardian|"
+              "Stepmother|Stepfather|Stepson|Stepdaughter|Patient|Pt")
 _TITLE_PREFIX = re.compile(
-    r"(?:(?:Dear|Attn|Attention)[.:]?\s+)?(?:(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Professor|Doctor|"
-    r"Nurse|Sister|Rev|Fr|Sr|Mme|Mlle|Herr|Frau|DR|MR|MRS|MS|MISS|MX|PROF|PROFESSOR|DOCTOR|"
-    r"NURSE|SISTER|REV|FR|SR|MME|MLLE|HERR|FRAU|dr|mr|mrs|ms|miss|mx|prof|professor|doctor|"
-    r"nurse|sister|rev|fr|sr|mme|mlle|herr|frau)\.?\s+)?")
+    rf"(?:(?:Dear|Attn|Attention)[.:]?\s+)?(?:(?:{_RELATIONS})'?s?:?\s+)?"
+    rf"(?:(?:{_TITLES})\.?\s+)?", re.IGNORECASE)
 
 
 def split_title(value: str) -> tuple[str, str]:
-    """``("Dear Dr. ", "Smith")`` of ``"Dear Dr. Smith"``: the salutation and title words
-    before a name (:mod:`dptext.detect.recognizers` finds them as one name span) and the
-    name; the prefix is ``""`` when there is none or nothing would be left of the name."""
+    """``("Dear Dr. ", "Smith")`` of ``"Dear Dr. Smith"``: the salutation, relation and title
+    words before a name (:mod:`dptext.detect.recognizers` finds them as one name span; spaCy
+    takes "Daughter" into "Daughter Kevin Young") and the name; the prefix is ``""`` when
+    there is none or nothing would be left of the name."""
     prefix = _TITLE_PREFIX.match(value).group()
     if not value[len(prefix):].strip():
         return "", value
     return prefix, value[len(prefix):]
-
-
-def _draw_other(pool: tuple[str, ...], avoid: frozenset[str], rng: np.random.Generator) -> str:
-    """A uniform draw from ``pool`` that is not in ``avoid`` (case-folded); a placeholder when
-    every value of the pool is to be avoided."""
-    if all(p.casefold() in avoid for p in pool):
-        return "[PERSON]"
-    while True:
-        new = pool[int(rng.integers(len(pool)))]
-        if new.casefold() not in avoid:
-            return new
 
 
 _CREDENTIAL_SUFFIX = re.compile(
@@ -296,103 +367,70 @@ _CREDENTIAL_SUFFIX = re.compile(
 _INITIALS = re.compile(r"(?:[A-Z]{2}|[B-DF-HJ-NP-TV-Z]{3}|(?:[A-Z]\.){1,2}[A-Z])\.?")
 
 
-def _other_letter(c: str, rng: np.random.Generator) -> str:
-    """A capital letter other than ``c`` (uniform among the other 25)."""
-    if "A" <= c.upper() <= "Z":
-        return chr(ord("A") + (ord(c.upper()) - ord("A") + 1 + int(rng.integers(25))) % 26)
-    return chr(ord("A") + int(rng.integers(26)))
-
-
 def name_words(text: str, spans, categories) -> frozenset[str]:
-    """The words (case-folded) of the spans of ``categories`` in ``text``: what no name
-    surrogate of that text may be (a surrogate equal to another name of the record reads as
-    that name released)."""
+    """The words (case-folded) of the spans of ``categories`` in ``text`` (their views)."""
     return frozenset(w.casefold() for s in spans if s.category in categories
                      for w in re.findall(r"[^\W\d_]+", fold_text(text[s.start:s.end])))
 
 
-def surrogate_name(value: str, rng: np.random.Generator,
-                   taken: frozenset[str] = frozenset()) -> str:
+def _cased(new: str, old: str) -> str:
+    letters = [c for c in old if c.isalpha()]
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return new.upper()
+    if letters and all(c.islower() for c in letters):
+        return new.lower()
+    return new
+
+
+def surrogate_name(value: str, rng: np.random.Generator | None = None,
+                   taken: frozenset[str] = frozenset(), *, draws: NameDraws | None = None,
+                   population: str = "US") -> str:
     """A made-up name of the same shape as ``value``: one word per word (a first name first,
-    surnames after, a surname alone after a title; an initial stays an initial, CAPITALS stay
-    capitals, ``Last, First`` keeps its order), a leading title or salutation kept. The draw
-    depends on the shape only, never on the letters - except that a word of the input (or of
-    ``taken``: the other names of the record) is never drawn, so no part of a name comes back
-    verbatim (the words as read in their view, :mod:`dptext.detect.normalize`: a name
-    written "\u0410nna" with a Cyrillic A is never drawn as "Anna")."""
-    first, last = _public_names()
+    surnames after, a surname alone after a title; an initial stays an initial, CAPITALS and
+    lower case stay, ``Last, First`` keeps its order, a hyphenated surname two surnames), a
+    leading title, salutation or relation word and trailing credentials kept. Each word is
+    drawn from the population's law (:func:`name_law`) whatever the input's letters - an
+    initial too, as the first letter of a drawn name; ``draws`` (:class:`NameDraws`) gives the
+    same real word the same surrogate across calls (a record, a person). ``taken`` is ignored:
+    no rule may depend on the input (issue 45; it was the other names of the record)."""
+    del taken
+    draws = draws or NameDraws(rng if rng is not None else np.random.default_rng(),
+                               population=population)
     prefix, name = split_title(fold_text(value))
+    prefix = value[:len(prefix)] if fold_text(value[:len(prefix)]) == prefix else prefix
     credential = _CREDENTIAL_SUFFIX.search(name)  # "Ann Lee, MD, PhD": the credentials stay
     suffix = credential.group() if credential and credential.start() else ""
     name = name[:len(name) - len(suffix)]
     words = re.findall(r"[^\s,]+", name)
-    avoid = frozenset(p.casefold() for w in words for p in re.split(r"[-']", w) + [w] if p) \
-        | taken
     comma = "," in name
+    titled = bool(re.search(rf"\b(?:{_TITLES})\b", prefix, re.IGNORECASE))
     out = []
-    for i, w in enumerate(words):
-        initial = len(w.rstrip(".")) == 1 or bool(_INITIALS.fullmatch(w))
-        if initial:  # "J.", "JS", "J.S.": each letter another letter, never the same
-            new = "".join(_other_letter(c, rng) if c.isalpha() else c for c in w)
-        else:
-            surname = (i > 0) != comma or (len(words) == 1 and (w.isupper() or bool(prefix)))
-            new = _draw_other(last if surname else first, avoid, rng)
-        if w.isupper() and not initial:
-            new = new.upper()
-        out.append(new)
+    for i, w in enumerate(words):  # a word alone: a surname after a title ("Dr. Smith"),
+        # a first name after a relation word ("wife mary")
+        surname = (i > 0) != comma or (len(words) == 1 and (w.isupper() or titled))
+        role = "last" if surname else "first"
+        if len(w.rstrip(".")) == 1 or bool(_INITIALS.fullmatch(w)):  # "J.", "JS", "J.S."
+            letters = [c for c in w if c.isalpha()]
+            new, k = [], 0
+            for c in w:
+                if c.isalpha():  # first letter of a first name, then of surnames
+                    first_letter = k == 0 if len(letters) > 1 else role == "first"
+                    r = "initial-first" if first_letter else "initial-last"
+                    new.append(draws.word(r, f"{c}{k}"))
+                    k += 1
+                else:
+                    new.append(c)
+            out.append("".join(new))
+            continue
+        parts = w.split("-")
+        out.append("-".join(_cased(draws.word(role, p), p) if p else p for p in parts))
     if comma and len(out) > 1:
         return f"{prefix}{out[0]}, {' '.join(out[1:])}{suffix}"
     return prefix + " ".join(out) + suffix
 
 
 # ------------------------------------------------- places and organisations
-# Replaced whole in de-identification mode (word_policy="surrogate"): a value drawn uniformly
-# from a public list of common names of the kind, independently of the input except that a
-# value sharing a word with the input is never drawn - a place or organisation never comes
-# back verbatim, by construction (the word mechanism returns a share of them unchanged).
-WORD_SURROGATES: dict[str, tuple[str, ...]] = {
-    # the commonest US place names: a surrogate points at no one place
-    "GPE": ("Springfield", "Riverside", "Fairview", "Franklin", "Greenville", "Clinton",
-            "Madison", "Georgetown", "Salem", "Arlington", "Ashland", "Bristol", "Dover",
-            "Oxford", "Milton", "Newport", "Kingston", "Burlington", "Manchester", "Jackson",
-            "Marion", "Centerville", "Lexington", "Winchester", "Clayton", "Hudson", "Auburn",
-            "Milford", "Chester", "Lebanon"),
-    "LOC": ("the Midwest", "the coast", "the valley", "the lakes", "the highlands",
-            "the islands", "the south", "the mountains", "the bay", "the plains"),
-    "FAC": ("Memorial Hospital", "Central Station", "City Hall", "Riverside Park",
-            "Union Square", "Lakeside Mall", "Harbor Bridge", "County Airport",
-            "Main Street Library", "Oak Tower"),
-    "ORG": ("Riverside Medical Center", "Northgate Clinic", "Lakeview Health",
-            "Summit Insurance", "Acme Corporation", "Pine Valley School", "Harbor Bank",
-            "Maple Street Pharmacy", "Greenfield University", "Oak Ridge Laboratories",
-            "Blue Hill Services", "Cedar Grove Hospital", "Westbrook Foundation",
-            "Silver Lake Partners", "Fairview Community College"),
-}
-_SHARED_OK = frozenset({"the", "of", "and", "for", "at", "in", "on", "a", "an"})
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _content_words(value: str) -> frozenset[str]:
-    return frozenset(w for w in _WORD.findall(fold_text(value).casefold())
-                     if w not in _SHARED_OK)
-
-
-def word_surrogate_guarantee(category: str) -> TokenGuarantee:
-    pool = WORD_SURROGATES[category]
-    return TokenGuarantee(
-        GuaranteeKind.INDEPENDENT,
-        scope=f"{category} values that share no word with the {len(pool)} public surrogates; "
-        f"replaced whole by one drawn uniformly from them, independently of the input except "
-        f"that one sharing a word with the input is never drawn (the placeholder if all do)")
-
-
-def surrogate_word(category: str, value: str, rng: np.random.Generator) -> str | None:
-    """A surrogate of ``category`` for ``value`` (module section above), CAPITALS kept;
-    ``None`` when every surrogate shares a word with the value (then a placeholder)."""
-    avoid = _content_words(value)
-    pool = [s for s in WORD_SURROGATES[category] if not _content_words(s) & avoid]
-    if not pool:
-        return None
-    new = pool[int(rng.integers(len(pool)))]
-    letters = [c for c in value if c.isalpha()]
-    return new.upper() if len(letters) > 1 and all(c.isupper() for c in letters) else new
+# Replaced whole in de-identification mode (word_policy="surrogate") by a value of the same
+# kind (:mod:`dptext.targeted.places`: a hospital by a hospital, a clinic by a clinic, a city
+# by a city drawn by population, a state by a state, a country by a country), drawn
+# independently of the input's words: 0-DP among values of the same kind.
