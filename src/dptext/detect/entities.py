@@ -307,7 +307,12 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
     lower = text.lower()
     if len(lower) != len(text):  # a letter whose lower case is longer: positions would drift
         lower = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-    taken = [(e.start, e.end) for e in entities]
+    # the characters some entity covers, one byte each: whether a mention overlaps a taken
+    # span is one bytes.find over the mention (linear in the record, not a scan of every
+    # taken span per mention)
+    taken = bytearray(len(text))
+    for e in entities:
+        taken[e.start:e.end] = b"\x01" * (e.end - e.start)
     extra = []
     for (needle, folded), (category, key) in needles.items():
         hay = lower if folded else text
@@ -317,8 +322,8 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
             before = text[at - 1] if at else " "
             after = text[end] if end < len(text) else " "
             if not (before.isalnum() or before in "_'-" or after.isalnum() or after in "_-") \
-                    and not any(a < end and at < b for a, b in taken):
-                taken.append((at, end))
+                    and taken.find(1, at, end) < 0:
+                taken[at:end] = b"\x01" * (end - at)
                 extra.append(Entity(key, category, at, end))
             at = hay.find(needle, at + 1)
     return _dedupe(entities + extra) if extra else entities

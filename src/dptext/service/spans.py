@@ -9,6 +9,8 @@ is one span of kind ``rewritten``.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from dptext.mechanisms.base import Mechanism
 from dptext.mechanisms.word import WordMechanism
 from dptext.text import split_words
@@ -76,16 +78,23 @@ def _tokens(text: str) -> tuple[list[str], list[int]]:
 def entity_spans(m, original: str, released: str, report) -> list[dict]:
     """Spans over ``released`` for entity mode: text that differs from the original is one
     span of ``kind`` ``"entity"`` with the ``category`` of the detected span it replaced (its
-    treatment as the reason); text released as it was is ``"verbatim"``. The two texts are
-    aligned word by word (difflib), so every character of the output is in one span."""
-    from difflib import SequenceMatcher
+    treatment as the reason); text released as it was is ``"verbatim"``; every character of
+    the output is in one span.
+
+    Linear in the record's length: the release is the original with the detected spans
+    replaced and the pieces between them released as written
+    (:func:`dptext.targeted.spans.outside`), so each piece is looked for in the release by
+    ``str.find`` from the left and ``str.rfind`` from the right; where both agree it is
+    pinned, and only the windows between pinned pieces (a span and its replacement, or a run
+    of spans whose separators also stand inside their replacements) are aligned word by word
+    (difflib), each on its own. A release not so made is aligned whole, as before."""
+    from dptext.targeted.spans import merge_spans, outside
 
     found = m.detect([original])[0]
     found = sorted(list(found) + m.residual_tokens(original, found), key=lambda s: s.start)
     treatments = {cat: info.get("treatment", "") for cat, info in
                   (getattr(report, "spans", None) or {}).items()}
-    a, a_at = _tokens(original)
-    b, b_at = _tokens(released)
+    category = _FirstOverlap(found)
     out: list[dict] = []
 
     def verbatim(start: int, end: int) -> None:
@@ -96,6 +105,79 @@ def entity_spans(m, original: str, released: str, report) -> list[dict]:
         else:
             out.append({"start": start, "end": end, "kind": "verbatim", "reason": VERBATIM})
 
+    merged = merge_spans(original, found)
+    pins = _pins(released, outside(original, merged), [0] + [s.end for s in merged])
+    if pins is None:  # not the original with its spans replaced: one window
+        pins = [(0, 0, 0), (len(original), len(released), 0)]
+    for (o0, r0, n0), (o1, r1, _) in zip(pins, pins[1:], strict=False):
+        verbatim(r0, r0 + n0)  # a pinned piece, as written
+        _align(original, released, (o0 + n0, o1), (r0 + n0, r1), verbatim, out, category,
+               treatments)
+    verbatim(pins[-1][1], pins[-1][1] + pins[-1][2])
+    return out
+
+
+def _pins(released: str, rest: list[str], o_at: list[int]) -> list[tuple] | None:
+    """``(start in the original, start in the release, length)`` of each piece between spans
+    whose place in the release is certain - the first and the last always - or None when the
+    release is not the original with its spans replaced. ``o_at``: each piece's start in the
+    original."""
+    n = len(rest)
+    first, last = len(rest[0]), len(released) - len(rest[-1])
+    if not (released.startswith(rest[0]) and released.endswith(rest[-1])) or \
+            (n > 1 and first > last):
+        return None
+    if n == 1:
+        return [(0, 0, len(rest[0]))] if released == rest[0] else None
+    lo = [0] * n  # earliest start of each piece in the release
+    pos = first
+    for i in range(1, n - 1):
+        lo[i] = released.find(rest[i], pos, last)
+        if lo[i] < 0:
+            return None
+        pos = lo[i] + len(rest[i])
+    lo[-1] = last
+    hi = [0] * n  # latest start
+    hi[-1], limit = last, last
+    for i in range(n - 2, 0, -1):
+        hi[i] = released.rfind(rest[i], lo[i], limit)
+        if hi[i] < 0:
+            return None
+        limit = hi[i]
+    return [(o_at[i], lo[i], len(rest[i])) for i in range(n) if i in (0, n - 1) or lo[i] == hi[i]]
+
+
+class _FirstOverlap:
+    """The category of the first span (by start) overlapping ``[lo, hi)``, by bisection on the
+    running maximum of the spans' ends (not a scan of every span per window)."""
+
+    def __init__(self, found) -> None:
+        self.found = found
+        self.starts = [s.start for s in found]
+        self.reach, top = [], -1
+        for s in found:
+            top = max(top, s.end)
+            self.reach.append(top)
+
+    def __call__(self, lo: int, hi: int) -> str:
+        j = bisect_right(self.reach, lo)  # the first span ending after lo
+        if j < len(self.found) and self.starts[j] < hi:
+            return self.found[j].category
+        return "REPLACED"
+
+
+def _align(original: str, released: str, o: tuple[int, int], r: tuple[int, int], verbatim,
+           out: list[dict], category, treatments: dict) -> None:
+    """Word-by-word alignment (difflib) of ``original[o]`` with ``released[r]``, adding the
+    spans of the release's window to ``out``."""
+    from difflib import SequenceMatcher
+
+    if r[0] >= r[1]:
+        return
+    a, a_at = _tokens(original[o[0]:o[1]])
+    b, b_at = _tokens(released[r[0]:r[1]])
+    a_at = [x + o[0] for x in a_at]
+    b_at = [x + r[0] for x in b_at]
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if j1 == j2:
             continue
@@ -116,9 +198,7 @@ def entity_spans(m, original: str, released: str, report) -> list[dict]:
         if start + head >= end - tail:
             continue
         lo, hi = lo + head, hi - tail
-        cats = [s.category for s in found if s.start < hi and s.end > lo] or ["REPLACED"]
-        cat = cats[0]
+        cat = category(lo, hi)
         out.append({"start": start + head, "end": end - tail, "kind": "entity", "category": cat,
                     "reason": f"{cat}: {treatments.get(cat) or 'replaced'}"})
         verbatim(end - tail, end)
-    return out

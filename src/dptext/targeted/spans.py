@@ -7,6 +7,7 @@ so its shape (``(ddd) ddd-dddd``) is never released.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -50,17 +51,26 @@ def word_bounds(text: str) -> list[tuple[int, int]]:
 
 
 def _snap(text: str, start: int, end: int, words: list[tuple[int, int]],
-          pattern: bool) -> tuple[int, int]:
+          pattern: bool, ends: list[int] | None = None) -> tuple[int, int]:
     """Grow ``[start, end)`` to whole words (but not over a possessive ``'s`` right after it,
     so "Bob Stone's" is the entity "bob stone"); a pattern span also takes the brackets and the
     ``+`` glued to its front (``(212) 555-0187``, ``+1 212 ...``) and a closing bracket whose
-    opener it then holds, so no piece of the value's shape stays outside."""
+    opener it then holds, so no piece of the value's shape stays outside.
+
+    ``words`` are sorted and disjoint (:func:`word_bounds`), so the words a span touches are
+    one run of them, found by bisection on their ends (``ends``, the list of each word's end;
+    computed here when not given): O(log n + k) per span, not a scan of every word of the
+    record."""
+    if ends is None:
+        ends = [b for _, b in words]
     grown = end
-    for a, b in words:
-        if a < end and b > start:
-            start = min(start, a)
-            if text[end:b].lower() not in _POSSESSIVE:  # "Stone's": the span stays "Stone"
-                grown = max(grown, b)
+    i = bisect_right(ends, start)  # the first word ending after ``start``
+    while i < len(words) and words[i][0] < end:
+        a, b = words[i]
+        start = min(start, a)
+        if text[end:b].lower() not in _POSSESSIVE:  # "Stone's": the span stays "Stone"
+            grown = max(grown, b)
+        i += 1
     end = grown
     if pattern:
         while start > 0 and text[start - 1] in _OPENERS:
@@ -79,11 +89,12 @@ def merge_spans(text: str, entities: Iterable[Entity | Span],
     treatment); otherwise it takes the category of its longest part. Sorted by position.
     """
     words = word_bounds(text)
+    ends = [b for _, b in words]
     pieces = []
     for e in entities:
         if categories is not None and e.category not in categories:
             continue
-        start, end = _snap(text, e.start, e.end, words, is_pattern(e.category))
+        start, end = _snap(text, e.start, e.end, words, is_pattern(e.category), ends)
         if end > start and text[start:end].strip():
             pieces.append((start, end, e.category, e.end - e.start))
     pieces.sort()
