@@ -269,20 +269,34 @@ def _name_file() -> dict:
 @cache
 def name_law(role: str, population: str = "US") -> tuple[tuple[str, ...], np.ndarray]:
     """The names of ``role`` (``"first"``/``"last"``) ranked in ``population`` and their
-    probabilities (Zipf on the rank, normalised): the law every surrogate word is drawn from."""
+    probabilities: Zipf on the rank (normalised); for ``"US"`` the head re-weighted by the
+    US Census / SSA frequencies that Faker's en_US lists carry (690 first names, 1,000
+    surnames; MIT), keeping the head's total mass under Zipf (Facebook's ranks put "Jose" and
+    "Maria" first, at 10% under Zipf: the Census puts them near 0.5%)."""
     if population not in NAME_POPULATIONS:
         raise DPTextError(f"unknown name population {population!r}; choose from "
                           f"{', '.join(NAME_POPULATIONS)}")
     rows = _name_file()[role][population]
+    names = tuple(n for n, _ in rows)
     weights = 1.0 / np.array([r for _, r in rows], dtype=float)
-    return tuple(n for n, _ in rows), weights / weights.sum()
+    weights /= weights.sum()
+    if population == "US":
+        from faker.providers.person.en_US import Provider
+
+        census = {**Provider.first_names_female, **Provider.first_names_male} \
+            if role == "first" else dict(Provider.last_names)
+        head = np.array([n in census for n in names])
+        freq = np.array([census.get(n, 0.0) for n in names], dtype=float)
+        weights = np.where(head, freq / freq.sum() * weights[head].sum(), weights)
+    return names, weights / weights.sum()
 
 
 def name_source(population: str = "US") -> str:
     first, _ = name_law("first", population)
     last, _ = name_law("last", population)
+    head = " (the head by US Census/SSA frequencies)" if population == "US" else ""
     return (f"{len(first):,} first names and {len(last):,} surnames ranked in {population} by "
-            f"{_name_file()['source'].split(':')[0]}, drawn by Zipf's law on the rank")
+            f"{_name_file()['source'].split(':')[0]}, drawn by Zipf's law on the rank{head}")
 
 
 @cache
