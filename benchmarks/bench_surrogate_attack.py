@@ -20,8 +20,9 @@ en_US provider (the head of the US population: its 1,000 commonest surnames); ``
 3,000 identities of FakeNameGenerator that presidio-evaluator ships (30 name sets from 40
 countries: Russian, Danish, Czech, Japanese, ...); ``mixed``: each word from ``census`` with
 the probability the surrogate law gives the census head, else from ``fng`` (a US population
-with a tail of other origins, the tail from a source other than the surrogates'). A surrogate law matched to one
-population hides the real names of that population, not of another: the ``fng`` row says how far.
+with a tail of other origins, the tail from a source other than the surrogates'). A surrogate
+law matched to one population hides the real names of that population, not of another: the
+``fng`` row says how far.
 
     python benchmarks/bench_surrogate_attack.py [--names 4000] [--real 0.1] [--seed 0]
 """
