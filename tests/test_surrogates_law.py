@@ -62,15 +62,24 @@ def test_names_on_the_lists_get_their_own_words_at_the_natural_rate():
     assert sum(w[0] == common[0] for w in a) > 0
 
 
-def test_the_word_law_is_zipf_on_the_population_ranks():
+def test_the_word_law_is_zipf_on_the_population_ranks_with_the_census_head():
+    from faker.providers.person.en_US import Provider
+
+    first, p = name_law("first", "GB")
+    assert len(first) > 10_000 and abs(p.sum() - 1) < 1e-9 and np.all(np.diff(p) <= 0)
     first, p = name_law("first", "US")
-    assert len(first) > 15_000 and abs(p.sum() - 1) < 1e-9 and np.all(np.diff(p) <= 0)
+    assert len(first) > 15_000 and abs(p.sum() - 1) < 1e-9
+    census = {**Provider.first_names_female, **Provider.first_names_male}
+    a, b = first.index("Jose"), first.index("Mary")
+    assert abs(p[a] / p[b] - census["Jose"] / census["Mary"]) < 1e-9
+    tail = [i for i in range(200, 400) if first[i] not in census]
+    assert np.all(np.diff(p[tail]) <= 0)  # the tail: Zipf on the rank
     g = np.random.default_rng(3)
     draws = NameDraws(g)
-    top = first[0]
+    top = first[int(np.argmax(p))]
     hits = sum(draws.word("first", f"w{i}") == top for i in range(N))
-    sd = np.sqrt(N * p[0] * (1 - p[0]))
-    assert abs(hits - N * p[0]) < 5 * sd + 1, (hits, N * p[0])
+    q = p.max()
+    assert abs(hits - N * q) < 5 * np.sqrt(N * q * (1 - q)) + 1, (hits, N * q)
 
 
 @pytest.mark.parametrize("value, prefix", [
