@@ -40,6 +40,11 @@ def cmd_serve(args) -> int:
                           f"--allow-remote to confirm")
     print(f"dptext: serving on http://{args.host}:{args.port} (API docs at /docs)",
           file=sys.stderr, flush=True)
+    # X-Forwarded-For / X-Forwarded-Proto are read only from the proxies the operator names:
+    # uvicorn's own default trusts 127.0.0.1 (or $FORWARDED_ALLOW_IPS), so any local client
+    # could name itself another address and dodge the per-address limits (issue 47 N8)
+    proxy = {"proxy_headers": bool(args.forwarded_allow_ips),
+             "forwarded_allow_ips": args.forwarded_allow_ips or ""}
     from dptext.service.limits import Limits
 
     limits = Limits(rate_per_second=args.rate_per_second, rate_burst=args.rate_burst,
@@ -49,7 +54,7 @@ def cmd_serve(args) -> int:
     if args.workers == 1:
         app = create_app(Settings(ledger=args.ledger, data_dir=args.data_dir, limits=limits,
                                   batch_window=args.batch_window))
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, **proxy)
     else:  # worker processes build the app themselves from the environment
         import os
 
@@ -61,7 +66,7 @@ def cmd_serve(args) -> int:
              "max_mechanism_bytes": args.max_mechanism_mb * 2**20,
              "max_new_mechanisms_per_owner_hour": args.max_new_mechanisms_per_hour})
         uvicorn.run("dptext.service.app:app_from_environment", factory=True, host=args.host,
-                    port=args.port, workers=args.workers, log_level=args.log_level)
+                    port=args.port, workers=args.workers, log_level=args.log_level, **proxy)
     return 0
 
 
@@ -119,6 +124,10 @@ def register(subparsers) -> None:
     s.add_argument("--batch-window", type=float, default=0.01,
                    help="seconds an LM request waits for others to share its batch (0: "
                         "each request runs alone)")
+    s.add_argument("--forwarded-allow-ips", metavar="IPS",
+                   help="comma-separated addresses of the reverse proxies whose "
+                        "X-Forwarded-For is trusted (default: none; every address is the "
+                        "connection's peer)")
     s.add_argument("--allow-remote", action="store_true",
                    help="allow a --host other than loopback")
     s.add_argument("--log-level", default="info",
