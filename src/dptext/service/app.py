@@ -150,8 +150,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # ---------------------------------------------------------------- errors
     @app.exception_handler(DPTextError)
-    async def _dptext_error(request, err):
-        return _error(400, str(err))
+    async def _dptext_error(request, err):  # never a path of the server (issue 47 N7)
+        message = str(err)
+        for root in {str(jobs.root), str(jobs.root.resolve())}:
+            message = message.replace(root, "the job's files")
+        return _error(400, message)
 
     @app.exception_handler(LimitExceeded)
     async def _limit(request, err):

@@ -133,6 +133,15 @@ class JobStore:
                 "report": "report.json"}[what]
         return self.dir(job.id) / name
 
+    def scrub(self, message: str, job: Job, name: str = "the file") -> str:
+        """``message`` without a path of the server (issue 47 N7): the upload's path becomes
+        the client's file name, any other path under the data directory ``the job's files``."""
+        for path, say in ((self.input_path(job), name), (self.dir(job.id), "the job's files"),
+                          (self.root, "the job's files")):
+            for form in {str(path), str(path.resolve())}:
+                message = message.replace(form, say)
+        return message
+
     def load(self, job_id: str) -> Job:
         path = self.dir(job_id) / "job.json"
         if not path.is_file():
@@ -179,10 +188,12 @@ class JobStore:
             columns, _, job.records_total = read_columns(path, fmt, fields)
             if columns:
                 plan.check(columns, name)
-        except BaseException:
+        except BaseException as err:
             import shutil
 
             shutil.rmtree(d, ignore_errors=True)
+            if isinstance(err, DPTextError):  # the client's file name, never the server's path
+                raise DPTextError(self.scrub(str(err), job, name)) from None
             raise
         self.save(job)
         return job
@@ -244,7 +255,7 @@ class JobStore:
             self._run(job)
         except Exception as err:  # noqa: BLE001 - recorded in the job, never a half output
             job = self.load(job_id)
-            job.state, job.error = "failed", " ".join(str(err).split())[:500]
+            job.state, job.error = "failed", " ".join(self.scrub(str(err), job).split())[:500]
             job.finished = time.time()
             self.save(job)
 
