@@ -12,6 +12,7 @@ from dptext.accounting.uedp import TrainingPrivacy
 from dptext.cli import main
 from dptext.training.corpus import UserCorpus
 from dptext.training.run import TrainJob, per_example
+from dptext.training.trainer import COUNT_Z
 
 
 def test_a_user_of_k_examples_is_accounted_as_k_clipped_updates_at_the_rate_of_any_of_them():
@@ -74,7 +75,9 @@ def test_dpsgd_example_run_reports_a_per_user_epsilon_and_counts_its_tokens(tmp_
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     # 11 training users (one held out) of 6 sentences, cut to 2 examples each
     assert metrics["users"] == 22 and metrics["config"]["examples_per_user"] == 2
-    eps = TrainingPrivacy("dpsgd-example", 0.5, 1.5, examples_per_user=2).epsilon(2, 1e-5)
+    # no --population: the example count is released with noise (std 20 x 2) and charged
+    eps = TrainingPrivacy("dpsgd-example", 0.5, 1.5, examples_per_user=2,
+                          count_z=COUNT_Z).epsilon(2, 1e-5)
     assert metrics["rounds"][-1]["epsilon"] == pytest.approx(eps)
     assert "per user (at most 2 examples each)" in out
     assert metrics["privacy"]["sensitivity"] == "2 * beta"

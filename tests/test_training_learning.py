@@ -14,7 +14,7 @@ from dptext.accounting.uedp import TrainingPrivacy
 from dptext.cli import main
 from dptext.ledger import Ledger
 from dptext.training.learning import MIN_GAIN, learning_check, likely_cause, paired_gain
-from dptext.training.trainer import TrainConfig
+from dptext.training.trainer import COUNT_Z, TrainConfig
 
 
 def test_paired_gain_is_the_per_token_drop_and_its_standard_error_matches_replicates():
@@ -150,13 +150,14 @@ def test_the_wide_entity_epsilon_is_in_the_headline_and_charged_by_the_ledger(
     held = summary["entities_held_by_more_than_K_users"]
     assert held >= 1 and wide["most_other_holders"] == summary["users"]  # Boston: everybody
     config = TrainConfig(algo="uedp", rounds=2, q_u=0.5, q_e=0.5, q_s=0.5, z=2.0)
-    k1 = TrainingPrivacy("uedp", 0.5, 2.0, 0.5, 0.5, 1)
+    k1 = TrainingPrivacy("uedp", 0.5, 2.0, 0.5, 0.5, 1, count_z=COUNT_Z)
     expected = k1.for_entity_users(summary["users"]).epsilon(2, 1e-5)
     assert wide["epsilon"] == pytest.approx(expected) and expected > 2 * k1.epsilon(2, 1e-5)
     headline = captured.out.strip().splitlines()[-1]
     assert headline == summary["headline"]
     assert f"epsilon {k1.epsilon(2, 1e-5):.4g} at delta 1e-05 per user" in headline
-    assert f"epsilon {expected:.4g} for the {held} entities held by more" in headline
+    assert f"the {held} entities held by more users" in headline
+    assert f"which get only epsilon {expected:.4g} at delta 1e-05" in headline
     assert "note:" not in captured.err
     # the ledger: every training user pays the run's epsilon, Boston the wide one
     ledger = Ledger(str(ledger_path))

@@ -49,12 +49,12 @@ def test_resumed_run_equals_the_uninterrupted_run(data, tmp_path):
 
 def test_unseeded_run_resumes_with_its_private_seed(data, tmp_path):
     with pytest.raises(Killed):
-        uedp_job(data, seed=None, rounds=3).run(tmp_path, on_round=kill_at(3))
+        uedp_job(data, seed=None, rounds=3, population=20).run(tmp_path, on_round=kill_at(3))
     saved = torch.load(tmp_path / STATE_FILE, weights_only=True)
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["config"]["seed"] is None  # the drawn seed is not published
     assert str(saved["seed"]) not in (tmp_path / "metrics.json").read_text()
-    resumed = uedp_job(data, seed=None, rounds=3).run(tmp_path, resume=True)
+    resumed = uedp_job(data, seed=None, rounds=3, population=20).run(tmp_path, resume=True)
     # rounds 1-2 come from the checkpoint; round 3 is replayed with the same generators
     assert stable(resumed["rounds"][:2]) == stable(metrics["rounds"][:2])
     assert stable(resumed["rounds"]) == stable(metrics["rounds"])

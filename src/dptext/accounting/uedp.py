@@ -24,6 +24,14 @@ independently with ``q_u`` and sums the examples' clipped updates. Adding a user
 clipped updates, present when any of its examples is sampled, so a round is dominated by a
 Poisson-sampled Gaussian at rate ``1 - (1 - q)^k`` with sensitivity ``k beta`` (the same
 convexity argument as for q_eff above; docs/uedp.md, "Comparison").
+
+The denominator (arXiv 2605.15648, docs/uedp.md "Dividing by q_u |U|"): the estimators divide the
+noised sum by q_u |U|. With |U| a public number that is post-processing. With |U| the training
+corpus's own count it is not: D' has one more user, the release is scaled by 1/(q_u (|U| + 1))
+instead of 1/(q_u |U|), and the noise's spread over d coordinates reveals the scale (the
+paper's "expected-averaged" SGM). Such a run releases the count once, with Gaussian noise of
+multiplier ``count_z`` (``TrainingPrivacy.count_z``), and divides by the released count: the
+accountant composes that Gaussian with the rounds.
 """
 
 from __future__ import annotations
@@ -84,6 +92,9 @@ class TrainingPrivacy:
     q_s: float = 0.0
     entity_users: int = 1
     examples_per_user: int = 1
+    # noise multiplier of the one noisy release of the user count that the denominator divides
+    # by when the count is not public (module docstring); None: a public count, no release
+    count_z: float | None = None
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -96,6 +107,29 @@ class TrainingPrivacy:
             raise DPTextError(f"entity users must be >= 0, got {self.entity_users}")
         if self.examples_per_user < 1:
             raise DPTextError(f"examples per user must be >= 1, got {self.examples_per_user}")
+        if self.count_z is not None and not (math.isfinite(self.count_z) and self.count_z > 0):
+            raise DPTextError(f"count noise multiplier must be finite and > 0, got "
+                              f"{self.count_z}")
+
+    @property
+    def count_sensitivity(self) -> int:
+        """How much the training corpus's unit count (the |U| of the denominator) can change
+        between adjacent data sets: u' itself, and for UeDP each holder of e' whose every
+        sentence holds e' (it has no sentence left in D); example-level DP-SGD: the user's k
+        examples, each a unit."""
+        if self.algo == "userdp":
+            return 1
+        if self.algo == "dpsgd-example":
+            return self.examples_per_user
+        holders = self.entity_users
+        if self.algo == "uedp":
+            holders = max(holders, 1)
+        return 1 + holders
+
+    @property
+    def count_std(self) -> float | None:
+        """Standard deviation (in units) of the released count; None: the count is public."""
+        return None if self.count_z is None else self.count_z * self.count_sensitivity
 
     @property
     def sensitivity_factor(self) -> float:
@@ -133,13 +167,18 @@ class TrainingPrivacy:
             raise DPTextError(f"rounds must be >= 0, got {rounds}")
         one = dp_accounting.PoissonSampledDpEvent(
             self.sampling_rate, dp_accounting.GaussianDpEvent(self.z))
-        return dp_accounting.SelfComposedDpEvent(one, rounds)
+        rounds_event = dp_accounting.SelfComposedDpEvent(one, rounds)
+        if self.count_z is None:
+            return rounds_event
+        # the count is released once, before the first round
+        return dp_accounting.ComposedDpEvent(
+            [dp_accounting.GaussianDpEvent(self.count_z), rounds_event])
 
     def epsilon(self, rounds: int, delta: float, *, accountant: str = "rdp") -> float:
         """Epsilon after ``rounds`` rounds at ``delta``, composed by dp_accounting."""
         if not (0.0 < delta < 1.0):
             raise DPTextError(f"delta must lie in (0, 1), got {delta}")
-        if rounds == 0 or self.sampling_rate == 0.0:
+        if (rounds == 0 or self.sampling_rate == 0.0) and self.count_z is None:
             return 0.0
         if accountant == "pld":
             self.check_pld_memory(rounds)
@@ -187,7 +226,10 @@ class TrainingPrivacy:
         """The guarantee the same run (same noise std z * beta * S_K) gives entities held by
         ``k`` other users: noise multiplier z * S_K / S_k at the sampling rate of k holders."""
         wider = replace(self, entity_users=k)
-        return wider.with_z(self.z * self.sensitivity_factor / wider.sensitivity_factor)
+        count_z = (None if self.count_z is None else
+                   self.count_z * self.count_sensitivity / wider.count_sensitivity)
+        return replace(wider.with_z(self.z * self.sensitivity_factor / wider.sensitivity_factor),
+                       count_z=count_z)
 
 
 def _accountant(name: str):

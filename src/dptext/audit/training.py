@@ -181,6 +181,10 @@ def audit_training(config=None, *, trials: int = 200, confidence: float = 0.99,
         raise DPTextError(f"confidence must lie in (0, 1), got {confidence}")
     train_fn = train_fn or train
     task = CanaryTask(tensors=check_int(tensors, "tensors", minimum=1))
+    # zero-out adjacency: both worlds hold the same users (the target's rows are zero without
+    # the canary), so the user count is public and the denominator is it in both
+    config = replace(config, population=config.population or check_int(users, "users",
+                                                                         minimum=2))
     seeds = np.random.SeedSequence(seed)
     base = int(seeds.generate_state(1)[0])
     worlds = {w: _corpus(check_int(users, "users", minimum=2), task.dim, w, strength, base)
@@ -319,7 +323,7 @@ def audit_training_one_run(config=None, *, canaries: int = 1000, background: int
         tried.append((2 * k, correct,
                       one_run_epsilon_lower_bound(canaries, 2 * k, correct, config.delta, p)))
     r, v, bound = max(tried, key=lambda t: t[2])
-    privacy = config.privacy()
+    privacy = run_config.privacy()  # the public population: no count release
     return OneRunAuditResult(
         algo=config.algo,
         settings={"rounds": config.rounds, "q_u": config.q_u, "z": config.z,

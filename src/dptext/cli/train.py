@@ -78,10 +78,12 @@ def _write_spans(path: str, corpus, spans) -> None:
 
 def _privacy(args):
     from dptext.accounting.uedp import TrainingPrivacy
+    from dptext.training.trainer import COUNT_Z
 
     # without --z (calibrating with --target-epsilon) z is a placeholder the calibration replaces
     return TrainingPrivacy(args.algo, args.q_u, 1.0 if args.z is None else args.z, args.q_e,
-                           args.q_s, args.entity_users)
+                           args.q_s, args.entity_users,
+                           count_z=COUNT_Z if getattr(args, "noisy_count", False) else None)
 
 
 def cmd_account(args) -> int:
@@ -148,6 +150,7 @@ def _job(args):
         limit=args.limit,
         seed=args.seed, q_u=args.q_u, q_e=args.q_e, q_s=args.q_s, z=args.z,
         epsilon=args.epsilon, delta=args.delta, entity_users=args.entity_users, beta=args.beta,
+        population=args.population,
         local_steps=args.local_steps, local_lr=args.local_lr, server_lr=args.server_lr,
         max_sentences=args.max_sentences, users_per_chunk=args.users_per_chunk,
         vocab_size=args.vocab_size, max_len=args.max_len, normalizer=args.normalizer,
@@ -157,25 +160,56 @@ def _job(args):
         progress=not args.no_progress and sys.stderr.isatty())
 
 
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def round_line(row: dict, total: int, elapsed: float, done: int) -> str:
+    """The line printed after a round: its loss and epsilon, the time since the rounds began
+    and the time the remaining rounds should take at this session's mean per round (``done``
+    rounds run in this session: a resumed run does not count the replayed ones)."""
+    eps = "" if row["epsilon"] is None else f", epsilon {row['epsilon']:.3f}"
+    left = total - row["round"]
+    expect = (f", about {_duration(elapsed / max(done, 1) * left)} to go" if left
+              else ", done")
+    return (f"dptext: round {row['round']}/{total}: loss {row['loss']:.4g}{eps}; "
+            f"{_duration(elapsed)} elapsed{expect}")
+
+
 def cmd_train(args) -> int:
+    import time
+
     job = _job(args).validate()  # every argument checked before any data is read
     bar = None
     if job.progress:
         from tqdm import tqdm
 
         bar = tqdm(total=job.rounds, desc=job.algo)
+    clock = {"start": time.monotonic(), "first": None}
+
+    def log(message: str) -> None:
+        clock["start"] = time.monotonic()  # the rounds are timed from the last stage message
+        if not args.no_progress:
+            print(f"dptext: {message}", file=sys.stderr, flush=True)
 
     def on_round(row: dict) -> None:
+        if clock["first"] is None:
+            clock["first"] = row["round"] - 1  # rounds before this session (a resume)
         if bar is not None:
             bar.update(row["round"] - bar.n)
             bar.set_postfix(loss=f"{row['loss']:.3f}", eps=row["epsilon"])
         elif not args.no_progress:
-            eps = "" if row["epsilon"] is None else f", epsilon {row['epsilon']:.3f}"
-            print(f"dptext: round {row['round']}/{job.rounds}: loss {row['loss']:.4g}{eps}",
-                  file=sys.stderr, flush=True)
+            print(round_line(row, job.rounds, time.monotonic() - clock["start"],
+                             row["round"] - clock["first"]), file=sys.stderr, flush=True)
 
     try:
-        summary = job.run(args.output, on_round=on_round, resume=args.resume)
+        summary = job.run(args.output, on_round=on_round, resume=args.resume, log=log)
     finally:
         if bar is not None:
             bar.close()
@@ -205,6 +239,9 @@ def register(subparsers) -> None:
     _add_privacy_args(a)
     a.add_argument("--target-epsilon", type=positive_type, help="calibrate z to reach this epsilon")
     a.add_argument("--accountant", choices=("rdp", "pld"), default="rdp")
+    a.add_argument("--noisy-count", action="store_true",
+                   help="include the noisy release of the user count that `train` makes "
+                        "without --population (docs/uedp.md, 'Dividing by q_u |U|')")
     a.add_argument("--plot", help="write an epsilon-vs-rounds PNG (f_E+, f_E, user-level DP)")
     a.set_defaults(func=cmd_account)
 
@@ -223,6 +260,11 @@ def register(subparsers) -> None:
     _add_data_args(t)
     _add_privacy_args(t, algo=False)
     t.add_argument("--epsilon", type=positive_type, help="target epsilon (calibrates z)")
+    t.add_argument("--population", type=int_type(1), metavar="N",
+                   help="the public number of users (or a public bound on it) that the noised "
+                        "sum is divided by (q_u N); without it the training corpus's own count "
+                        "is released once with Gaussian noise and charged (docs/uedp.md, "
+                        "'Dividing by q_u |U|')")
     t.add_argument("--beta", type=positive_type, default=0.5, help="clipping bound (global L2)")
     t.add_argument("--local-steps", type=int, default=2)
     t.add_argument("--local-lr", type=float,

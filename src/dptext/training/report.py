@@ -20,10 +20,33 @@ DIVERGENCE_NATS = math.log(100.0)
 USER_LEVEL = ("userdp", "dpsgd-example")
 
 
+REFERENCE_DELTA = 1e-5  # the result line always prints the epsilon at this delta too
+
+
+def guarantee_epsilons(config, rounds: int, wide: dict | None) -> dict:
+    """The run's epsilon at delta 1e-5 and at its own delta (and the wide entities' at both):
+    the result line prints both, so runs at different deltas can be compared."""
+    privacy = config.privacy()
+    if privacy is None:
+        return {}
+    deltas = sorted({REFERENCE_DELTA, config.delta}, reverse=True)
+    out = {"epsilon_at_delta": [[d, privacy.epsilon(rounds, d)] for d in deltas]}
+    if wide:
+        wider = privacy.for_entity_users(wide["most_other_holders"])
+        out["wide_epsilon_at_delta"] = [[d, wider.epsilon(rounds, d)] for d in deltas]
+    return out
+
+
+def _at_deltas(pairs) -> str:
+    return " / ".join(f"{eps:.4g} at delta {d:g}" for d, eps in pairs)
+
+
 def headline(summary: dict, algo: str) -> str:
     """The run's result in one line: the held-out metric after training against the untrained
-    model's, and the guarantee - for UeDP both the epsilon of users and of entities held by at
-    most K users and the (larger) epsilon of the entities held by more (docs/uedp.md)."""
+    model's, and the guarantee - the protected unit (the field that names it), the epsilon at
+    delta 1e-5 and at the run's delta, for UeDP the users and entities held by at most K users
+    and the (larger) epsilon of the entities held by more - and what it does not cover
+    (docs/uedp.md)."""
     last = summary["rounds"][-1]
     rounds = last["round"]
     before = "pretrained" if "pretrained" in summary else "untrained"
@@ -38,19 +61,26 @@ def headline(summary: dict, algo: str) -> str:
         return line + "; no DP guarantee"
     config = summary["config"]
     delta, k = config["delta"], config["entity_users"]
-    if algo == "userdp":
-        return line + f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user"
-    if algo == "dpsgd-example":
-        return line + (f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user (at most "
-                       f"{config['examples_per_user']} examples each)")
-    line += (f"; epsilon {last['epsilon']:.4g} at delta {delta:g} per user and per entity held "
-             f"by at most K={k} users")
+    pairs = summary.get("epsilon_at_delta") or [[delta, last["epsilon"]]]
+    unit = summary.get("unit", "a user")
+    if algo in USER_LEVEL:
+        each = (f" (at most {config['examples_per_user']} examples each)"
+                if algo == "dpsgd-example" else "")
+        return (line + f"; epsilon {_at_deltas(pairs)} per user{each}; unit: {unit}; not "
+                f"covered: an entity (a name, a place) that occurs in other users' texts - "
+                f"user-level DP protects each user's own data, not what others write about "
+                f"them")
+    line += (f"; epsilon {_at_deltas(pairs)} per user and per entity held by at most K={k} "
+             f"other users; unit: {unit}")
     wide = summary.get("wide_entities")
+    not_covered = ("a mention the detector missed in a sentence with a detected entity "
+                   "(docs/uedp.md, 'Assumptions')")
     if wide:
-        line += (f", epsilon {wide['epsilon']:.4g} for the "
-                 f"{summary['entities_held_by_more_than_K_users']} entities held by more "
-                 f"(up to {wide['most_other_holders']} users)")
-    return line
+        wide_pairs = summary.get("wide_epsilon_at_delta") or [[delta, wide["epsilon"]]]
+        not_covered = (f"the {summary['entities_held_by_more_than_K_users']} entities held "
+                       f"by more users (up to {wide['most_other_holders']}), which get only "
+                       f"epsilon {_at_deltas(wide_pairs)}; " + not_covered)
+    return line + f"; not covered: {not_covered}"
 
 
 def loss_metrics(losses, task: str) -> dict:
@@ -97,8 +127,10 @@ def privacy_so_far(config, rounds: int) -> dict | None:
         return None
     return {"epsilon_spent": privacy.epsilon(rounds, config.delta), "delta": config.delta,
             "rounds_composed": rounds, "accountant": "rdp (dp_accounting)",
-            "event": f"SelfComposed(PoissonSampled({privacy.sampling_rate:.6g}, "
-                     f"Gaussian(z={privacy.z:.6g})), {rounds})",
+            "event": (f"Gaussian(z={privacy.count_z:.6g}) [the user count] + "
+                      if privacy.count_z is not None else "")
+                     + f"SelfComposed(PoissonSampled({privacy.sampling_rate:.6g}, "
+                       f"Gaussian(z={privacy.z:.6g})), {rounds})",
             "sensitivity": f"{privacy.sensitivity_factor:g} * beta"}
 
 

@@ -26,6 +26,7 @@ from dptext.training.report import (
     Diverged,
     DivergenceGuard,
     entity_epsilons,
+    guarantee_epsilons,
     headline,
     learning_summary,
     loss_metrics,
@@ -102,6 +103,9 @@ class TrainJob:
     epsilon: float | None = None
     delta: float = 1e-5
     entity_users: int = 1
+    # the public user count of the denominator q_u |U| (None: the corpus's, released with
+    # noise; trainer.released_population)
+    population: int | None = None
     beta: float = 0.5
     local_steps: int = 2
     local_lr: float | None = None
@@ -219,14 +223,23 @@ class TrainJob:
                              max_len=self.max_len, users_per_chunk=self.users_per_chunk,
                              normalizer=self.normalizer, seed=self.seed,
                              examples_per_user=self.examples_per_user,
-                             secure_rng=self.secure_rng)
+                             population=self.population, secure_rng=self.secure_rng)
         if config.privacy() is not None and self.epsilon is not None:
             config.z = calibrate_z(config.privacy(), self.rounds, self.epsilon, self.delta)
         return config
 
     # --------------------------------------------------------------- run
+    def unit(self) -> str:
+        """What one protected unit is, in words (the result line names it)."""
+        if self.synthetic_users:
+            return (f"a synthetic user ({self.synthetic_users} random groups of texts, "
+                    f"--synthetic-users: not a person)")
+        if self.data.startswith("dataset:"):
+            return f"the author of a text ({self.data}'s author field)"
+        return f"the value of the field '{self.user_field}'"
+
     def run(self, output: str | Path, *, on_round: Callable[[dict], None] | None = None,
-            resume: bool = False) -> dict:
+            resume: bool = False, log: Callable[[str], None] | None = None) -> dict:
         """Train and write ``metrics.json`` and ``checkpoint.pt`` into ``output`` (created if
         missing); returns the summary that ``metrics.json`` holds.
 
@@ -235,7 +248,9 @@ class TrainJob:
         private ``training_state.pt`` are written too. ``resume=True`` continues the
         unfinished run in ``output`` from its last checkpoint: same settings (``rounds`` may
         grow), same data, same seed, so the result is that of an uninterrupted run. Replayed
-        rounds redraw the same coins and noise, so nothing is spent twice."""
+        rounds redraw the same coins and noise, so nothing is spent twice. ``log``: called with
+        a one-line message at each stage before the rounds (loading, detection, evaluation),
+        so that a long start is not silent."""
         from dptext.training.trainer import FederatedTrainer
 
         self.validate()
@@ -248,7 +263,11 @@ class TrainJob:
         # state (never in metrics.json or the checkpoint), so that a resumed run replays it
         seed = saved["seed"] if saved else (
             self.seed if self.seed is not None else int(np.random.SeedSequence().entropy))
+        say = log or (lambda message: None)
         config = self.config()
+        detecting = self.algo not in ("userdp", "noiseless", "dpsgd-example")
+        say(f"reading {self.data}" + (f" and detecting entities ({self.detector}; about 1 s "
+                                      f"per 50 texts on 2 cores)" if detecting else ""))
         corpus, spans = load_corpus(self, split=self.task == "nwp", seed=seed)
         if self.algo == "deid":
             corpus = corpus.deidentified(spans)
@@ -256,6 +275,8 @@ class TrainJob:
         order = rng.permutation(corpus.n_users)
         test_users = order[: max(1, corpus.n_users // 10)]
         is_test = np.isin(corpus.sentence_user, test_users)
+        say(f"{corpus.n_users} users, {len(corpus.sentences)} sentences; preparing the "
+            f"{self.model} {self.task} task")
         rows, task, extra = self._task_rows(corpus, is_test)
         train_corpus = without_users(corpus, is_test)
         train_rows = select_rows(rows, ~is_test)
@@ -272,6 +293,7 @@ class TrainJob:
                    **({} if self.model == LSTM else {"trainable_blocks": self.trainable_blocks,
                                                      "lora_rank": self.lora_rank}),
                    "users": train_corpus.n_users, "test_users": len(test_users),
+                   "unit": self.unit(),
                    "noise_generator": ("ChaCha20 (secure)" if self.secure_rng else "PCG64"),
                    "not_private": NOT_PRIVATE}
         summary.update(wide_entities(train_corpus, config))
@@ -283,6 +305,8 @@ class TrainJob:
                                    device=self.device)
         # the untrained model on the held-out text (a pretrained model's: the baseline that
         # fine-tuning moves), compared with the trained one at the end (training/learning.py)
+        say(f"evaluating the {'untrained' if self.model == LSTM else 'pretrained'} model on "
+            f"{int(is_test.sum())} held-out sentences")
         start = task.sentence_losses(trainer.initial)
         untrained = loss_metrics(start, self.task)
         summary["untrained"] = untrained
@@ -300,6 +324,13 @@ class TrainJob:
             summary["rounds"] = trainer.metrics
             summary["completed"] = completed
             summary["privacy"] = privacy_so_far(config, trainer.round)
+            if config.privacy() is not None:
+                # |U| of the denominator q_u |U|: public, or the count released with noise
+                summary["denominator_units"] = {
+                    "value": trainer.population,
+                    "source": ("public (--population)" if config.population is not None else
+                               f"the corpus's count + N(0, {config.privacy().count_std:g}^2), "
+                               f"released once and charged")}
             if stopped is not None:
                 summary["stopped"] = stopped
             write_json(out / "metrics.json", summary)
@@ -311,6 +342,8 @@ class TrainJob:
                                             **({"release_key": release_key}
                                                if self.ledger is not None else {})})
 
+        say(f"training rounds {trainer.round + 1}-{config.rounds} "
+            f"({train_corpus.n_users} training units, q_u {config.q_u:g})")
         while trainer.round < config.rounds:
             row = trainer.step()
             try:
@@ -329,6 +362,7 @@ class TrainJob:
         clusters = corpus.sentence_user[is_test]
         summary.update(learning_summary(trainer, task, start, clusters, self.task,
                                  "untrained" if self.model == LSTM else "pretrained"))
+        summary.update(guarantee_epsilons(config, trainer.round, summary.get("wide_entities")))
         summary["headline"] = headline(summary, self.algo)
         write_metrics(True)
         (out / STATE_FILE).unlink(missing_ok=True)

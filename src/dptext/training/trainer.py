@@ -5,9 +5,11 @@
 the caller passes that corpus), ``dpsgd-example`` (example-level DP-SGD with a user-level
 guarantee: the caller passes a corpus where every example is a unit of its own, at most
 ``examples_per_user`` of them from one user; training/run.py ``per_example``). The private
-estimators divide the noised sum of clipped updates by the fixed denominator q_u * |U| (the user
-count is treated as public, as in DP-FedAvg; pass ``population`` to give a public |U| other
-than the corpus's).
+estimators divide the noised sum of clipped updates by the fixed denominator q_u * |U|, where |U|
+is ``population`` - a public number (a registered user count, or a public bound) - or, when none
+is given, the corpus's own count released once with Gaussian noise (multiplier ``count_z``) and
+charged by the accountant: dividing by the exact count of the data is not post-processing (D'
+has one more user; arXiv 2605.15648, docs/uedp.md "Dividing by q_u |U|").
 
 A sampled user's loss is normalised by a quantity that depends on nothing outside its usable
 sentences of the round (``normalizer``, docs/uedp.md "Sensitivity"): ``"usable"`` (default) the
@@ -47,6 +49,10 @@ from dptext.training.federated import (
 from dptext.training.sampling import RoundSample, RoundSampler
 
 ALGOS = ("uedp", "uedp-naive", "userdp", "noiseless", "deid", "dpsgd-example")
+# noise multiplier of the released user count (a run without a public ``population``): its
+# std is COUNT_Z x the count's sensitivity in units (1 user for user-level DP, 1 + K for UeDP);
+# one Gaussian of multiplier 20 adds alpha / 800 to the RDP of every order alpha
+COUNT_Z = 20.0
 PRIVATE = ("uedp", "uedp-naive", "userdp", "dpsgd-example")
 NORMALIZERS = ("usable", "constant")
 
@@ -78,6 +84,8 @@ class TrainConfig:
     users_per_chunk: int = 16
     normalizer: str = "usable"
     population: int | None = None
+    # noise multiplier of the released count when ``population`` is None (COUNT_Z)
+    count_z: float = COUNT_Z
     # dpsgd-example: the most examples one user contributes (the sensitivity is k beta)
     examples_per_user: int = 1
     seed: int | None = None
@@ -100,7 +108,8 @@ class TrainConfig:
         if self.algo not in PRIVATE:
             return None
         return TrainingPrivacy(self.algo, self.q_u, self.z, self.q_e, self.q_s, self.entity_users,
-                               self.examples_per_user)
+                               self.examples_per_user,
+                               count_z=None if self.population is not None else self.count_z)
 
     def sampler(self, corpus: UserCorpus) -> RoundSampler:
         mode = self.algo if self.algo in ("uedp", "uedp-naive") else "user"
@@ -176,6 +185,23 @@ def aggregate(updates, config: TrainConfig, n_users: int,
                             generator)
 
 
+def released_population(n_units: int, config: TrainConfig, privacy: TrainingPrivacy | None,
+                        noise_rng: np.random.Generator) -> float:
+    """The |U| of the denominator q_u |U|: ``config.population`` when given (public), the
+    corpus's count for the noiseless baselines (nothing is released privately), and otherwise
+    the count plus N(0, privacy.count_std^2), drawn once from the noise generator before any
+    round - the release that ``TrainingPrivacy.event`` composes first. Floored at 1 (a
+    post-processing step)."""
+    if config.population is not None:
+        return float(config.population)
+    if privacy is None:
+        return float(n_units)
+    from dptext.rng import gaussian_noise
+
+    noise = float(gaussian_noise((1,), privacy.count_std, noise_rng, dtype=torch.float64)[0])
+    return max(1.0, n_units + noise)
+
+
 def _rngs(seed: int | None, secure: bool = False
           ) -> tuple[np.random.Generator, np.random.Generator, torch.Generator]:
     """(data generator: coins and subsets; noise generator: the DP noise; the torch generator
@@ -226,7 +252,8 @@ class FederatedTrainer:
         self.initial: Params = self.params
         self.sampler = sampler if sampler is not None else config.sampler(corpus)
         self.privacy = config.privacy()
-        self.population = config.population or corpus.n_users
+        self.population = released_population(corpus.n_users, config, self.privacy,
+                                              self.noise_rng)
         self.round = 0
         self.metrics: list[dict] = []
         self._tokens = 0
@@ -291,6 +318,7 @@ class FederatedTrainer:
         return {"round": self.round,
                 "params": {k: v.detach().cpu().clone() for k, v in self.params.items()},
                 "metrics": [dict(r) for r in self.metrics],
+                "population": self.population,
                 "data_rng": generator_state(self.rng),
                 "noise_rng": generator_state(self.noise_rng)}
 
@@ -308,6 +336,8 @@ class FederatedTrainer:
         self.params = {k: v.clone().to(self.device) for k, v in state["params"].items()}
         self.round = int(state["round"])
         self.metrics = [dict(r) for r in state["metrics"]]
+        if "population" in state:  # the count released at the start (never released twice)
+            self.population = float(state["population"])
         self.rng, self.noise_rng = rngs
 
 
