@@ -219,7 +219,8 @@ def test_cli_audit_training(tmp_path, capsys):
     assert code == 0 and data["verdict"] == "consistent"
     from dptext.training.trainer import TrainConfig
 
-    config = TrainConfig(algo="userdp", rounds=1, q_u=1.0, z=2.0, beta=0.05)
+    # the audit's worlds hold the same users (zero-out): a public count, no count release
+    config = TrainConfig(algo="userdp", rounds=1, q_u=1.0, z=2.0, beta=0.05, population=2)
     assert data["accountant_epsilon"] == pytest.approx(config.privacy().epsilon(1, 1e-3))
     assert "training audit of userdp" in capsys.readouterr().out
 

@@ -162,7 +162,7 @@ def test_wide_entity_hint_gives_the_epsilon_that_holds():
             return np.array([1, 1, 25])
 
     config = TrainConfig(algo="uedp", z=1.0, q_u=0.05, q_e=0.5, q_s=1.0, entity_users=1,
-                         rounds=200)
+                         rounds=200, population=1000)  # public: no count release
     out = wide_entities(Corpus(), config)
     assert out["entities_held_by_more_than_K_users"] == 1
     wide = out["wide_entities"]
