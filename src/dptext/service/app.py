@@ -478,7 +478,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             path = jobs.output_path(job, what)
         except KeyError:
             raise StarletteHTTPException(404, f"nothing called {what!r}; one of output, "
-                                              "rejects, report") from None
+                                              "rejects, report, html") from None
         if job.state != "done":
             raise StarletteHTTPException(409, f"job {job_id} is {job.state}, not done")
         if not path.is_file():

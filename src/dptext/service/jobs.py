@@ -128,9 +128,10 @@ class JobStore:
         return self.dir(job.id) / f"{job.id}.{job.format}"
 
     def output_path(self, job: Job, what: str) -> Path:
-        """``output``, ``rejects`` or ``report`` of a job (KeyError for anything else)."""
+        """``output``, ``rejects``, ``report`` or ``html`` (the release report a reviewer
+        reads, :mod:`dptext.corpus.report_html`) of a job (KeyError for anything else)."""
         name = {"output": f"output.{job.format}", "rejects": "rejects.jsonl",
-                "report": "report.json"}[what]
+                "report": "report.json", "html": "report.html"}[what]
         return self.dir(job.id) / name
 
     def scrub(self, message: str, job: Job, name: str = "the file") -> str:
@@ -308,6 +309,11 @@ class JobStore:
             lines = [line for line in (units_line(summary, job.unit_field),
                                        columns_line(summary), counts_line(counts)) if line]
         leak = self._leak_check(job) if job.entities is not None else None
+        from dptext.corpus.report_html import write_report_html
+
+        write_report_html(self.output_path(job, "report"), self.output_path(job, "html"),
+                          output=self.output_path(job, "output"), rejects=rejects,
+                          fields=job.fields, leak_check=leak)
         job = self.load(job.id)
         job.state, job.finished = "done", time.time()
         job.records_done = summary["records_in"]

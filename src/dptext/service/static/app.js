@@ -473,6 +473,10 @@ async function showJob(job) {
       (datasetBudget !== null ? ", within a budget of " + datasetBudget + " epsilon per person." : ".")
     : "No person column: each record was its own unit, charged to no one's budget.";
   downloads(job);
+  try {  // the release report a reviewer reads, in a sandboxed frame (no script runs in it)
+    const page = await fetch("/v1/jobs/" + job.id + "/html", { headers: headers() });
+    $("job-report-page").srcdoc = page.ok ? await page.text() : "";
+  } catch (err) { $("job-report-page").srcdoc = ""; }
   try {
     const rep = await api("/v1/jobs/" + job.id + "/report", { headers: headers() });
     $("job-report").textContent = typeof rep === "string" ? rep : JSON.stringify(rep, null, 2);
@@ -484,7 +488,8 @@ async function download(job, what) {
   const blob = await r.blob();
   const a = document.createElement("a");
   a.href = URL.createObjectURL(blob);
-  a.download = job.id + "-" + what + (what === "output" ? "." + job.format : what === "report" ? ".json" : ".jsonl");
+  a.download = job.id + "-" + what + (what === "output" ? "." + job.format : what === "report"
+    ? ".json" : what === "html" ? ".report.html" : ".jsonl");
   document.body.appendChild(a);
   a.click();
   a.remove();
@@ -492,12 +497,12 @@ async function download(job, what) {
 function downloads(job) {
   const p = $("downloads");
   p.innerHTML = "";
-  for (const what of ["output", "rejects", "report"]) {
+  for (const what of ["output", "rejects", "report", "html"]) {
     const b = document.createElement("button");
     b.type = "button";
     b.id = "download-" + what;
     b.className = "secondary";
-    b.textContent = "Download " + what;
+    b.textContent = "Download " + (what === "html" ? "report (HTML)" : what);
     b.addEventListener("click", () => download(job, what));
     p.appendChild(b);
     p.appendChild(document.createTextNode(" "));
