@@ -223,6 +223,15 @@ def cmd_sanitize(args) -> int:
                   f"were already done)", file=sys.stderr)
     elif result.report_path is not None:
         print(f"wrote {result.report_path}", file=sys.stderr)
+    if result.output is not None and result.report_path is not None:
+        from pathlib import Path  # the release report a reviewer reads (issue 45)
+
+        from dptext.corpus.report_html import write_report_html
+
+        html = write_report_html(
+            result.report_path, Path(f"{output}.report.html"), output=result.output,
+            rejects=Path(args.rejects or f"{output}.rejects.jsonl"), fields=args.field)
+        print(f"wrote {html} (the release report a reviewer reads)", file=sys.stderr)
     # to stdout without --report: the short summary below only (the JSON is --report FILE's)
     from dptext.corpus.text_report import text_report
 
