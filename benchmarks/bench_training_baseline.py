@@ -1,0 +1,89 @@
+"""A noiseless baseline tuned as well as the private rows (issue 47, "the training comparison says
+privacy is free"; docs/uedp.md, "Comparison at matched user-level epsilon").
+
+    nice -n 19 .venv/bin/python benchmarks/bench_training_baseline.py [--only NAME ...]
+        [--workdir DIR]
+
+The comparison's corpus and split (House of Commons, 250 speeches, seed 0, q_u 1, beta 1, the
+small LSTM over 300 public words) and its 4 rounds, with:
+
+* the step size tuned on the noiseless runs (``--server-lr`` 1, 2, 4; the private rows of the
+  table all ran at 1), for FedAvg (2 local steps) and for one local step (DP-SGD with user
+  sampling's noiseless twin);
+* the noise of the epsilon-1 run without the clipping and the privacy (``noise-only``: userdp
+  with ``--beta 1000`` and z such that the per-coordinate std z beta / |U| is the epsilon-1
+  run's 12.3 x 1 / 182), which separates what the noise does from what clipping does;
+* the private runs at epsilon 10, 3, 1 (delta 1e-10) at server-lr 1 and at the tuned step;
+* longer training: 12 rounds noiseless and at epsilon 1.
+
+Every private run passes ``--population 182`` (the training speakers, declared public for this
+experiment) so that the denominator is the same in every row (docs/uedp.md, "Dividing by
+q_u |U|"). Each run is one ``dptext train`` process (benchmarks/bench_recipes.py ``run``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_recipes import HOC, LSTM_SMALL, machine, run, show  # noqa: E402
+
+BASE = HOC + ["--limit", "250", *LSTM_SMALL]
+PUBLIC = ["--population", "182"]
+EPS1_STD = 12.3 * 1.0 / 182  # the epsilon-1 userdp run's per-coordinate noise std on the step
+
+
+def jobs() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for steps, tag in ((2, "fedavg"), (1, "sgd")):
+        local = ["--local-steps", str(steps)]
+        for lr in (1, 2, 4):
+            out[f"{tag}-noiseless-lr{lr}"] = BASE + ["--algo", "noiseless", "--rounds", "4",
+                                                     "--server-lr", str(lr), *local]
+        # the epsilon-1 noise without clipping: z * 1000 / 182 = EPS1_STD
+        out[f"{tag}-noise-only"] = BASE + ["--algo", "userdp", "--rounds", "4", "--beta", "1000",
+                                           "--z", f"{EPS1_STD * 182 / 1000:.6g}", *PUBLIC,
+                                           *local]
+        for eps in (10, 3, 1):
+            for lr in (1, 2):
+                out[f"{tag}-eps{eps}-lr{lr}"] = BASE + [
+                    "--algo", "userdp", "--rounds", "4", "--epsilon", str(eps), "--delta",
+                    "1e-10", "--server-lr", str(lr), *PUBLIC, *local]
+        if tag == "fedavg":  # longer training
+            out["fedavg-noiseless-12rounds"] = BASE + ["--algo", "noiseless", "--rounds", "12"]
+            out["fedavg-eps1-12rounds"] = BASE + ["--algo", "userdp", "--rounds", "12",
+                                                  "--epsilon", "1", "--delta", "1e-10", *PUBLIC]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", nargs="+", help="runs to do (default: all)")
+    ap.add_argument("--workdir", default="/tmp/dptext-baseline")
+    args = ap.parse_args()
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    print(machine(), flush=True)
+    rows = []
+    every = jobs()
+    unknown = sorted(set(args.only or ()) - set(every))
+    if unknown:
+        raise SystemExit(f"unknown runs: {', '.join(unknown)}; choose from {', '.join(every)}")
+    for name in args.only or every:  # in the order given
+        argv = every[name]
+        row = run(name, argv, work)
+        rows.append(row)
+        show(row)
+        if "error" not in row:
+            metrics = json.loads((work / name / "metrics.json").read_text())
+            curve = ", ".join(f"{r['perplexity']:.1f}" for r in metrics["rounds"])
+            print(f"    rounds: {curve}", flush=True)
+    (work / "baseline.json").write_text(json.dumps(rows, indent=1))
+    print(machine(), flush=True)
+
+
+if __name__ == "__main__":
+    main()
