@@ -20,7 +20,17 @@ def cmd_build_mlm(args) -> int:
     from dptext.lm import mlm_build as mb
     from dptext.resources import cache_dir
 
-    recipe = dict(mb.RECIPE)
+    if args.format is not None and args.format not in mb.RECIPES:
+        raise DPTextError(f"--format must be one of {sorted(mb.RECIPES)}, got {args.format}")
+    recipe = dict(mb.RECIPE if args.format is None else mb.RECIPES[args.format])
+    if args.stop_step is not None:
+        if not 1 <= args.stop_step <= recipe["steps"]:
+            raise DPTextError(f"--stop-step must be within 1..{recipe['steps']}, got "
+                              f"{args.stop_step}")
+        recipe["stop_step"] = args.stop_step
+    if recipe.get("init_fingerprint") and not args.init:
+        raise DPTextError(f"format {recipe['format']} continues a head file: give --init FILE "
+                          "(the head of `dptext resources build mlm --format 2`)")
     if args.steps is not None:
         if args.steps < 1:
             raise DPTextError(f"--steps must be >= 1, got {args.steps}")
@@ -33,7 +43,8 @@ def cmd_build_mlm(args) -> int:
         tensors, figures = mb.train_head(
             recipe, progress=not args.no_progress,
             checkpoint=Path(args.checkpoint) if args.checkpoint else None,
-            max_seconds=None if args.max_minutes is None else 60.0 * args.max_minutes)
+            max_seconds=None if args.max_minutes is None else 60.0 * args.max_minutes,
+            init=Path(args.init) if args.init else None)
     except mb.Paused as paused:
         print(f"dptext: {paused}", file=sys.stderr)
         return PAUSED
@@ -72,5 +83,10 @@ def register(subparsers) -> None:
     p.add_argument("--max-minutes", type=float, help="with --checkpoint: stop after about this "
                    "much training at a checkpoint, exit status 3; run the same command again "
                    "to continue")
+    p.add_argument("--format", type=int, help="the recipe (dptext.lm.mlm_build.RECIPES; default "
+                   "the shipped head's)")
+    p.add_argument("--init", help="format 3: the format-2 head file it continues")
+    p.add_argument("--stop-step", type=int, help="stop at this step of the recipe's schedule "
+                   "(the head of a run stopped early; a checkpoint of the same run continues)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_build_mlm)

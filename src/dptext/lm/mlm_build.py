@@ -68,6 +68,22 @@ RECIPE: dict = {
 }
 
 
+#: format 3 (issue 46): continues the format-2 head (its fingerprint) with all six blocks, all
+#: the packaged running text and SmolLM2 as a teacher (dptext.lm.mlm_extra)
+RECIPE_V2 = dict(RECIPE)
+RECIPE_V3: dict = {
+    **RECIPE_V2, "format": 3, "seed": 1,
+    "extra_texts": ["convention_speeches_2012", "republican_convention_2016", "hamlet"],
+    "init_fingerprint": "66a03c412a5e625c53470509aeeec03b21437f88176265212a5f0527599c1fb0",
+    "init_recipe_format": 2, "bias_init": "init",
+    "steps": 100, "trainable_layers": 6, "learning_rate": 5e-4, "block_learning_rate": 2e-4,
+    "warmup_steps": 10,
+    "distill": {"teacher": "smollm2-135m-instruct", "weight": 0.5, "top_k": 16},
+}
+RECIPE_V3.pop("stop_step")
+RECIPES = {2: RECIPE_V2, 3: RECIPE_V3}
+
+
 def shipped_head_path() -> Path:
     return Path(str(files("dptext").joinpath(f"data/{HEAD_FILE}")))
 
@@ -126,10 +142,17 @@ def make_collator(tokenizer, recipe: dict = RECIPE):
 
 # ------------------------------------------------------------------ data
 def corpus_texts(split: str, recipe: dict = RECIPE) -> dict[str, list[str]]:
+    """The recipe's corpora (their ``split``); for the train split also its ``extra_texts``
+    (whole sources without a split, dptext.lm.mlm_extra)."""
     from dptext.datasets import load_dataset
 
-    return {name: load_dataset(name, split=split, seed=recipe["split_seed"]).texts
-            for name in recipe["corpora"]}
+    out = {name: load_dataset(name, split=split, seed=recipe["split_seed"]).texts
+           for name in recipe["corpora"]}
+    if split == "train" and recipe.get("extra_texts"):
+        from dptext.lm.mlm_extra import extra_texts
+
+        out.update({name: extra_texts(name) for name in recipe["extra_texts"]})
+    return out
 
 
 def pack(tokenizer, texts: Sequence[str], length: int) -> list[list[int]]:
@@ -199,14 +222,21 @@ def log_unigram(sequences: list[list[int]], vocab_size: int):
     return torch.log(counts / counts.sum()).to(torch.float32)
 
 
-def mlm_loss(model, inputs, attention, labels, *, reduction: str = "mean"):
-    """Cross-entropy on the chosen tokens only (the head runs only there)."""
+def mlm_loss(model, inputs, attention, labels, *, reduction: str = "mean", teacher=None):
+    """Cross-entropy on the chosen tokens only (the head runs only there); with ``teacher``
+    ((targets, weight): dptext.lm.mlm_extra) mixed with the teacher's top-k cross-entropy."""
     import torch
 
     hidden = model.bert(input_ids=inputs, attention_mask=attention).last_hidden_state
     where = labels != -100
     logits = model.cls(hidden[where])
-    return torch.nn.functional.cross_entropy(logits, labels[where], reduction=reduction)
+    ce = torch.nn.functional.cross_entropy(logits, labels[where], reduction=reduction)
+    if teacher is None:
+        return ce
+    from dptext.lm.mlm_extra import distill_loss
+
+    keys = [tuple(k) for k in where.nonzero().tolist()]
+    return distill_loss(logits, keys, teacher[0], teacher[1], ce)
 
 
 def held_out_loss(model, tokenizer, sequences: list[list[int]], recipe: dict = RECIPE,
@@ -278,14 +308,19 @@ def trajectory(recipe: dict) -> str:
 
 def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                log: Callable[[str], None] | None = None, checkpoint: Path | None = None,
-               checkpoint_every: int = 20, max_seconds: float | None = None):
+               checkpoint_every: int = 20, max_seconds: float | None = None,
+               init: Path | None = None, on_checkpoint: Callable | None = None):
     """Run the recipe; returns (the trained tensors by name, fp32, and the measured figures).
 
     With ``checkpoint`` the run saves its whole state there (trainable tensors, optimizer and
     schedule, the global torch RNG that draws the masks and the dropout, the step, the losses)
     every ``checkpoint_every`` steps, and a later call with the same recipe and path continues
     from it: the result is bit-identical to one uninterrupted run. ``max_seconds`` bounds this
-    call's training time: past it, the run checkpoints and raises :class:`Paused`."""
+    call's training time: past it, the run checkpoints and raises :class:`Paused`.
+
+    A recipe with ``init_fingerprint`` starts from the head file ``init`` (which must have that
+    fingerprint; its tensors replace the initial ones, the rest stays the packaged encoder's).
+    ``on_checkpoint(step, model)`` is called after each checkpoint is saved (a learning curve)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -311,6 +346,18 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
         if recipe.get("bias_init") == "log_unigram":
             with torch.no_grad():
                 model.cls.predictions.bias.copy_(log_unigram(train, len(tokenizer)))
+        if recipe.get("init_fingerprint"):
+            if init is None:
+                raise DPTextError("this recipe continues a head file: give it (--init FILE, "
+                                  f"fingerprint {recipe['init_fingerprint'][:16]}...)")
+            start_tensors, _ = read_head(init)
+            if fingerprint(start_tensors) != recipe["init_fingerprint"]:
+                raise DPTextError(f"{init} is not the head this recipe starts from")
+            with torch.no_grad():
+                for n, t in start_tensors.items():
+                    params[n].copy_(t.to(torch.float32))
+        teacher = None
+        distill = recipe.get("distill") or {}
         collator = make_collator(tokenizer, recipe)
         # the head at ``learning_rate``; the encoder blocks at ``block_learning_rate`` (if the
         # recipe names one: a fresh head wants a larger step than pre-trained blocks)
@@ -372,7 +419,16 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                 break
             inputs, labels = mask_tokens(collator, ids)
             labels[attention == 0] = -100
-            loss = mlm_loss(model, inputs, attention, labels)
+            mix = None
+            if distill.get("weight"):
+                if teacher is None:  # loaded on the first step run; the RNG left as it was
+                    from dptext.lm.mlm_extra import Teacher
+
+                    rng = torch.get_rng_state()
+                    teacher = Teacher(tokenizer, top_k=distill["top_k"])
+                    torch.set_rng_state(rng)
+                mix = (teacher.targets(ids), distill["weight"])
+            loss = mlm_loss(model, inputs, attention, labels, teacher=mix)
             loss.backward()
             optimizer.step()
             schedule.step()
@@ -386,6 +442,12 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
             done = step + 1
             if checkpoint is not None and done < stop and done % checkpoint_every == 0:
                 save(done)
+                if on_checkpoint is not None:
+                    on_checkpoint(done, model)
+                    model.eval()
+                    model.cls.train()
+                    for i in range(n_layers - recipe["trainable_layers"], n_layers):
+                        model.bert.encoder.layer[i].train()
                 if max_seconds is not None and time.perf_counter() - start > max_seconds:
                     if bar is not None:
                         bar.close()
