@@ -283,34 +283,19 @@ def _targeted(args, m):
     if args.entities is not None and getattr(args, "document_epsilon", None) is not None:
         raise DPTextError("--document-epsilon does not combine with --entities yet: give "
                           "--epsilon (per token) with --entities")
-    deid = {"pattern": [], "deny_list": None, "allow_list": None, "residual": None,
-            "name_policy": None, "word_policy": None, "check": False, "other_languages": None}
+    from dptext.detect.recognizers import read_word_list
+    from dptext.targeted.options import from_flags
+
+    options = from_flags(args, read_word_list)  # "--x needs --entities" without --entities
     if args.entities is None:
-        for flag in ("pattern_policy", "consistent"):
-            if getattr(args, flag) != {"pattern_policy": "placeholder",
-                                       "consistent": "none"}[flag]:
-                raise DPTextError(f"--{flag.replace('_', '-')} needs --entities")
-        for flag, default in deid.items():
-            if getattr(args, flag, default) not in (default, None):
-                raise DPTextError(f"--{flag.replace('_', '-')} needs --entities")
         return m
     if args.consistent == "unit" and not args.user_field:  # never downgraded to per record
         raise DPTextError("--consistent unit needs a unit field: give --user-field naming each "
                           "record's person (one --text is one record: use --consistent "
                           "document)")
-    from dptext.detect.recognizers import read_word_list
     from dptext.targeted import build_targeted
 
-    return build_targeted(
-        m, entities=args.entities, detector=args.detector, pattern_policy=args.pattern_policy,
-        surrogate_epsilon=args.surrogate_epsilon, consistent=args.consistent,
-        recognizers=True, patterns=args.pattern,
-        deny_list=read_word_list(args.deny_list, "--deny-list") if args.deny_list else (),
-        allow_list=read_word_list(args.allow_list, "--allow-list") if args.allow_list else (),
-        residual=args.residual or "protect", name_policy=args.name_policy or "surrogate",
-        word_policy=args.word_policy or ("placeholder" if args.name_policy == "placeholder"
-                                         else "surrogate"),
-        check=args.check, languages=("en",), other_languages=args.other_languages or "withhold")
+    return build_targeted(m, **options)
 
 
 def cmd_demo(args) -> int:
@@ -414,58 +399,9 @@ def register(subparsers) -> None:
                        help="discard an interrupted run of this output and start again")
     ent = s.add_argument_group("entity-targeted sanitization (only detected spans are "
                                "privatized; the rest is released verbatim and reported so)")
-    ent.add_argument("--entities", action=Once, metavar="TYPES",
-                     help="privatize only these detected entity types, e.g. "
-                          "PERSON,GPE,EMAIL,PHONE (groups: PHI - HIPAA Safe Harbor's "
-                          "identifiers -, PII, IDS, CONTACT, ALL)")
-    ent.add_argument("--detector", action=Once, choices=("spacy", "presidio", "both"),
-                     default="spacy", help="entity detector (contact details need presidio)")
-    ent.add_argument("--pattern-policy", action=Once, choices=("placeholder", "surrogate"),
-                     default="placeholder",
-                     help="e-mails, phones, IDs: a type placeholder (0-DP) or a surrogate drawn "
-                          "by the exponential mechanism (--surrogate-epsilon per span)")
-    ent.add_argument("--surrogate-epsilon", action=Once, type=positive_type, default=1.0,
-                     help="epsilon of one surrogate draw")
-    ent.add_argument("--consistent", action=Once, choices=("none", "document", "unit"),
-                     default="none",
-                     help="the same entity gets the same replacement within a document, or "
-                          "(unit, with --user-field) in all of a person's records - one draw "
-                          "per distinct entity per person, charged once")
-    ent.add_argument("--pattern", action="append", default=[], metavar="NAME=REGEX",
-                     help="your own recognizer (repeatable): NAME=REGEX, or "
-                          "NAME@ctx1,ctx2=REGEX to count a match only after a context word; "
-                          "its matches are replaced whole as category NAME")
-    ent.add_argument("--deny-list", action=Once, metavar="FILE",
-                     help="names and words that must never appear (one per line; each word "
-                          "of a several-word entry is found alone too): replaced whole")
-    ent.add_argument("--allow-list", action=Once, metavar="FILE",
-                     help="words that are never identifiers (one per line)")
-    ent.add_argument("--residual", action=Once, choices=("protect", "report", "keep"),
-                     help="tokens outside every detected span that are not ordinary words "
-                          "(unknown capitalised words, 3+ digit runs, codes, @): replaced "
-                          "whole (protect, the default), only counted (report), or not "
-                          "looked at (keep)")
-    ent.add_argument("--name-policy", action=Once,
-                     choices=("surrogate", "placeholder", "mechanism"),
-                     help="PERSON spans: a public name drawn independently of the input "
-                          "(surrogate, the default; 0-DP), a placeholder, or privatized word "
-                          "by word by the mechanism (which returns some names unchanged: "
-                          "the report counts them)")
-    ent.add_argument("--word-policy", action=Once,
-                     choices=("surrogate", "placeholder", "mechanism"),
-                     help="places and organisations (GPE, LOC, FAC, ORG): replaced whole by a "
-                          "public surrogate sharing no word with the input (surrogate, the "
-                          "default; placeholder with --name-policy placeholder), a "
-                          "placeholder, or privatized word by word by the mechanism (which "
-                          "returns some unchanged: the report counts and names them)")
-    ent.add_argument("--check", action="store_true",
-                     help="run the leak check on each record before release and withhold "
-                          "(rejects file: the category, never the value) a record in which "
-                          "an identifier survived")
-    ent.add_argument("--other-languages", action=Once, choices=("withhold", "whole"),
-                     help="a record in a language the detectors do not support (they read "
-                          "English): withhold it (default) or sanitize it whole with the "
-                          "mechanism - never passed through")
+    from dptext.targeted.options import add_flags
+
+    add_flags(ent, Once, positive_type)  # one flag per entity option (targeted/options.py)
     units = s.add_argument_group("privacy units and the ledger")
     units.add_argument("--user-field", action=Once,
                        help="field naming the privacy unit (person) of each record")

@@ -47,6 +47,7 @@ from dptext.detect.residual import ResidualNet
 from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, Result
 from dptext.rng import RngLike, as_generator
+from dptext.targeted.options import OPTIONS, resolve
 from dptext.targeted.report import TargetedReport
 from dptext.targeted.spans import Span, is_pattern, merge_spans, outside
 from dptext.targeted.surrogates import (
@@ -61,14 +62,9 @@ from dptext.targeted.surrogates import (
     word_surrogate_guarantee,
 )
 from dptext.text import count_punctuation, split_words
-from dptext.validation import check_bool, check_choice, check_epsilon
 
-CONSISTENCY = ("none", "document", "unit")
-PATTERN_POLICIES = ("placeholder", "surrogate")
-WORD_POLICIES = ("mechanism", "placeholder", "surrogate")
-RESIDUAL_POLICIES = ("keep", "report", "protect")
-NAME_POLICIES = ("mechanism", "surrogate", "placeholder")
-OTHER_LANGUAGES = ("withhold", "whole")
+CONSISTENCY = OPTIONS["consistent"].choices
+PATTERN_POLICIES = OPTIONS["pattern_policy"].choices
 _NAMES = frozenset({"PERSON", "DENY_LIST"})
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
 
@@ -122,34 +118,27 @@ class TargetedMechanism(Mechanism):
     guarantee_summary: ClassVar[str] = ("per detected span; undetected text is released "
                                         "verbatim and not protected")
 
-    def __init__(self, mechanism: Mechanism, *, entities: Iterable[str] | None = None,
-                 detector: str | EntityDetector | None = "spacy",
-                 pattern_policy: str = "placeholder", surrogate_epsilon: float = 1.0,
-                 consistent: str = "none", placeholder: str = "[{category}]",
-                 word_policy: str = "mechanism", recognizers: bool = False,
-                 patterns: Iterable[Any] = (), deny_list: Iterable[str] = (),
-                 allow_list: Iterable[str] = (), residual: str = "keep",
-                 name_policy: str = "mechanism", check: bool = False,
-                 languages: Iterable[str] | None = None,
-                 other_languages: str = "withhold") -> None:
+    def __init__(self, mechanism: Mechanism, **options: Any) -> None:
+        """``options``: those of :data:`dptext.targeted.options.OPTIONS` (the class docstring;
+        an unknown name is a one-line error), the others at their library default."""
         if not isinstance(mechanism, Mechanism) or isinstance(mechanism, TargetedMechanism):
             raise DPTextError("TargetedMechanism wraps a word or LM mechanism, e.g. "
                               "dptext.mechanism('custext', epsilon=2)")
         if getattr(mechanism, "p_add", 0) or getattr(mechanism, "p_del", 0):
             raise DPTextError("the add/delete variant of dpmlm rewrites whole texts; "
                               "use p_add=p_del=0 for entity-targeted sanitization")
+        o = self.options = resolve(options)
+        entities, detector = o["entities"], o["detector"]
         self.mechanism = mechanism
         if isinstance(entities, str):
             entities = [e for e in entities.split(",") if e.strip()]
         backend = detector.backend if isinstance(detector, EntityDetector) else detector
         if backend is not None and backend not in BACKENDS:
             raise DPTextError(f"unknown detector {detector!r}; choose from {', '.join(BACKENDS)}")
-        self.recognizers = check_bool(recognizers, "recognizers")
-        user = [parse_pattern(p) if isinstance(p, str) else p for p in patterns]
-        if isinstance(deny_list, str) or isinstance(allow_list, str):
-            raise DPTextError("deny_list and allow_list are lists of words or names")
-        self.deny_list = tuple(deny_list)
-        self.allow_list = frozenset(allow_list)
+        self.recognizers = o["recognizers"]
+        user = [parse_pattern(p) if isinstance(p, str) else p for p in o["patterns"]]
+        self.deny_list = o["deny_list"]
+        self.allow_list = frozenset(o["allow_list"])
         if self.deny_list:
             user.append(DenyListRecognizer("deny-list", "DENY_LIST", entries=self.deny_list))
         extra = supported_categories(user)
@@ -187,25 +176,19 @@ class TargetedMechanism(Mechanism):
             self._detector = None
         else:
             self._detector = EntityDetector(self.categories, backend, rules, self.allow_list)
-        self.residual = check_choice(residual, "residual", RESIDUAL_POLICIES)
-        self._residual = ResidualNet(self.allow_list) if residual != "keep" else None
-        self.name_policy = check_choice(name_policy, "name_policy", NAME_POLICIES)
-        self.check = check_bool(check, "check")
-        self.languages = None if languages is None else frozenset(
-            str(x).lower() for x in ([languages] if isinstance(languages, str) else languages))
-        self.other_languages = check_choice(other_languages, "other_languages",
-                                            OTHER_LANGUAGES)
+        self.residual = o["residual"]
+        self._residual = ResidualNet(self.allow_list) if self.residual != "keep" else None
+        self.name_policy, self.check = o["name_policy"], o["check"]
+        self.languages, self.other_languages = o["languages"], o["other_languages"]
         self.detector = backend
-        self.pattern_policy = check_choice(pattern_policy, "pattern_policy", PATTERN_POLICIES)
-        self.word_policy = check_choice(word_policy, "word_policy", WORD_POLICIES)
-        self.surrogate_epsilon = check_epsilon(surrogate_epsilon, "surrogate_epsilon")
-        self.consistent = check_choice(consistent, "consistent", CONSISTENCY)
+        self.pattern_policy, self.word_policy = o["pattern_policy"], o["word_policy"]
+        self.surrogate_epsilon, self.consistent = o["surrogate_epsilon"], o["consistent"]
         try:
-            placeholder.format(category="PERSON")
+            o["placeholder"].format(category="PERSON")
         except (AttributeError, KeyError, IndexError, ValueError):
             raise DPTextError(f"placeholder must be a text with at most a {{category}} field, "
-                              f"got {placeholder!r}") from None
-        self.placeholder = placeholder
+                              f"got {o['placeholder']!r}") from None
+        self.placeholder = o["placeholder"]
         self._memory: dict[tuple[str, str, str], str] = {}  # (unit, category, key) -> text
         # settle=False: draws not yet known released, ident -> (text, the draw's events), and
         # per unsettled result (by id) the draws it made or paid for
