@@ -115,13 +115,14 @@ class ColumnPlan:
         present = [c if isinstance(c, str) else str(c) for c in columns]
         absent = [c for c in (*self.keep, *self.drop, *self.hash) if c not in present]
         if absent:
-            raise DPTextError(f"{where}: no column {', '.join(absent)} in the input "
-                              f"(columns: {', '.join(present)})")
+            raise DPTextError(f"{where}: no column {', '.join(map(shown, absent))} in the "
+                              f"input (columns: {', '.join(map(shown, present))})")
         if self.keep_other:
             return
         uncovered = [c for c in present if c not in self.named()]
         if uncovered:
-            raise DPTextError(f"{where}: columns {','.join(uncovered)} are not covered: {how}")
+            raise DPTextError(f"{where}: columns {','.join(map(shown, uncovered))} are not "
+                              f"covered: {how}")
 
     def other_kept(self, columns: Sequence[str]) -> list[str]:
         """The columns ``--keep-other`` releases verbatim (not named)."""
@@ -159,7 +160,7 @@ class ColumnPlan:
         if not self.keep_other:
             new = [k for k in row if k not in self.named()]
             if new:
-                raise DPTextError(f"has columns {','.join(map(str, new))} not covered by "
+                raise DPTextError(f"has columns {','.join(map(shown, new))} not covered by "
                                   f"--field, --keep, --drop or --hash")
         drop = self._drop_names
         if not self.hash and drop.isdisjoint(row):  # nothing to change (the common case)
@@ -181,6 +182,14 @@ class ColumnPlan:
         keep_idx = [i for i, c in enumerate(header) if c not in drop]
         hashed = {i for i, c in enumerate(header) if c in self.hash}
         return [header[i] for i in keep_idx], keep_idx, hashed
+
+
+def shown(name) -> str:
+    """A column name as messages show it: quoted (repr) when it is blank, has spaces at an end,
+    a comma or a character that does not print (issue 47 N9: 'id ' and ' ' were invisible)."""
+    text = name if isinstance(name, str) else str(name)
+    plain = text and text == text.strip() and text.isprintable() and "," not in text
+    return text if plain else repr(text)
 
 
 def plan_columns(job, fields: list[str], fmt: str, first) -> tuple[ColumnPlan | None, list[str]]:
