@@ -161,6 +161,13 @@ class RecordReader:
         except Exception as err:  # pyarrow raises its own error types for a bad file
             raise DPTextError(f"{self._where} is not a readable Parquet file ({err})") from None
         self.schema = f.schema_arrow
+        seen: dict[str, int] = {}
+        for i, col in enumerate(self.schema.names, start=1):
+            if col in seen:  # a row as a dict would keep only the last of them (issue 47 N4)
+                raise DPTextError(f"{self._where}: the Parquet schema repeats the column "
+                                  f"{col!r} (columns {seen[col]} and {i}); each column needs "
+                                  f"its own name")
+            seen[col] = i
         missing = [c for c in self.fields if c not in self.schema.names]
         if missing:
             raise DPTextError(f"{self._where}: no column {missing[0]!r} in the Parquet schema")
