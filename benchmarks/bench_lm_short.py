@@ -57,7 +57,7 @@ def worker(sizes: list[int], rounds: int, epsilon: float) -> None:
             wall = time.perf_counter() - t0
             c1 = resource.getrusage(resource.RUSAGE_SELF)
             cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
-            drawn = sum(e.count for e in res.report.events if e.label == "mechanism")
+            drawn = sum(e.count for e in res.report.events if e.reason == "mechanism")
             rows.append({"words": n, "round": r, "drawn": drawn, "wall": wall, "cpu": cpu,
                          "load": os.getloadavg()[0], "text": res.text})
     print(json.dumps({"dptext": dptext.__file__, "rows": rows}))
