@@ -109,6 +109,8 @@ def verify(path: str | os.PathLike) -> bool:
         return False
     if file_digest(path) != record[0]:
         raise CorruptArtefact(f"{path} does not match its recorded sha256 (corrupted)")
+    with contextlib.suppress(OSError):  # the last use, for least-recently-used pruning
+        os.utime(digest_path(path))
     return True
 
 

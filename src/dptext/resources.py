@@ -476,3 +476,90 @@ def clear_cache(kinds: list[str] | None = None) -> tuple[int, int]:
         removed += 1
     _loaded.clear()
     return freed, removed
+
+
+# ------------------------------------------------------------------ the cache's size bound
+#: the cap on the fitted tables (``kind`` fitted) kept in the cache; each new epsilon of a word
+#: mechanism writes its own (12.2 MB for CusText on the default space; issue 47 N6: +2.34 GB
+#: after 192 epsilons in the service). ``$DPTEXT_CACHE_MAX_MB`` sets it; ``none`` turns it off.
+DEFAULT_CACHE_MAX_BYTES = 1 << 30
+CACHE_MAX_ENV = "DPTEXT_CACHE_MAX_MB"
+
+
+def cache_cap() -> int | None:
+    """The fitted tables' cap in bytes (None: unbounded)."""
+    import os
+
+    value = os.environ.get(CACHE_MAX_ENV, "").strip()
+    if not value:
+        return DEFAULT_CACHE_MAX_BYTES
+    if value.lower() == "none":
+        return None
+    try:
+        mb = float(value)
+    except ValueError:
+        raise DPTextError(f"${CACHE_MAX_ENV} is a size in MB or 'none', got {value!r}") from None
+    if not mb >= 0:
+        raise DPTextError(f"${CACHE_MAX_ENV} is a size in MB or 'none', got {value!r}")
+    return int(mb * 2**20)
+
+
+def last_used(entry: CacheEntry) -> float:
+    """When ``entry`` was last written or read: the newest modification time of its files
+    (:func:`dptext.cache.verify` touches an entry's digest file at each use)."""
+    from dptext.cache import BESIDE
+
+    times = []
+    for p in (entry.path, *(entry.path.with_name(entry.path.name + s) for s in BESIDE)):
+        try:
+            times.append(p.stat().st_mtime)
+        except OSError:
+            pass
+    return max(times, default=0.0)
+
+
+def prune_cache(max_bytes: int, kinds: Sequence[str] = ("fitted",),
+                keep: Sequence[str | Path] = ()) -> tuple[int, int]:
+    """Remove the least recently used entries of ``kinds`` until they hold at most
+    ``max_bytes`` (those in ``keep`` are never removed); returns (bytes freed, entries).
+    An entry removed while another process reads it is rebuilt there when next asked for."""
+    from dptext.cache import BESIDE
+
+    known = {"space", "fitted", "models", "bounds", "other"}
+    unknown = sorted(set(kinds) - known)
+    if unknown:
+        raise DPTextError(f"unknown cache kind {unknown[0]!r}; kinds: {', '.join(sorted(known))}")
+    kept = {Path(p).resolve() for p in keep}
+    entries = [e for e in cache_entries() if e.kind in kinds]
+    total = sum(e.bytes for e in entries)
+    freed = removed = 0
+    for entry in sorted(entries, key=last_used):
+        if total - freed <= max_bytes:
+            break
+        if entry.path.resolve() in kept:
+            continue
+        import shutil
+
+        try:
+            if entry.path.is_dir():
+                shutil.rmtree(entry.path)
+            else:
+                entry.path.unlink(missing_ok=True)
+            for suffix in BESIDE:
+                entry.path.with_name(entry.path.name + suffix).unlink(missing_ok=True)
+        except OSError:  # read-only or removed by another process meanwhile
+            continue
+        freed += entry.bytes
+        removed += 1
+    if removed and "space" in kinds:
+        _loaded.clear()
+    return freed, removed
+
+
+def bound_cache(written: str | Path) -> tuple[int, int]:
+    """After ``written`` (new fitted tables) entered the cache: the least recently used fitted
+    tables out until the cap (:func:`cache_cap`) holds, ``written`` kept."""
+    cap = cache_cap()
+    if cap is None:
+        return 0, 0
+    return prune_cache(cap, ("fitted",), keep=(written,))

@@ -67,6 +67,17 @@ def _size(n: int) -> str:
     return f"{n:.1f} GB"
 
 
+def _size_arg(text: str) -> int:
+    import argparse
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text, re.IGNORECASE)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"a size such as 500MB or 2GB, got {text!r}")
+    scale = 1024 ** " KMGT".index(m.group(2).upper() or " ")
+    return int(float(m.group(1)) * scale)
+
+
 def cmd_cache(args) -> int:
     from dptext.resources import cache_entries, clear_cache
 
@@ -83,6 +94,18 @@ def cmd_cache(args) -> int:
             raise DPTextError("cache clear needs --all or --kind KIND (see `dptext cache list`)")
         freed, removed = clear_cache(kinds=None if args.all else args.kind)
         print(f"removed {removed} entries, freed {_size(freed)}")
+        return 0
+    if args.action == "prune":
+        from dptext.resources import CACHE_MAX_ENV, cache_cap, prune_cache
+
+        cap = args.max_size if args.max_size is not None else cache_cap()
+        if cap is None:
+            raise DPTextError(f"cache prune needs --max-size (${CACHE_MAX_ENV} is 'none')")
+        kinds = args.kind or ["fitted"]
+        freed, removed = prune_cache(cap, kinds)
+        left = sum(e.bytes for e in cache_entries() if e.kind in kinds)
+        print(f"removed {removed} least recently used entries, freed {_size(freed)}; "
+              f"{', '.join(kinds)} now {_size(left)} (at most {_size(cap)})")
         return 0
     raise DPTextError(f"unknown cache action {args.action!r}")
 
@@ -101,8 +124,12 @@ def register(subparsers) -> None:
     build_mlm.register(build.add_subparsers(dest="what", required=True))
 
     c = add_command(subparsers, "cache", help="show or free what the cache holds")
-    c.add_argument("action", choices=("list", "clear"))
+    c.add_argument("action", choices=("list", "clear", "prune"))
     c.add_argument("--kind", action="append",
-                   help="with clear: only entries of this kind (repeatable), e.g. fitted")
+                   help="with clear or prune: only entries of this kind (repeatable), e.g. "
+                        "fitted (prune's default)")
+    c.add_argument("--max-size", type=_size_arg, metavar="SIZE",
+                   help="with prune: keep at most this much (e.g. 500MB, 2GB; default "
+                        "$DPTEXT_CACHE_MAX_MB or 1 GB), least recently used out first")
     c.add_argument("--all", action="store_true", help="with clear: every entry")
     c.set_defaults(func=cmd_cache)
