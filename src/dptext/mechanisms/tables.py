@@ -168,7 +168,10 @@ class FittedTables:
                 if tables is None:
                     tables = self._fit_tables(self.space)
                     self._validate(tables, "freshly fitted tables")
-                    cache_files.save_npz(path, tables)
+                    if cache_files.save_npz(path, tables):
+                        from dptext.resources import bound_cache
+
+                        bound_cache(path)  # the least recently used tables out past the cap
         elif tables is None:
             tables = self._fit_tables(self.space)
             self._validate(tables, "freshly fitted tables")
