@@ -9,6 +9,7 @@ is one span of kind ``rewritten``.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 from dptext.mechanisms.base import Mechanism
@@ -65,9 +66,15 @@ def spans(m: Mechanism, original: str, sanitized: str) -> list[dict]:
 VERBATIM = "released as written: not detected as an identifier, so not protected"
 
 
+_PIECES = re.compile(r"\w+|\s+|[^\w\s]")
+
+
 def _tokens(text: str) -> tuple[list[str], list[int]]:
-    """The words and the separators between them, and where each starts (one more: the end)."""
-    parts = [p for p in split_words(text) if p]
+    """Runs of word characters, runs of spaces and single punctuation characters, and where
+    each starts (one more: the end). Punctuation alone, so that the comma between two
+    replaced spans ("Andrea,[DATE]") is matched and parts them (issue 45: one window took the
+    first span's category for all)."""
+    parts = _PIECES.findall(text)
     starts, pos = [], 0
     for p in parts:
         starts.append(pos)
@@ -159,6 +166,16 @@ class _FirstOverlap:
             top = max(top, s.end)
             self.reach.append(top)
 
+    def within(self, lo: int, hi: int) -> list:
+        """The spans overlapping ``[lo, hi)``, by start."""
+        j = bisect_right(self.reach, lo)
+        out = []
+        while j < len(self.found) and self.starts[j] < hi:
+            if self.found[j].end > lo:
+                out.append(self.found[j])
+            j += 1
+        return out
+
     def __call__(self, lo: int, hi: int) -> str:
         j = bisect_right(self.reach, lo)  # the first span ending after lo
         if j < len(self.found) and self.starts[j] < hi:
@@ -198,7 +215,48 @@ def _align(original: str, released: str, o: tuple[int, int], r: tuple[int, int],
         if start + head >= end - tail:
             continue
         lo, hi = lo + head, hi - tail
-        cat = category(lo, hi)
-        out.append({"start": start + head, "end": end - tail, "kind": "entity", "category": cat,
-                    "reason": f"{cat}: {treatments.get(cat) or 'replaced'}"})
+        for a0, a1, cat in _split(original, released, (lo, hi), (start + head, end - tail),
+                                  category):
+            if cat is None:
+                verbatim(a0, a1)
+            else:
+                out.append({"start": a0, "end": a1, "kind": "entity", "category": cat,
+                            "reason": f"{cat}: {treatments.get(cat) or 'replaced'}"})
         verbatim(end - tail, end)
+
+
+def _split(original: str, released: str, o: tuple[int, int], r: tuple[int, int], category
+           ) -> list[tuple[int, int, str | None]]:
+    """A replaced window of the release cut at the text between the original spans it
+    replaces, where that text stands in the release at one place only (the leftmost and the
+    rightmost search agree): each part gets its own span's category, the text between them
+    is verbatim (``None``). Otherwise the window whole, with its first span's category."""
+    spans = category.within(*o)
+    whole = [(r[0], r[1], category(*o))]
+    if len(spans) < 2:
+        return whole
+    gaps = [original[a.end:b.start] for a, b in zip(spans, spans[1:], strict=False)]
+    if any(not g or a.end > b.start for g, (a, b) in zip(gaps, zip(spans, spans[1:],
+                                                                   strict=False), strict=True)):
+        return whole
+    left, pos = [], r[0]
+    for g in gaps:
+        at = released.find(g, pos, r[1])
+        if at < 0:
+            return whole
+        left.append(at)
+        pos = at + len(g)
+    right, limit = [], r[1]
+    for g in reversed(gaps):
+        at = released.rfind(g, r[0], limit)
+        right.append(at)
+        limit = at
+    if left != right[::-1]:
+        return whole
+    out, pos = [], r[0]
+    for s, at, g in zip(spans, left, gaps, strict=False):
+        out.append((pos, at, s.category))
+        out.append((at, at + len(g), None))
+        pos = at + len(g)
+    out.append((pos, r[1], spans[-1].category))
+    return [p for p in out if p[0] < p[1]]
