@@ -12,9 +12,11 @@ small LSTM over 300 public words) and its 4 rounds, with:
   sampling's noiseless twin);
 * the noise of the epsilon-1 run without the clipping and the privacy (``noise-only``: userdp
   with ``--beta 1000`` and z such that the per-coordinate std z beta / |U| is the epsilon-1
-  run's 12.3 x 1 / 182), which separates what the noise does from what clipping does;
+  run's z x 1 / 182), which separates what the noise does from what clipping does - a
+  noiseless FedAvg with Gaussian weight noise, the regularised baseline;
 * the private runs at epsilon 10, 3, 1 (delta 1e-10) at server-lr 1 and at the tuned step;
-* longer training: 12 rounds noiseless and at epsilon 1.
+* longer training: 12 rounds noiseless, with the weight noise, and at epsilon 1 (server-lr 1
+  and 2).
 
 Every private run passes ``--population 182`` (the training speakers, declared public for this
 experiment) so that the denominator is the same in every row (docs/uedp.md, "Dividing by
@@ -33,7 +35,16 @@ from bench_recipes import HOC, LSTM_SMALL, machine, run, show  # noqa: E402
 
 BASE = HOC + ["--limit", "250", *LSTM_SMALL]
 PUBLIC = ["--population", "182"]
-EPS1_STD = 12.3 * 1.0 / 182  # the epsilon-1 userdp run's per-coordinate noise std on the step
+# the epsilon-1 userdp runs' noise multiplier (delta 1e-10, q_u 1, public population: the
+# accountant's calibration for 4 and 12 rounds)
+EPS1_Z = {4: 12.2896, 12: 21.2862}
+
+
+def noise_only(rounds: int, lr: int, local: list[str]) -> list[str]:
+    """userdp without clipping (beta 1000) at the noise std of the epsilon-1 run, z beta / 182
+    per coordinate of the step: the same noise, no privacy (epsilon in the thousands)."""
+    return BASE + ["--algo", "userdp", "--rounds", str(rounds), "--beta", "1000", "--z",
+                   f"{EPS1_Z[rounds] / 1000:.6g}", "--server-lr", str(lr), *PUBLIC, *local]
 
 
 def jobs() -> dict[str, list[str]]:
@@ -43,19 +54,21 @@ def jobs() -> dict[str, list[str]]:
         for lr in (1, 2, 4):
             out[f"{tag}-noiseless-lr{lr}"] = BASE + ["--algo", "noiseless", "--rounds", "4",
                                                      "--server-lr", str(lr), *local]
-        # the epsilon-1 noise without clipping: z * 1000 / 182 = EPS1_STD
-        out[f"{tag}-noise-only"] = BASE + ["--algo", "userdp", "--rounds", "4", "--beta", "1000",
-                                           "--z", f"{EPS1_STD * 182 / 1000:.6g}", *PUBLIC,
-                                           *local]
+        out[f"{tag}-noise-only"] = noise_only(4, 1, local)
+        out[f"{tag}-noise-only-lr2"] = noise_only(4, 2, local)
         for eps in (10, 3, 1):
             for lr in (1, 2):
                 out[f"{tag}-eps{eps}-lr{lr}"] = BASE + [
                     "--algo", "userdp", "--rounds", "4", "--epsilon", str(eps), "--delta",
                     "1e-10", "--server-lr", str(lr), *PUBLIC, *local]
         if tag == "fedavg":  # longer training
-            out["fedavg-noiseless-12rounds"] = BASE + ["--algo", "noiseless", "--rounds", "12"]
-            out["fedavg-eps1-12rounds"] = BASE + ["--algo", "userdp", "--rounds", "12",
-                                                  "--epsilon", "1", "--delta", "1e-10", *PUBLIC]
+            for lr in (1, 2):
+                out[f"fedavg-noiseless-12rounds-lr{lr}"] = BASE + [
+                    "--algo", "noiseless", "--rounds", "12", "--server-lr", str(lr)]
+                out[f"fedavg-eps1-12rounds-lr{lr}"] = BASE + [
+                    "--algo", "userdp", "--rounds", "12", "--epsilon", "1", "--delta", "1e-10",
+                    "--server-lr", str(lr), *PUBLIC]
+                out[f"fedavg-noise-only-12rounds-lr{lr}"] = noise_only(12, lr, [])
     return out
 
 
