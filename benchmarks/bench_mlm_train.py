@@ -85,7 +85,10 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--init", required=True, help="the head file the recipe starts from")
     ap.add_argument("--texts", type=int, default=200)
-    ap.add_argument("--every", type=int, default=20, help="checkpoint/evaluate every N steps")
+    ap.add_argument("--every", type=int, default=20, help="checkpoint (and write the head) "
+                    "every N steps")
+    ap.add_argument("--eval-every", type=int, default=20, help="evaluate at the checkpoints "
+                    "of these steps")
     ap.add_argument("--max-minutes", type=float)
     ap.add_argument("--no-distill", action="store_true", help="the recipe without its teacher "
                     "(another recipe: another checkpoint)")
@@ -132,15 +135,17 @@ def main() -> None:
         losses = state["losses"]
         row = {"step": step, "utc": time.strftime("%H:%M:%S", time.gmtime()),
                "train_seconds": round(state["seconds"], 1),
-               "train_loss_last20": round(sum(losses[-20:]) / len(losses[-20:]), 4),
-               **evaluate(model)}
+               "train_loss_last20": round(sum(losses[-20:]) / len(losses[-20:]), 4)}
+        if step % args.eval_every == 0:
+            row.update(evaluate(model))
         row["eval_seconds"] = round(time.perf_counter() - start, 1)
         digest = mb.save_head(tensors, out / f"step{step}.safetensors",
                               recipe={**recipe, "stop_step": step},
                               figures={"train_seconds": row["train_seconds"],
                                        "final_train_loss": row["train_loss_last20"],
                                        "fill_mask": {k: row[k] for k in ("held_out",
-                                                                         "guardian")}})
+                                                                         "guardian")
+                                                     if k in row}})
         row["fingerprint"] = digest
         with curve.open("a") as f:
             f.write(json.dumps(row) + "\n")
