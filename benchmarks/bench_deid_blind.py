@@ -25,9 +25,10 @@ Scoring rules (every tool the same):
   AGE counts as PHI only above 89 (Safe Harbor): "AGE>89" is scored, younger ages are reported
   as "AGE<=89 (not PHI)" apart. STATE is not a Safe Harbor identifier: reported apart. Neither is
   in the overall recall nor in the survivors.
-- A survivor: a gold PHI string (one name part, date, number, street line, city, ...) of 2+
-  characters found verbatim in the released note, case-sensitive, as a whole word (no letter or
-  digit on either side), more times than it occurs in the original outside every gold PHI span
+- A survivor: a gold PHI string (one name part, date, number, street line, city, ...) with 2+
+  letters or digits (a lone initial "M." counts in recall only) found verbatim in the released
+  note, case-sensitive, as a whole word (no letter or digit on either side), more times than it
+  occurs in the original outside every gold PHI span
   (so "May" the month or "92" a heart rate, present as ordinary text, are not counted). Identifiers
   surviving = distinct (record, category, string) survivors; records with a survivor = records
   with at least one.
@@ -37,9 +38,10 @@ Scoring rules (every tool the same):
   whole-word occurrences in the release) of them count as kept.
 - Withheld: records missing from the release; recall, survivors and readability are over the
   released records.
-- Notes per CPU-second: CPU seconds (user+sys) of the tool on the whole set minus a warm-up run on
-  its first 5 notes (dptext CLI: both runs are child processes, so start-up and model load cancel;
-  in-process tools: engines loaded and warmed before timing), notes = set size - 5.
+- Notes per CPU-second: dptext CLI: CPU seconds (user+sys, child processes) of the run on the
+  whole set minus those of a run on its first 5 notes, over set size - 5 (start-up and model load
+  cancel; an untimed run before both byte-compiles and fills caches). In-process tools: engines
+  loaded and warmed on 5 notes, then the process CPU time over the whole set.
 
 Leak-check evaluation (--leak-check): `dptext check --original --released --json` on
 (clean) a release built from gold: every gold span replaced by a same-kind fake, the rest
@@ -199,6 +201,7 @@ def run_dptext(records, extra, dptext_src=None, workdir=None):
                 rel[r["id"]] = r
         return rel, cpu, wall, " ".join(cmd)
 
+    one(records[:WARM], "warm0")  # first run: byte-compiles, fills caches; not timed
     _, cpu_w, _, _ = one(records[:WARM], "warm")
     rel, cpu, wall, cmd = one(records, "full")
     return rel, max(cpu - cpu_w, 1e-9), wall, cmd
@@ -302,7 +305,7 @@ def survivors(rec, rel_text):
     out = set()
     for s in rec["phi"]:
         cat = category(s)
-        if not is_phi(cat) or len(s["text"]) < 2:
+        if not is_phi(cat) or len("".join(TOK.findall(s["text"]))) < 2:
             continue
         if count_word(s["text"], rel_text) > count_word(s["text"], rec["note"], phi_ranges):
             out.add((cat, s["text"]))
@@ -566,7 +569,7 @@ def markdown(results: dict) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tool", choices=["dptext", "presidio", "philter"])
-    ap.add_argument("--set", required=True, help="a blind set JSONL")
+    ap.add_argument("--set", help="a blind set JSONL")
     ap.add_argument(
         "--extra-args", default="", help="more dptext sanitize arguments, e.g. '--check'"
     )
@@ -585,9 +588,20 @@ def main(argv=None):
         "and the tools' saved releases (run the tools first)",
     )
     ap.add_argument("--results", default=str(RESULTS))
+    ap.add_argument("--table", nargs="+", metavar="RESULT_JSON",
+                    help="print one markdown table of these result files (columns 'label @ set')")
     a = ap.parse_args(argv)
+    if a.table:
+        res = {}
+        for f in a.table:
+            r = json.loads(Path(f).read_text())
+            res[f"{r['label']} @ {Path(r['set']).stem}"] = r
+        print(markdown(res), end="")
+        return
     if not a.tool and not a.leak_check:
         ap.error("--tool or --leak-check")
+    if not a.set:
+        ap.error("--set is required")
     path = Path(a.set)
     if not path.is_file():
         raise SystemExit(f"no such set: {path}")
