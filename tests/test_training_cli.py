@@ -166,3 +166,16 @@ def test_round_line_expects_the_remaining_rounds_at_the_mean_so_far():
                     "5 min 50 s to go")
     assert round_line({"round": 10, "loss": 1.0, "epsilon": None}, 10, 7200.0, 10).endswith(
         "2 h 00 min elapsed, done")
+
+
+def test_account_noisy_count_is_what_train_spends_without_population(capsys):
+    argv = ["account", "--algo", "uedp", "--q-u", "1", "--rounds", "4", "--z", "2"]
+    assert main(argv + ["--noisy-count"]) == 0
+    out = capsys.readouterr().out
+    p = TrainingPrivacy("uedp", 1.0, 2.0, 0.5, 1.0, 1, count_z=COUNT_Z)
+    assert f"epsilon = {p.epsilon(4, 1e-5):.4f}" in out
+    assert "user count released once (noise std 40 users)" in out
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"epsilon = {TrainingPrivacy('uedp', 1.0, 2.0, 0.5, 1.0, 1).epsilon(4, 1e-5):.4f}" in out
+    assert "user count" not in out

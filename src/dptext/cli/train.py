@@ -102,7 +102,9 @@ def cmd_account(args) -> int:
     eps = privacy.epsilon(args.rounds, args.delta, accountant=args.accountant)
     print(f"epsilon = {eps:.4f} at delta = {args.delta:g} after {args.rounds} rounds "
           f"({args.algo}, q_eff = {privacy.sampling_rate:.5f}, noise std = {privacy.z:.4g} x "
-          f"{privacy.sensitivity_factor:g} beta, accountant {args.accountant})")
+          f"{privacy.sensitivity_factor:g} beta, accountant {args.accountant})"
+          + ("" if privacy.count_z is None else
+             f" with the user count released once (noise std {privacy.count_std:g} users)"))
     if args.plot:
         _plot(args, privacy)
     return 0
