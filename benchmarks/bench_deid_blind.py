@@ -566,6 +566,74 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def pool(results: dict) -> dict:
+    """Pool result files of one label over several sets (sums of the underlying counts)."""
+    out = {}
+    for r in results.values():
+        p = out.setdefault(
+            r["label"],
+            {
+                "records": 0,
+                "withheld": 0,
+                "identifiers_surviving": 0,
+                "records_with_survivor": 0,
+                "released": 0,
+                "_cats": collections.Counter(),
+                "_catn": collections.Counter(),
+                "_kk": collections.Counter(),
+                "_kn": collections.Counter(),
+                "_rh": 0,
+                "_rn": 0,
+                "_cpu": 0.0,
+                "_notes": 0,
+                "sets": [],
+            },
+        )
+        p["sets"].append(Path(r["set"]).stem)
+        for k in (
+            "records",
+            "withheld",
+            "identifiers_surviving",
+            "records_with_survivor",
+            "released",
+        ):
+            p[k] += r[k]
+        for c, v in r["recall_by_category"].items():
+            p["_cats"][c] += round(v["recall"] * v["tokens"])
+            p["_catn"][c] += v["tokens"]
+        for k, v in r["keep_by_kind"].items():
+            p["_kk"][k] += v["kept"]
+            p["_kn"][k] += v["total"]
+        p["_rh"] += round(r["readability"] * r["ordinary_words"])
+        p["_rn"] += r["ordinary_words"]
+        n = r["records"] - (WARM if r["tool"] == "dptext" else 0)
+        p["_notes"] += n
+        p["_cpu"] += n / r["notes_per_cpu_s"]
+    final = {}
+    for label, p in out.items():
+        phi = [c for c in p["_catn"] if is_phi(c)]
+        final[f"{label} @ {'+'.join(p['sets'])}"] = {
+            "records": p["records"],
+            "withheld": p["withheld"],
+            "identifiers_surviving": p["identifiers_surviving"],
+            "records_with_survivor": p["records_with_survivor"],
+            "records_with_survivor_frac": p["records_with_survivor"] / max(p["released"], 1),
+            "token_recall": sum(p["_cats"][c] for c in phi)
+            / max(sum(p["_catn"][c] for c in phi), 1),
+            "recall_by_category": {
+                c: {"recall": p["_cats"][c] / p["_catn"][c], "tokens": p["_catn"][c]}
+                for c in sorted(p["_catn"])
+            },
+            "readability": p["_rh"] / max(p["_rn"], 1),
+            "keep_by_kind": {
+                k: {"kept": p["_kk"][k], "total": p["_kn"][k], "frac": p["_kk"][k] / p["_kn"][k]}
+                for k in sorted(p["_kn"])
+            },
+            "notes_per_cpu_s": p["_notes"] / p["_cpu"],
+        }
+    return final
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tool", choices=["dptext", "presidio", "philter"])
@@ -588,14 +656,23 @@ def main(argv=None):
         "and the tools' saved releases (run the tools first)",
     )
     ap.add_argument("--results", default=str(RESULTS))
-    ap.add_argument("--table", nargs="+", metavar="RESULT_JSON",
-                    help="print one markdown table of these result files (columns 'label @ set')")
+    ap.add_argument(
+        "--pool", action="store_true", help="with --table: one column per label, the sets pooled"
+    )
+    ap.add_argument(
+        "--table",
+        nargs="+",
+        metavar="RESULT_JSON",
+        help="print one markdown table of these result files (columns 'label @ set')",
+    )
     a = ap.parse_args(argv)
     if a.table:
         res = {}
         for f in a.table:
             r = json.loads(Path(f).read_text())
             res[f"{r['label']} @ {Path(r['set']).stem}"] = r
+        if a.pool:
+            res = pool(res)
         print(markdown(res), end="")
         return
     if not a.tool and not a.leak_check:
