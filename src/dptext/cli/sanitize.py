@@ -249,32 +249,59 @@ def _estimate(args) -> int:
 
     from dptext.corpus.estimate import CostEstimate, describe, estimate_file
 
-    if args.entities is not None:
-        raise DPTextError("--estimate does not cover --entities (the spans are only known "
-                          "after detection)")
-    if args.ledger is not None:
-        raise DPTextError("--estimate reads no ledger: give --budget to check withholding "
-                          "against a per-person budget (people are assumed to start at zero)")
+    remaining = None
+    if args.ledger is not None:  # read only: each person starts from what they may still spend
+        remaining = _ledger_remaining(args)
     params = mechanism_params(args)
     if "document_epsilon" in params and len(args.field) > 1:
         raise DPTextError("--document-epsilon bounds one text per record: give one --field "
                           "(with several, a record would cost up to their number times E)")
     m = unfitted_mechanism(args, params)
+    if args.entities is not None:  # detection and replacement run; nothing kept or charged
+        m = _targeted(args, m)
+        fit_mechanism(args, m)
     if args.text is not None:
         m.check_admissible()
-        est = CostEstimate(m, budget=args.budget)
+        est = CostEstimate(m, budget=args.budget, remaining=remaining)
         est.add_texts([args.text])
         summary = est.summary()
     else:
         summary = estimate_file(m, args.input, fields=args.field,
                                 input_format=args.input_format, user_field=args.user_field,
-                                budget=args.budget, max_record_bytes=args.max_record_bytes)
+                                budget=args.budget, max_record_bytes=args.max_record_bytes,
+                                remaining=remaining)
     for line in describe(summary):
         print(line, file=sys.stderr)
     if getattr(args, "epsilon_note", None):
         print(args.epsilon_note.replace("ran at", "estimated at"), file=sys.stderr)
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _ledger_remaining(args):
+    """``--estimate --ledger``: unit -> the epsilon the ledger says it may still spend (the
+    budget there, else ``--budget`` less what it spent); the ledger must exist (a dry run
+    creates nothing)."""
+    from pathlib import Path
+
+    from dptext.corpus.budget import open_ledger
+
+    if not (args.owner and args.dataset):
+        raise DPTextError("--ledger needs --owner and --dataset")
+    url = args.ledger
+    path = url[len("sqlite:///"):] if url.startswith("sqlite:///") else (
+        None if "://" in url else url)
+    if path is not None and not Path(path).is_file():
+        raise DPTextError(f"--estimate reads the ledger and creates none: no ledger at {url}")
+    ledger = open_ledger(url)
+
+    def remaining(unit: str):
+        left = ledger.remaining(unit, owner=args.owner, dataset=args.dataset)
+        if left is None and args.budget is not None:
+            spent = ledger.spent(unit, owner=args.owner, dataset=args.dataset, pld=False)
+            left = max(0.0, args.budget - spent.epsilon_basic)
+        return left
+    return remaining
 
 
 def _targeted(args, m):

@@ -12,6 +12,19 @@ people would be withheld - the ledger's rule applied in input order: a record wh
 total would pass the budget is withheld and not charged, and a later, cheaper one may still
 fit. It also says what per-token epsilon a document budget would give (the one asked for, or
 the median record cost as an example).
+
+Entity mode (``--entities``; issue 45): a record's cost depends on what is detected in it, so
+the dry run runs detection and the replacement itself on each record, keeps nothing of the
+output, writes nothing and charges nothing: the cost is the record's report's (the draws it
+makes: 0 for placeholders and surrogates drawn independently of the input, the mechanism's
+for words it privatizes; with ``consistent="unit"`` a person's entity is charged once, at its
+first record), and it counts the detected spans per category and the records that would be
+withheld (the leak check, a language the detectors do not read) with the reason.
+
+With a ledger (``--ledger``, read only) each person starts from what the ledger says they may
+still spend (:meth:`dptext.ledger.Ledger.remaining`), so today's spend is counted. The summary
+lists every record's cost (``per_record``) and every person's total (``per_person``) in input
+order, as ``--estimate`` promises; the lines on stderr give their quantiles.
 """
 
 from __future__ import annotations
@@ -50,7 +63,16 @@ class CostEstimate:
         self.rejected: list[str] = []
         self.withheld = 0
         self._records = 0
-        if self.document_epsilon is None:
+        self.per_record: list[dict] = []
+        self.entities = _is_entity(m)
+        self.categories: dict[str, int] = {}
+        self.withheld_by_mechanism: dict[str, int] = {}  # reason -> records
+        self.rng = None
+        if self.entities:
+            import numpy as np
+
+            self.rng = np.random.default_rng()
+        if self.document_epsilon is None and not self.entities:
             self._charge = m.guarantee.worst_case_epsilon
             if not math.isfinite(self._charge):
                 raise DPTextError(f"{m.name}: the per-token guarantee has no finite worst case; "
@@ -59,12 +81,37 @@ class CostEstimate:
     def _record_costs(self, texts: Sequence[str]) -> tuple[list[int], list[float], list]:
         """Per text: tokens, cost, derived per-token epsilon (None without a document
         budget); DPTextError for a text the mechanism refuses."""
+        if self.entities:
+            return self._entity_costs(texts)
         counts = self.m.token_counts(texts)
         if self.document_epsilon is None:
             return counts, [n * self._charge for n in counts], [None] * len(counts)
         eps = self.m.epsilons(texts)
         unit_cost = self.m.cost_per_epsilon()
         return counts, [n * e * unit_cost for n, e in zip(counts, eps, strict=True)], eps
+
+    def _entity_costs(self, texts: Sequence[str], units=None) -> tuple[list, list, list]:
+        """Entity mode: detection and replacement run, the output dropped (module docstring);
+        a record the mechanism withholds costs 0 and is counted with its reason."""
+        results = self.m.privatize_batch(list(texts), rng=self.rng, units=units)
+        counts, costs = [], []
+        for r in results:
+            rep = r.report
+            reason = getattr(rep, "withheld", None)
+            if reason is not None:
+                key = reason.split(":")[0]
+                self.withheld_by_mechanism[key] = self.withheld_by_mechanism.get(key, 0) + 1
+                self._pending_withheld.append(reason)
+                counts.append(0)
+                costs.append(0.0)
+                continue
+            self._pending_withheld.append(None)
+            for cat, row in (getattr(rep, "spans", None) or {}).items():
+                self.categories[cat] = self.categories.get(cat, 0) + row.get("spans", 0)
+            counts.append(sum(row.get("tokens", 0) for row in
+                              (getattr(rep, "spans", None) or {}).values()))
+            costs.append(float(rep.epsilon))
+        return counts, costs, [None] * len(counts)
 
     def add(self, fields: Sequence[Sequence[str]], units: Sequence[str | None],
             where: Sequence[str] | None = None) -> None:
@@ -75,10 +122,20 @@ class CostEstimate:
                                                          for i in range(n)]
         per_record = [[0, 0.0, []] for _ in range(n)]
         refused: dict[int, str] = {}
+        mech_withheld: dict[int, str] = {}
         for column in fields:
+            self._pending_withheld: list = []
             try:
-                parts = [self._record_costs(column)]
+                if self.entities:  # a person's entities drawn (and charged) once
+                    parts = [self._entity_costs(column, [
+                        u if u is not None else f"#record {self._records + i}"
+                        for i, u in enumerate(units)])]
+                else:
+                    parts = [self._record_costs(column)]
                 index = [list(range(n))]
+                for i, why in enumerate(self._pending_withheld):
+                    if why is not None:
+                        mech_withheld.setdefault(i, why)
             except DPTextError:  # one by one, so the refused record is named
                 parts, index = [], []
                 for i in range(n):
@@ -97,6 +154,12 @@ class CostEstimate:
             self._records += 1
             if i in refused:
                 self.rejected.append(f"{where[i]}: {refused[i]}")
+                self.per_record.append({"record": where[i], "refused": refused[i]})
+                continue
+            if i in mech_withheld:  # the mechanism would withhold it: nothing charged
+                self.withheld += 1
+                self.per_record.append({"record": where[i], "unit": units[i], "epsilon": 0.0,
+                                        "withheld": mech_withheld[i]})
                 continue
             self.costs.append(cost)
             self.tokens.append(tokens)
@@ -112,8 +175,12 @@ class CostEstimate:
             if u[3] is not None and u[0] + cost > u[3] * (1 + 1e-12):
                 u[2] += 1
                 self.withheld += 1
+                self.per_record.append({"record": where[i], "unit": units[i], "epsilon": cost,
+                                        "withheld": "over the person's budget"})
             else:
                 u[0] += cost
+                self.per_record.append({"record": where[i], "unit": units[i], "epsilon": cost,
+                                        "tokens": tokens})
 
     def refuse(self, reason: str) -> None:
         """A record that cannot be read or has no person: counted and named, not costed."""
@@ -149,11 +216,18 @@ class CostEstimate:
             "units_fully_withheld": sum(1 for u in self.units.values() if u[2] == u[1]),
             "charged": False,
             "written": False,
+            "per_record": self.per_record,
+            "per_person": [{"unit": unit, "epsilon": u[0], "records": u[1], "withheld": u[2],
+                            "budget_left_before": u[3]} for unit, u in self.units.items()],
         }
+        if self.entities:
+            out["entities"] = True
+            out["spans_by_category"] = dict(sorted(self.categories.items()))
+            out["withheld_by_mechanism"] = dict(sorted(self.withheld_by_mechanism.items()))
         if self.document_epsilon is not None:
             out["document_epsilon"] = self.document_epsilon
             out["per_token_epsilon"] = _quantiles(self.derived) if self.derived else None
-        elif self.costs and self.tokens and max(self.tokens) > 0:
+        elif self.costs and self.tokens and max(self.tokens) > 0 and not self.entities:
             # what a document budget equal to the median record cost would give
             e = out["record_epsilon"]["median"] or out["record_epsilon"]["max"]
             cost = self._charge / self.m.guarantee.epsilon if self.m.guarantee.epsilon else 1.0
@@ -191,6 +265,12 @@ def describe(summary: dict) -> list[str]:
         lines.append(f"  --document-epsilon {ex['document_epsilon']:.4g} (the median record "
                      f"cost) would give per-token epsilon min {p['min']:.4g}, median "
                      f"{p['median']:.4g}, max {p['max']:.4g}")
+    if summary.get("entities"):
+        cats = ", ".join(f"{c} {n}" for c, n in summary["spans_by_category"].items())
+        lines.append(f"  detected     {cats or 'nothing'}")
+        why = summary["withheld_by_mechanism"]
+        lines.append("  withheld     " + (", ".join(f"{n} ({r})" for r, n in why.items())
+                                          if why else "none by the leak check or language"))
     if summary["records_refused"]:
         lines.append(f"  refused      {summary['records_refused']} records, e.g. "
                      f"{summary['refused'][0]}")
@@ -200,13 +280,14 @@ def describe(summary: dict) -> list[str]:
 def estimate_file(m: Mechanism, input_spec: str, *, fields: Sequence[str] = ("text",),
                   input_format: str | None = None, user_field: str | None = None,
                   budget: float | None = None, max_record_bytes: int | None = None,
-                  batch_size: int = 512) -> dict:
-    """The dry run over every record of ``input_spec`` (a file, directory, glob or ``-``)."""
+                  batch_size: int = 512, remaining=None) -> dict:
+    """The dry run over every record of ``input_spec`` (a file, directory, glob or ``-``);
+    ``remaining``: unit -> epsilon left (a ledger's, read only)."""
     from dptext.corpus.records import MAX_RECORD_BYTES, RecordReader
     from dptext.corpus.sources import expand
 
     m.check_admissible()
-    est = CostEstimate(m, budget=budget, unit_field=user_field)
+    est = CostEstimate(m, budget=budget, unit_field=user_field, remaining=remaining)
     for source in expand(input_spec, input_format):
         reader = RecordReader(source, fields,
                               max_record_bytes=max_record_bytes or MAX_RECORD_BYTES)
@@ -231,6 +312,17 @@ def estimate_file(m: Mechanism, input_spec: str, *, fields: Sequence[str] = ("te
                 _add_batch(est, batch, len(fields))
         _add_batch(est, batch, len(fields))
     return est.summary()
+
+
+def _is_entity(m: Mechanism) -> bool:
+    from dptext.targeted import TargetedMechanism
+
+    return isinstance(m, TargetedMechanism)
+
+
+def ledger_remaining(ledger, owner: str, dataset: str):
+    """``unit -> epsilon left`` from a ledger, read only (None: no budget applies)."""
+    return lambda unit: ledger.remaining(unit, owner=owner, dataset=dataset)
 
 
 def _add_batch(est: CostEstimate, batch: list, n_fields: int) -> None:
