@@ -88,12 +88,13 @@ def test_a_hostile_pattern_is_a_400_and_healthz_keeps_answering(server):
     import httpx
 
     s, auth, _ = server
-    body = {"texts": ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"], "params": {"epsilon": 2},
-            "entities": {"entities": "PHI", "patterns": ["X=zz"]}}
-    # the mechanism and the detectors loaded first (loading is not what is measured here)
+    body = {"texts": ["Nothing to see here."], "params": {"epsilon": 2},
+            "entities": {"entities": "PHI", "patterns": ["X=(a|a)+b"]}}
+    # the mechanism with this pattern built and the detectors loaded first, on a text the
+    # pattern is quick on (loading is not what is measured here)
     r = httpx.post(f"{s.url}/v1/privatize", headers=auth, json=body, timeout=300)
     assert r.status_code == 200, r.text
-    body["entities"]["patterns"] = ["X=(a|a)+b"]
+    body["texts"] = ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"]
     answer: dict = {}
 
     def post() -> None:
