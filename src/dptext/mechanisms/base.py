@@ -31,8 +31,12 @@ from dptext.rng import RngLike
 #: ``distribution`` - ``distribution(word)`` gives the exact output law;
 #: ``likelihood_matrix`` - ``likelihood_matrix(inputs, outputs)`` gives exact P(output | input);
 #: ``sample_rows`` - ``sample_rows(rows, rng)`` draws outputs for vocabulary rows directly;
-#: ``fit_many`` - ``cls.fit_many(epsilons, ...)`` fits several epsilons in one pass.
-CAPABILITIES = frozenset({"distribution", "likelihood_matrix", "sample_rows", "fit_many"})
+#: ``fit_many`` - ``cls.fit_many(epsilons, ...)`` fits several epsilons in one pass;
+#: ``privatize_spans`` - ``privatize_spans(texts, spans, rng)`` privatizes only the words of the
+#: given character spans, the whole text as their context (DP-MLM: entity-targeted
+#: sanitization draws a span's words in their sentence, :mod:`dptext.targeted`).
+CAPABILITIES = frozenset({"distribution", "likelihood_matrix", "sample_rows", "fit_many",
+                          "privatize_spans"})
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,12 @@ class Mechanism(ABC):
     @property
     @abstractmethod
     def guarantee(self) -> TokenGuarantee: ...
+
+    @property
+    def rewrites_whole_texts(self) -> bool:
+        """Whether this instance rewrites a text as a whole (words added or deleted), so it
+        cannot privatize a span of words alone (DP-MLM's add/delete variant says yes)."""
+        return False
 
     def least_epsilon(self) -> float | None:
         """The per-token epsilon this mechanism needs to exceed (truncated Gumbel's bound for

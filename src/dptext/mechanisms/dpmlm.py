@@ -220,6 +220,7 @@ class DPMLM(LMMechanism):
     """DP-MLM (see the module docstring); ``p_add``/``p_del``: the section 7 variant."""
 
     name = "dpmlm"
+    capabilities = frozenset({"privatize_spans"})
     summary = "DP-MLM: rewrite word by word with a masked or causal LM (exponential mechanism)"
     guarantee_summary = "epsilon-DP per privatized word, any two contexts; n*epsilon per text"
     typical_epsilon = TypicalEpsilon(
@@ -254,6 +255,10 @@ class DPMLM(LMMechanism):
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         self._backend = None
         self._candidates = None
+
+    @property
+    def rewrites_whole_texts(self) -> bool:
+        return bool(self.p_add or self.p_del)  # section 7: words inserted and deleted
 
     # ------------------------------------------------------------- fitting
     @property

@@ -48,24 +48,14 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.base import Mechanism, Result
 from dptext.rng import RngLike, as_generator
 from dptext.targeted.options import OPTIONS, resolve
-from dptext.targeted.report import TargetedReport
-from dptext.targeted.spans import Span, is_pattern, merge_spans, outside
-from dptext.targeted.surrogates import (
-    SURROGATE_SETS,
-    WORD_SURROGATES,
-    name_surrogate_guarantee,
-    name_words,
-    placeholder_guarantee,
-    split_title,
-    surrogate_name,
-    surrogate_word,
-    word_surrogate_guarantee,
-)
+from dptext.targeted.report import SpanRow, TargetedReport
+from dptext.targeted.spans import Span, merge_spans, outside
+from dptext.targeted.surrogates import name_words
+from dptext.targeted.treatments import NAMES, Treatment, choose
 from dptext.text import count_punctuation, split_words
 
 CONSISTENCY = OPTIONS["consistent"].choices
 PATTERN_POLICIES = OPTIONS["pattern_policy"].choices
-_NAMES = frozenset({"PERSON", "DENY_LIST"})
 _KEPT = TokenGuarantee(GuaranteeKind.NONE)
 
 
@@ -124,7 +114,7 @@ class TargetedMechanism(Mechanism):
         if not isinstance(mechanism, Mechanism) or isinstance(mechanism, TargetedMechanism):
             raise DPTextError("TargetedMechanism wraps a word or LM mechanism, e.g. "
                               "dptext.mechanism('custext', epsilon=2)")
-        if getattr(mechanism, "p_add", 0) or getattr(mechanism, "p_del", 0):
+        if mechanism.rewrites_whole_texts:
             raise DPTextError("the add/delete variant of dpmlm rewrites whole texts; "
                               "use p_add=p_del=0 for entity-targeted sanitization")
         o = self.options = resolve(options)
@@ -189,6 +179,7 @@ class TargetedMechanism(Mechanism):
             raise DPTextError(f"placeholder must be a text with at most a {{category}} field, "
                               f"got {o['placeholder']!r}") from None
         self.placeholder = o["placeholder"]
+        self._treatments: dict[str, Treatment] = {}  # category -> its treatment, once chosen
         self._memory: dict[tuple[str, str, str], str] = {}  # (unit, category, key) -> text
         # settle=False: draws not yet known released, ident -> (text, the draw's events), and
         # per unsettled result (by id) the draws it made or paid for
@@ -221,10 +212,12 @@ class TargetedMechanism(Mechanism):
         out = copy.copy(self)
         out.mechanism = None
         out._memory, out._tentative, out._unsettled = {}, {}, {}
+        out._treatments = {}  # they read the wrapped mechanism
         return out
 
     def with_mechanism(self, mechanism: Mechanism) -> TargetedMechanism:
         self.mechanism = mechanism  # completes a shell()
+        self._treatments = {}
         return self
 
     @property
@@ -317,40 +310,12 @@ class TargetedMechanism(Mechanism):
         return Result("", report)
 
     # ------------------------------------------------------------- the work
-    def _treatment(self, category: str) -> tuple[str, TokenGuarantee]:
-        if not self._whole(category):
-            g = self.mechanism.guarantee
-            return f"{self.mechanism.name}, per word: {g.describe()}", g
-        if self._name_surrogate(category):
-            g = name_surrogate_guarantee()
-            return g.describe(), g
-        if self._surrogate(category):
-            g = SURROGATE_SETS[category].guarantee(self.surrogate_epsilon)
-            return g.describe(), g
-        if self._word_surrogate(category):
-            g = word_surrogate_guarantee(category)
-            return g.describe(), g
-        g = placeholder_guarantee(category, self.placeholder.format(category=category))
-        if self.pattern_policy == "surrogate":
-            return f"{g.describe()}; no surrogate set for this type", g
-        return g.describe(), g
-
-    def _whole(self, category: str) -> bool:
-        """Whether spans of ``category`` are replaced whole (patterns; words by choice)."""
-        return (is_pattern(category) or self.word_policy == "placeholder"
-                or (category == "PERSON" and self.name_policy != "mechanism")
-                or (self.word_policy == "surrogate" and category not in _NAMES))
-
-    def _word_surrogate(self, category: str) -> bool:
-        """Places and organisations replaced whole by a public surrogate (word_policy)."""
-        return (self.word_policy == "surrogate" and category in WORD_SURROGATES
-                and category not in _NAMES)
-
-    def _name_surrogate(self, category: str) -> bool:
-        return category in _NAMES and self.name_policy == "surrogate"
-
-    def _surrogate(self, category: str) -> bool:
-        return self.pattern_policy == "surrogate" and category in SURROGATE_SETS
+    def treatment(self, category: str) -> Treatment:
+        """How spans of ``category`` are replaced (:mod:`dptext.targeted.treatments`)."""
+        got = self._treatments.get(category)
+        if got is None:
+            got = self._treatments[category] = choose(self, category)
+        return got
 
     def privatize_spans(self, texts: Sequence[str], spans: Sequence[Iterable[Any]], *,
                         rng: RngLike = None,
@@ -415,33 +380,25 @@ class TargetedMechanism(Mechanism):
         names = {(t, j): repr((str(units[t]), spans[t][j].category, spans[t][j].key))
                  for t, ss in enumerate(spans) for j in range(len(ss))} if keyed else {}
         words = [(t, j) for t, ss in enumerate(spans) for j, s in enumerate(ss)
-                 if plan[t][j] is None and not self._whole(s.category)]
+                 if plan[t][j] is None and not self.treatment(s.category).whole]
         if words and keyed:
             new.update(self._privatize_keyed(texts, spans, words, names, draw_rng))
         elif words:
             new.update(self._privatize_words(texts, spans, words, gen))
         for t, ss in enumerate(spans):  # a surrogate is never a word of another name here
-            taken = frozenset() if keyed else name_words(texts[t], ss, _NAMES)
+            taken = frozenset() if keyed else name_words(texts[t], ss, NAMES)
             for j, s in enumerate(ss):
-                if plan[t][j] is None and self._whole(s.category):
-                    value = texts[t][s.start:s.end]
-                    g = draw_rng(names[(t, j)]) if keyed else gen
-                    if self._name_surrogate(s.category):
-                        new[(t, j)] = surrogate_name(value, g, taken)
-                    elif self._surrogate(s.category):
-                        new[(t, j)] = SURROGATE_SETS[s.category].draw(
-                            value, self.surrogate_epsilon, g)
-                    elif self._word_surrogate(s.category) and (
-                            got := surrogate_word(s.category, value, g)) is not None:
-                        new[(t, j)] = got
-                    else:  # a name's title stays ("Dear Dr. [PERSON]")
-                        prefix = split_title(value)[0] if s.category in _NAMES else ""
-                        new[(t, j)] = prefix + self.placeholder.format(category=s.category)
+                treatment = self.treatment(s.category)
+                if plan[t][j] is None and treatment.whole:
+                    new[(t, j)] = treatment.replace(texts[t][s.start:s.end],
+                                                    draw_rng(names[(t, j)]) if keyed else gen,
+                                                    taken)
         drawn = {}  # ident -> (text, the draw's events) of this call
         for ident, (t, j) in first.items():
             got = new[(t, j)]
-            drawn[ident] = (got.text if isinstance(got, Result) else got,
-                            self._draw_events(spans[t][j], got))
+            s = spans[t][j]
+            paid = self.treatment(s.category).account(texts[t][s.start:s.end], 0, got)
+            drawn[ident] = (paid.text, paid.draws)
         if settle or scope != "unit":
             memory.update({ident: text for ident, (text, _) in drawn.items()})
         else:
@@ -482,15 +439,6 @@ class TargetedMechanism(Mechanism):
                 self._unsettled[id(r)] = (r, mine)
         return results
 
-    def _draw_events(self, span, got) -> list:
-        """The events a draw is charged by (what a text reusing it unsettled pays)."""
-        if isinstance(got, Result):
-            return [e for e in got.report.events if e.guarantee.kind is not GuaranteeKind.NONE]
-        if self._surrogate(span.category):
-            _, g = self._treatment(span.category)
-            return [TokenEvent(g, 1, f"surrogate {span.category}")]
-        return []
-
     def _privatize_keyed(self, texts, spans, which, names, draw_rng
                          ) -> dict[tuple[int, int], Result]:
         """Each word span drawn alone from its own generator (``draw_rng``); word mechanisms
@@ -503,9 +451,7 @@ class TargetedMechanism(Mechanism):
         return out
 
     def _privatize_words(self, texts, spans, which, gen) -> dict[tuple[int, int], Result]:
-        from dptext.mechanisms.dpmlm import DPMLM
-
-        if isinstance(self.mechanism, DPMLM):  # the span's words, the whole text as context
+        if self.mechanism.supports("privatize_spans"):  # the whole text as the context
             by_text: dict[int, list[int]] = {}
             for t, j in which:
                 by_text.setdefault(t, []).append(j)
@@ -524,36 +470,25 @@ class TargetedMechanism(Mechanism):
                   scope: str, n_residual: int = 0) -> Result:
         events, draws, tally, out = [], [], {}, []
         for s, reuse, got in zip(spans, plan, drawn, strict=True):
-            treatment, g = self._treatment(s.category)
-            row = tally.setdefault(s.category, {"treatment": treatment, "spans": 0, "draws": 0,
-                                                "reused": 0, "tokens": 0, "unchanged": 0})
+            treatment = self.treatment(s.category)
+            row = tally.setdefault(s.category, SpanRow(treatment.report_line()))
             n = count_tokens(text[s.start:s.end])
-            row["spans"] += 1
-            row["tokens"] += n
+            row.spans += 1
+            row.tokens += n
             if reuse is not None:
                 text_, paid = lookup(reuse[0])
                 out.append(text_)
-                row["reused"] += 1
-                events.append(TokenEvent(g, n, "reused"))
+                row.reused += 1
+                events.append(TokenEvent(treatment.guarantee, n, "reused"))
                 if reuse[1]:  # a draw of another text not known released: charged here too
                     draws.extend(paid)
-            elif isinstance(got, Result):  # a word span: the mechanism's own accounting
-                out.append(got.text)
-                row["draws"] += 1
-                row["unchanged"] += got.text.casefold() == text[s.start:s.end].casefold()
-                events.extend(got.report.events)
-                draws.extend(e for e in got.report.events
-                             if e.guarantee.kind is not GuaranteeKind.NONE)
             else:
-                out.append(got)
-                row["draws"] += 1
-                surrogate = self._surrogate(s.category)
-                events.append(TokenEvent(g, n, "surrogate" if surrogate else "name surrogate"
-                                         if self._name_surrogate(s.category) else
-                                         "word surrogate" if self._word_surrogate(s.category)
-                                         else "placeholder"))
-                if surrogate:
-                    draws.append(TokenEvent(g, 1, f"surrogate {s.category}"))
+                d = treatment.account(text[s.start:s.end], n, got)
+                out.append(d.text)
+                row.draws += 1
+                row.unchanged += d.unchanged
+                events.extend(d.events)
+                draws.extend(d.draws)
         rest = outside(text, spans)
         events.append(TokenEvent(_KEPT, sum(count_tokens(p) for p in rest), "undetected"))
         pieces = [rest[0]]
@@ -561,7 +496,8 @@ class TargetedMechanism(Mechanism):
             pieces += [new, after]
         report = TargetedReport(
             mechanism=f"targeted:{self.mechanism.name}", per_token=self.mechanism.guarantee,
-            events=_grouped(events), draws=_grouped(draws), spans=tally,
+            events=_grouped(events), draws=_grouped(draws),
+            spans={c: row.as_dict() for c, row in tally.items()},
             detector=self.detector or "", entities=tuple(sorted(self.categories or ())),
             consistent=scope,
             residual={"policy": self.residual, "tokens": n_residual} if self._residual else {})

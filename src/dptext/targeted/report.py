@@ -14,14 +14,35 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 from dptext.accounting.composition import epsilon_for_delta, metric_epsilon, pure_epsilon
 from dptext.accounting.events import GuaranteeKind, TokenEvent
 from dptext.accounting.report import PrivacyReport
 
-_COUNTS = ("spans", "draws", "reused", "tokens", "unchanged")
+
+@dataclass
+class SpanRow:
+    """One category's row of the report (``TargetedReport.spans`` holds it as a dict, the
+    form its JSON and every reader take): the treatment's report line and the counts."""
+
+    treatment: str
+    spans: int = 0
+    draws: int = 0
+    reused: int = 0
+    tokens: int = 0
+    unchanged: int = 0  # word spans the mechanism returned as they were
+
+    def add(self, other: dict) -> None:
+        for k in _COUNTS:
+            setattr(self, k, getattr(self, k) + other.get(k, 0))
+
+    def as_dict(self) -> dict:
+        return {"treatment": self.treatment, **{k: getattr(self, k) for k in _COUNTS}}
+
+
+_COUNTS = tuple(f.name for f in fields(SpanRow) if f.name != "treatment")
 
 
 @dataclass
@@ -148,15 +169,13 @@ class TargetedReport(PrivacyReport):
         reports = list(reports)
         base = PrivacyReport.combine(reports)
         draws: Counter = Counter()
-        spans: dict[str, dict] = {}
+        rows: dict[str, SpanRow] = {}
         for r in reports:
             for e in getattr(r, "draws", []):
                 draws[(e.guarantee, e.reason)] += e.count
             for category, s in getattr(r, "spans", {}).items():
-                mine = spans.setdefault(category, {"treatment": s["treatment"],
-                                                   **dict.fromkeys(_COUNTS, 0)})
-                for k in _COUNTS:
-                    mine[k] += s.get(k, 0)
+                rows.setdefault(category, SpanRow(s["treatment"])).add(s)
+        spans = {c: row.as_dict() for c, row in rows.items()}
         first = reports[0]
         consistent = {getattr(r, "consistent", "none") for r in reports}
         residual: dict = {}
