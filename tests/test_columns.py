@@ -95,10 +95,15 @@ def test_the_user_field_is_dropped_unless_kept_or_hashed(tmp_path, notes, space_
                      "doctor", "--user-field", "patient_id", "-o", out)
     assert code == 0, err
     assert list(_rows(out)[0]) == ["note"]
+    # one line says that --hash keeps the linkage (issue 45)
+    assert [line for line in err.splitlines() if "--hash patient_id keeps" in line] == [
+        "  note               the person column 'patient_id' was dropped (the default): "
+        "--hash patient_id keeps a person's records linkable by a keyed pseudonym"]
     code, err = _run(capsys, "--space", space_file, "-i", notes, "-f", "note", "--drop",
                      "doctor", "--user-field", "patient_id", "--keep", "patient_id", "-o",
                      tmp_path / "kept.csv")
     assert code == 0, err
+    assert "--hash patient_id keeps" not in err
     assert [r["patient_id"] for r in _rows(tmp_path / "kept.csv")] == ["p1", "p2", "p1"]
 
 

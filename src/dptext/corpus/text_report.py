@@ -12,11 +12,22 @@ from __future__ import annotations
 
 def columns_line(summary: dict) -> str | None:
     """What happened to the columns that were not privatized (None: there were none)."""
+    from dptext.corpus.columns import COLUMN_ROLES
+
     cols = (summary or {}).get("columns") or {}
-    parts = [f"{', '.join(cols[k])} {what}" for k, what in (
-        ("released_verbatim_not_protected", "released verbatim, NOT protected"),
-        ("hashed", "replaced by keyed pseudonyms"), ("dropped", "dropped")) if cols.get(k)]
+    parts = [f"{', '.join(cols[r.report_key])} {r.report_line}" for r in COLUMN_ROLES.values()
+             if cols.get(r.report_key)]
     return f"  other columns      {'; '.join(parts)}" if parts else None
+
+
+def unit_column_line(summary: dict, user_field: str | None) -> str | None:
+    """One line when the ``--user-field`` column was dropped (issue 45): a person's records can
+    no longer be grouped, and ``--hash`` would have kept that linkage."""
+    cols = (summary or {}).get("columns") or {}
+    if user_field is None or user_field not in (cols.get("dropped") or []):
+        return None
+    return (f"  note               the person column {user_field!r} was dropped (the default): "
+            f"--hash {user_field} keeps a person's records linkable by a keyed pseudonym")
 
 
 def units_line(summary: dict, user_field: str | None) -> str:
@@ -53,5 +64,5 @@ def text_report(report, summary: dict, user_field: str | None, counts: dict) -> 
     """The report's lines (``report``: the job's PrivacyReport; ``summary``: what its report
     file holds; ``counts``: ``JobResult.counts``)."""
     lines = [str(report), units_line(summary, user_field), columns_line(summary),
-             counts_line(counts)]
+             unit_column_line(summary, user_field), counts_line(counts)]
     return [line for line in lines if line is not None]

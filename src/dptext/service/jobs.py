@@ -296,7 +296,13 @@ class JobStore:
         self._done(job, result.summary, result.report)
 
     def _done(self, job: Job, summary: dict, report) -> None:
-        from dptext.corpus.text_report import columns_line, counts_line, text_report, units_line
+        from dptext.corpus.text_report import (
+            columns_line,
+            counts_line,
+            text_report,
+            unit_column_line,
+            units_line,
+        )
 
         rejects = self.output_path(job, "rejects")
         if not rejects.exists():  # always downloadable, empty when nothing was left out
@@ -307,7 +313,9 @@ class JobStore:
             lines = text_report(report, summary, job.unit_field, counts)
         else:  # finished before a kill: the report object is gone, its file says the rest
             lines = [line for line in (units_line(summary, job.unit_field),
-                                       columns_line(summary), counts_line(counts)) if line]
+                                       columns_line(summary),
+                                       unit_column_line(summary, job.unit_field),
+                                       counts_line(counts)) if line]
         leak = self._leak_check(job) if job.entities is not None else None
         from dptext.corpus.report_html import write_report_html
 
