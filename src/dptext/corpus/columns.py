@@ -27,22 +27,78 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable, Sequence
+from abc import ABC
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import ClassVar
 
 from dptext.errors import DPTextError
 
 PSEUDONYM_ENV = "DPTEXT_PSEUDONYM_SECRET"
 PEEK_RECORDS = 100  # JSONL records read for their keys before any work
-ROLES = ("field", "keep", "drop", "hash")
+
+
+class ColumnRole(ABC):
+    """What happens to a column that is not privatized (module docstring): its option
+    (``--NAME``, ``NAME=``), whether it is written, the released value of a cell, the output
+    field of a Parquet column, and its key and line in the report. A new role is one class and
+    one line of :data:`COLUMN_ROLES`."""
+
+    name: ClassVar[str]
+    report_key: ClassVar[str]  # its list in the report's ``columns``
+    report_line: ClassVar[str]  # what the text report says of those columns
+    written: ClassVar[bool] = True
+    needs_key: ClassVar[bool] = False  # the pseudonym key (module docstring)
+
+    def converter(self, plan: ColumnPlan) -> Callable[[object], object] | None:
+        """The released value of a cell from its input value (None: as it is)."""
+        return None
+
+    def arrow_field(self, f):
+        """The output field of a Parquet column of this role."""
+        return f
+
+
+class Keep(ColumnRole):
+    name, written = "keep", True
+    report_key, report_line = "released_verbatim_not_protected", "released verbatim, NOT protected"
+
+
+class Drop(ColumnRole):
+    name, written = "drop", False
+    report_key, report_line = "dropped", "dropped"
+
+
+class Hash(ColumnRole):
+    name, needs_key = "hash", True
+    report_key, report_line = "hashed", "replaced by keyed pseudonyms"
+
+    def converter(self, plan):
+        return plan.pseudonym
+
+    def arrow_field(self, f):
+        import pyarrow as pa
+
+        return pa.field(f.name, pa.string())
+
+
+#: every column role by name (module docstring): the options, in this order
+COLUMN_ROLES: dict[str, ColumnRole] = {r.name: r for r in (Keep(), Drop(), Hash())}
+ROLES = ("field", *COLUMN_ROLES)
+
+
+def _how(option: Callable[[str], str], other: str) -> str:
+    names = [option("field"), *(option(r) for r in COLUMN_ROLES)]
+    return f"name each with {', '.join(names[:-1])} or {names[-1]} (or {other} to release the " \
+        "rest verbatim)"
+
+
 #: how the roles are named in the error for an uncovered column: the command line's options,
 #: or the keyword arguments of the Python functions (pandas, datasets)
-CLI_ROLES = ("name each with --field, --keep, --drop or --hash (or --keep-other to release the "
-             "rest verbatim)")
-PYTHON_ROLES = ("name each in columns=, keep=, drop= or hash= (or keep_other=True to release "
-                "the rest verbatim)")
+CLI_ROLES = _how(lambda r: f"--{r}", "--keep-other")
+PYTHON_ROLES = _how(lambda r: "columns=" if r == "field" else f"{r}=", "keep_other=True")
 
 
 def _names(value: str | Iterable[str] | None) -> list[str]:
@@ -58,37 +114,58 @@ def _names(value: str | Iterable[str] | None) -> list[str]:
 
 @dataclass(frozen=True)
 class ColumnPlan:
-    """Which role each column has (module docstring). ``key``: the pseudonym key (bytes), needed
-    only when ``hash`` names a column; ``owner`` is mixed into every pseudonym."""
+    """Which role each column has (module docstring): ``roles`` holds, per role of
+    :data:`COLUMN_ROLES`, the columns given it. ``key``: the pseudonym key (bytes), needed only
+    when a role that needs it names a column; ``owner`` is mixed into every pseudonym."""
 
     fields: tuple[str, ...]
-    keep: tuple[str, ...] = ()
-    drop: tuple[str, ...] = ()
-    hash: tuple[str, ...] = ()
+    roles: tuple[tuple[str, tuple[str, ...]], ...] = ()
     keep_other: bool = False
     user_field: str | None = None
     key: bytes | None = field(default=None, repr=False)
     owner: str = ""
 
     @classmethod
-    def make(cls, fields, *, keep=None, drop=None, hash=None, keep_other: bool = False,
-             user_field: str | None = None, key: bytes | None = None,
-             owner: str | None = None) -> ColumnPlan:
-        roles = {"field": _names(fields), "keep": _names(keep), "drop": _names(drop),
-                 "hash": _names(hash)}
+    def make(cls, fields, *, keep_other: bool = False, user_field: str | None = None,
+             key: bytes | None = None, owner: str | None = None, **roles) -> ColumnPlan:
+        """``roles``: each role of :data:`COLUMN_ROLES` by name (``keep=``, ``drop=``,
+        ``hash=``), its columns repeatable or comma-separated."""
+        unknown = sorted(set(roles) - set(COLUMN_ROLES))
+        if unknown:
+            raise DPTextError(f"unknown column role {unknown[0]!r}; roles: "
+                              f"{', '.join(COLUMN_ROLES)}")
+        named = {"field": _names(fields), **{r: _names(roles.get(r)) for r in COLUMN_ROLES}}
         seen: dict[str, str] = {}
-        for role, cols in roles.items():
+        for role, cols in named.items():
             for c in cols:
                 if c in seen:
                     what = "given twice" if seen[c] == role else \
                         f"given to both --{seen[c]} and --{role}"
                     raise DPTextError(f"column {c!r} {what}: name each column once")
                 seen[c] = role
-        if roles["hash"] and key is None:
-            raise DPTextError("--hash needs a pseudonym key: give --pseudonym-key FILE (created "
-                              f"on first use), set ${PSEUDONYM_ENV}, or use a SQLite --ledger")
-        return cls(tuple(roles["field"]), tuple(roles["keep"]), tuple(roles["drop"]),
-                   tuple(roles["hash"]), bool(keep_other), user_field, key, owner or "")
+        keyed = [r for r in COLUMN_ROLES if COLUMN_ROLES[r].needs_key and named[r]]
+        if keyed and key is None:
+            raise DPTextError(f"--{keyed[0]} needs a pseudonym key: give --pseudonym-key FILE "
+                              f"(created on first use), set ${PSEUDONYM_ENV}, or use a SQLite "
+                              "--ledger")
+        return cls(tuple(named["field"]), tuple((r, tuple(named[r])) for r in COLUMN_ROLES),
+                   bool(keep_other), user_field, key, owner or "")
+
+    def columns(self, role: str) -> tuple[str, ...]:
+        """The columns given ``role`` (a name of :data:`COLUMN_ROLES`)."""
+        return dict(self.roles).get(role, ())
+
+    @cached_property
+    def _role_of(self) -> dict[str, ColumnRole]:
+        """column -> its role; the user field, when it has no role, is dropped."""
+        out = {c: COLUMN_ROLES[r] for r, cols in self.roles for c in cols}
+        if self.user_field and self.user_field not in out:
+            out[self.user_field] = COLUMN_ROLES["drop"]
+        return out
+
+    def role(self, column: str) -> ColumnRole | None:
+        """The role of ``column`` (None: a privatized field, or kept by ``keep_other``)."""
+        return self._role_of.get(column)
 
     # ------------------------------------------------------------------ coverage
     def named(self) -> frozenset[str]:
@@ -96,24 +173,26 @@ class ColumnPlan:
 
     @cached_property
     def _named(self) -> frozenset[str]:  # once: apply() asks for every record
-        out = {*self.fields, *self.keep, *self.drop, *self.hash}
+        out = {*self.fields, *(c for _, cols in self.roles for c in cols)}
         if self.user_field:
             out.add(self.user_field)
         return frozenset(out)
 
     @cached_property
-    def _drop_names(self) -> frozenset[str]:
-        """What is not written: ``--drop`` and the user field when it has no other role."""
-        uf = self.user_field
-        extra = {uf} if uf and uf not in (*self.keep, *self.hash, *self.drop) else set()
-        return frozenset(self.drop) | extra
+    def _unwritten(self) -> frozenset[str]:
+        return frozenset(c for c, r in self._role_of.items() if not r.written)
+
+    @cached_property
+    def _converters(self) -> dict[str, Callable[[object], object]]:
+        got = {c: r.converter(self) for c, r in self._role_of.items() if r.written}
+        return {c: f for c, f in got.items() if f is not None}
 
     def check(self, columns: Sequence[str], where: str, how: str = CLI_ROLES) -> None:
         """A one-line error when a column of the input is not covered or a named column
         (other than a privatized field, which the reader checks) is not in the input.
         ``how``: how the caller names the roles (:data:`CLI_ROLES`, :data:`PYTHON_ROLES`)."""
         present = [c if isinstance(c, str) else str(c) for c in columns]
-        absent = [c for c in (*self.keep, *self.drop, *self.hash) if c not in present]
+        absent = [c for _, cols in self.roles for c in cols if c not in present]
         if absent:
             raise DPTextError(f"{where}: no column {', '.join(map(shown, absent))} in the "
                               f"input (columns: {', '.join(map(shown, present))})")
@@ -128,22 +207,28 @@ class ColumnPlan:
         """The columns ``--keep-other`` releases verbatim (not named)."""
         return [c for c in columns if c not in self.named()] if self.keep_other else []
 
-    def released_verbatim(self, columns: Sequence[str]) -> list[str]:
-        return [c for c in columns if c in self.keep or c in self.other_kept(columns)]
+    def unwritten(self, columns: Sequence[str]) -> list[str]:
+        """The columns of ``columns`` not written (their role is not written)."""
+        return [c for c in columns if c in self._unwritten]
 
-    def dropped(self, columns: Sequence[str]) -> list[str]:
-        """Dropped: ``--drop`` and the user field when it has no other role."""
-        uf = self.user_field
-        extra = [uf] if uf in self._drop_names and uf in columns and uf not in self.drop else []
-        return [c for c in columns if c in self.drop] + extra
+    def converter(self, column: str) -> Callable[[object], object] | None:
+        """How a cell of ``column`` is released (None: as it is)."""
+        return self._converters.get(column)
 
     def describe(self, columns: Sequence[str]) -> dict:
-        """What the report says about the columns."""
-        return {"privatized": [c for c in columns if c in self.fields],
-                "released_verbatim_not_protected": self.released_verbatim(columns),
-                "dropped": self.dropped(columns),
-                "hashed": [c for c in columns if c in self.hash],
-                "keep_other": self.keep_other}
+        """What the report says about the columns: the privatized ones, then each role's
+        (the columns ``keep_other`` keeps are released verbatim too)."""
+        out = {"privatized": [c for c in columns if c in self.fields]}
+        other = self.other_kept(columns)
+        uf = self.user_field
+        for name, role in COLUMN_ROLES.items():
+            given = self.columns(name)
+            out[role.report_key] = [c for c in columns if c in given or (
+                name == "keep" and c in other)]
+            if uf in columns and uf not in given and self.role(uf) is role:
+                out[role.report_key].append(uf)  # the user field, by default
+        out["keep_other"] = self.keep_other
+        return out
 
     # ------------------------------------------------------------------ output
     def pseudonym(self, value) -> object:
@@ -155,33 +240,32 @@ class ColumnPlan:
         return "p" + hmac.new(self.key, msg, hashlib.sha256).hexdigest()[:16]
 
     def apply(self, row: dict) -> dict:
-        """A mapping record (JSONL/Parquet) as released: dropped keys removed, hashed ones
-        replaced; ``DPTextError`` for a key no role covers (a later record's new key)."""
+        """A mapping record (JSONL/Parquet) as released: each column as its role says;
+        ``DPTextError`` for a key no role covers (a later record's new key)."""
         if not self.keep_other:
             new = [k for k in row if k not in self.named()]
             if new:
                 raise DPTextError(f"has columns {','.join(map(shown, new))} not covered by "
                                   f"--field, --keep, --drop or --hash")
-        drop = self._drop_names
-        if not self.hash and drop.isdisjoint(row):  # nothing to change (the common case)
+        drop, convert = self._unwritten, self._converters
+        if not convert and drop.isdisjoint(row):  # nothing to change (the common case)
             return row
-        return {k: self.pseudonym(v) if k in self.hash else v
-                for k, v in row.items() if k not in drop}
+        return {k: convert[k](v) if k in convert else v for k, v in row.items()
+                if k not in drop}
 
     def output_schema(self, schema):
-        """A Parquet schema as released: dropped columns removed, hashed ones strings."""
+        """A Parquet schema as released: each column's output field, by its role."""
         import pyarrow as pa
 
-        drop = self._drop_names
-        return pa.schema([pa.field(f.name, pa.string()) if f.name in self.hash else f
-                          for f in schema if f.name not in drop], metadata=schema.metadata)
+        fields = [f if self.role(f.name) is None else self.role(f.name).arrow_field(f)
+                  for f in schema if f.name not in self._unwritten]
+        return pa.schema(fields, metadata=schema.metadata)
 
-    def csv_plan(self, header: Sequence[str]) -> tuple[list[str], list[int], set[int]]:
-        """(output header, the input indices written, the indices hashed)."""
-        drop = self._drop_names
-        keep_idx = [i for i, c in enumerate(header) if c not in drop]
-        hashed = {i for i, c in enumerate(header) if c in self.hash}
-        return [header[i] for i in keep_idx], keep_idx, hashed
+    def csv_plan(self, header: Sequence[str]
+                 ) -> tuple[list[str], list[tuple[int, Callable[[object], object] | None]]]:
+        """(the output header, each column written: its input index and converter)."""
+        written = [(i, c) for i, c in enumerate(header) if c not in self._unwritten]
+        return [c for _, c in written], [(i, self.converter(c)) for i, c in written]
 
 
 def shown(name) -> str:

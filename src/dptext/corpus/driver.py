@@ -32,7 +32,7 @@ from dptext.corpus import budget as budget_mod
 from dptext.corpus import charging
 from dptext.corpus import shards as shards_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals
-from dptext.corpus.columns import plan_columns
+from dptext.corpus.columns import COLUMN_ROLES, plan_columns
 from dptext.corpus.draws import job_draw_key, shared_draws
 from dptext.corpus.executors import EXECUTORS, ProcessExecutor, fork_safe
 from dptext.corpus.fold import Fold
@@ -168,8 +168,8 @@ class Driver:
             "seed": seed_description(self.seed), "on_error": j.on_error,
             "max_record_bytes": j.max_record_bytes, "user_field": j.user_field,
             "columns": None if self.columns is None else {
-                "keep": list(self.columns.keep), "drop": list(self.columns.drop),
-                "hash": list(self.columns.hash), "keep_other": self.columns.keep_other},
+                **{r: list(self.columns.columns(r)) for r in COLUMN_ROLES},
+                "keep_other": self.columns.keep_other},
             "ledger": None if j.ledger is None else [j.owner, j.dataset],
         }
 

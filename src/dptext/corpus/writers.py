@@ -63,8 +63,7 @@ class RecordWriter:
         self.header: list[str] | None = None
         self._csv_cols: list[int] = []
         self._out_header: list[str] | None = None  # the CSV header as written (columns plan)
-        self._out_idx: list[int] = []
-        self._hashed: set[int] = set()
+        self._out_cells: list = []  # (input index, converter or None) of each column written
 
     def set_header(self, header: list[str] | None, source_name: str) -> None:
         """The CSV header of the next source; every source must share the first's header."""
@@ -73,7 +72,7 @@ class RecordWriter:
         if self.header is None:
             if self.columns is not None:
                 self.columns.check(header, source_name)
-                self._out_header, self._out_idx, self._hashed = self.columns.csv_plan(header)
+                self._out_header, self._out_cells = self.columns.csv_plan(header)
             self.header = list(header)
             self._csv_cols = [header.index(f) for f in self.fields]
         elif header != self.header:
@@ -114,10 +113,9 @@ class RecordWriter:
             values = list(record.payload)
             for c, t in zip(self._csv_cols, new, strict=True):
                 values[c] = t
-            if self.columns is not None:
-                pseudonym = self.columns.pseudonym
-                values = [pseudonym(values[i]) if i in self._hashed else values[i]
-                          for i in self._out_idx]
+            if self.columns is not None:  # each column as its role says
+                values = [values[i] if convert is None else convert(values[i])
+                          for i, convert in self._out_cells]
             return self._csv_line(values)
         if self.input_fmt == "jsonl":
             obj = record.payload

@@ -148,12 +148,12 @@ def privatize(dataset, columns: Sequence[str] | str, *, mechanism: str | Mechani
             units = [units[i] for i in keep]
     report, per_unit = aggregate(reports, mech, units)
     seen = list(dataset.column_names)
-    hashed = [c for c in seen if c in plan.hash]
-    if hashed:  # here, in this process: the key never travels to the map's workers
-        out = out.map(lambda batch: {c: [plan.pseudonym(v) for v in batch[c]] for c in hashed},
+    convert = {c: f for c in seen if (f := plan.converter(c)) is not None}  # by column role
+    if convert:  # here, in this process: the key never travels to the map's workers
+        out = out.map(lambda batch: {c: [f(v) for v in batch[c]] for c, f in convert.items()},
                       batched=True, load_from_cache_file=False,
                       new_fingerprint=uuid.uuid4().hex)
-    gone = plan.dropped(seen)
+    gone = plan.unwritten(seen)
     if gone:
         out = out.remove_columns(gone)
     return Release(out, report, per_unit, withheld, plan.describe(seen))

@@ -101,11 +101,11 @@ def privatize_frame(df: pd.DataFrame, columns: Sequence[str] | str, *,
         units = [u for u, ok in zip(units, allowed, strict=True) if ok]
     report, per_unit = aggregate(reports, mech, units)
     seen = [str(c) for c in df.columns]
-    for c in df.columns:
-        if str(c) in plan.hash:
-            frame[c] = pd.Series([None if _missing(v) else plan.pseudonym(v) for v in df[c]],
+    for c in df.columns:  # each column as its role says
+        if (convert := plan.converter(str(c))) is not None:
+            frame[c] = pd.Series([None if _missing(v) else convert(v) for v in df[c]],
                                  index=df.index, dtype=object)
-    gone = set(plan.dropped(seen))
+    gone = set(plan.unwritten(seen))
     frame = frame.drop(columns=[c for c in df.columns if str(c) in gone])
     return Release(frame, report, per_unit, withheld, plan.describe(seen))
 
