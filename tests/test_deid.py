@@ -179,8 +179,9 @@ def test_residual_net_catches_what_no_detector_claims():
     text = ("Seen with Qorvannis Pettleby-Drume today; code FB59, ext 84710, mail q@x.io. "
             "Took 500 mg in 2019, BP 120/80. The Patient denies pain.")
     got = {text[e.start:e.end] for e in net.find(text)}
-    assert {"Qorvannis", "Pettleby-Drume", "FB59", "84710", "q@x.io", "120/80"} <= got
-    assert not got & {"500", "2019", "The", "Patient", "Seen", "Took", "BP"}
+    assert {"Qorvannis", "Pettleby-Drume", "FB59", "84710", "q@x.io"} <= got
+    # a vital sign is clinical content, kept (detect/clinical.py)
+    assert not got & {"500", "2019", "The", "Patient", "Seen", "Took", "BP", "120/80"}
     # a span already detected is not found again
     assert net.find("Qorvannis came", [type("S", (), {"start": 0, "end": 9})()]) == []
 

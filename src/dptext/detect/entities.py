@@ -123,8 +123,8 @@ class EntityDetector:
         else:
             found = self._from_engines(texts)[1]
         if self.recognizers:
-            found = [_rules_first(_no_clinical(t, _no_durations(t, _no_credentials(t, ents))),
-                                  self._from_rules(t))
+            found = [_no_lookalikes(t, _no_clinical(t, _no_durations(t, _no_credentials(t, ents))),
+                                    self._from_rules(t))
                      for ents, t in zip(found, texts, strict=True)]
         if self.allow:
             found = [[e for e in ents if not self._allowed(t[e.start:e.end])]
@@ -223,6 +223,38 @@ def _rules_first(ner: list[Entity], rules: list[Entity]) -> list[Entity]:
     return rules + kept
 
 
+# rule findings a clinical code, time or reading may hold: a generic identifier rule ("ICD code
+# I48.91" after the context word "code"), a ZIP code shape ("CPT 99213")
+_RULES_VETOED = frozenset({"ID_NUMBER", "ZIP_CODE"})
+_CODE_KINDS = frozenset({"icd", "cpt", "time", "dose", "lab", "vital"})
+
+
+def _no_lookalikes(text: str, ner: list[Entity], rules: list[Entity]) -> list[Entity]:
+    """:func:`_rules_first` of the NER entities and the rule findings less the clinical
+    look-alikes (:mod:`dptext.detect.clinical`): an NER entity inside clinical content ("Crohn"
+    of "Crohn's disease", "O2" of "O2 sat", "DATE" of "ADMISSION DATE:") or whose words outside
+    it are connectors ("0800 and 1430"), and a generic identifier rule's value that is a code,
+    a time or a reading; the other rule findings are kept."""
+    from dptext.detect.clinical import Coverage
+
+    cov = Coverage(text)
+    if not cov.spans:
+        return _rules_first(ner, rules)
+    kept = []
+    for e in ner:
+        if cov.inside(e.start, e.end) or cov.only_clinical(text, e.start, e.end):
+            continue
+        start, end = cov.trim(text, e.start, e.end)
+        if end <= start:
+            continue
+        kept.append(e if (start, end) == (e.start, e.end) else
+                    Entity(normalize_entity(text[start:end]) or e.key, e.category, start, end))
+    ner = kept
+    rules = [e for e in rules if e.category not in _RULES_VETOED
+             or cov.kind_at(e.start, e.end) not in _CODE_KINDS]
+    return _rules_first(ner, rules)
+
+
 # a professional credential after a name and a comma ("Don Foley, MD"), which spaCy tags as
 # a place or an organisation (Maryland); a state abbreviation there is no Safe Harbor
 # identifier either
@@ -278,7 +310,7 @@ def _no_credentials(text: str, ner: list[Entity]) -> list[Entity]:
 
 # categories whose other mentions in the same text are found from one detection
 _PROPAGATE = frozenset({"PERSON", "GPE", "LOC", "FAC", "ORG", "DENY_LIST"})
-_NAME_PART = re.compile(r"[^\W\d_][\w'-]*[^\W\d_]")
+_NAME_PART = re.compile(r"[^\W\d_][\w'-]*[^\W\d_]")  # two letters or more
 
 
 def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
@@ -286,7 +318,10 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
     too (an engine that tags "Merced" in "Merced, NY 33320" misses it in "from Merced"): the
     whole surface as written (three letters or more, not an acronym), and each word of a
     person's name outside the 25,000 most frequent English words ("Jones" of "Carly Jones",
-    "Kleist" of "Dr. Kleist"; :func:`dptext.detect.vocabulary.frequent_words`), case-folded."""
+    "Kleist" of "Dr. Kleist"; :func:`dptext.detect.vocabulary.frequent_words`), case-folded,
+    and each other word of two letters or more, capitalised as written, that is not among the
+    3,000 most frequent ("Xu" of "Attending: Xu", "Young" of "Dr. Amy Young"; a clinical word
+    or a title never)."""
     # (needle, case-folded?) -> (category, key); found by str.find (no regex compiled per
     # text: a tenth of the detection time), on word boundaries
     needles: dict[tuple[str, bool], tuple[str, str]] = {}
@@ -297,11 +332,19 @@ def _propagate(text: str, entities: list[Entity]) -> list[Entity]:
         if sum(c.isalpha() for c in surface) >= 3 and any(c.islower() for c in surface):
             needles.setdefault((surface, False), (e.category, e.key))
         if e.category in ("PERSON", "DENY_LIST"):
-            from dptext.detect.vocabulary import frequent_words, is_clinical
+            from dptext.detect.namelists import everyday_words
+            from dptext.detect.vocabulary import TITLE_WORDS, frequent_words, is_clinical
 
             for w in _NAME_PART.findall(surface):
-                if len(w) >= 3 and w.casefold() not in frequent_words() and not is_clinical(w):
-                    needles.setdefault((w.lower(), True), (e.category, w.casefold()))
+                low = w.casefold()
+                if is_clinical(w) or low in TITLE_WORDS:
+                    continue
+                if len(w) >= 3 and low not in frequent_words():
+                    needles.setdefault((w.lower(), True), (e.category, low))
+                elif w[0].isupper() and w[1:].islower() and low not in everyday_words():
+                    # a short or ordinary-word surname ("Xu", "Le", "Young"): as written, in
+                    # capitals only
+                    needles.setdefault((w, False), (e.category, low))
     if not needles:
         return entities
     lower = text.lower()

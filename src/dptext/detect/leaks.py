@@ -14,6 +14,29 @@ identifier of one letter or digit (an initial) is not looked up. Both texts are 
 their views (:mod:`dptext.detect.normalize`): an identifier obfuscated in the original
 ("Sm\u200bith", "\uff15\uff15\uff15-0142") survives when the release has it plain, and the
 other way round.
+
+**Independent evidence** (:func:`evidence_survivors`, on by default - in ``dptext check``
+and ``sanitize --check``; a measurement against gold spans, ``numbers=False``, leaves it
+out): a check that only looks up what the release's own detectors found shares their blind
+spots, so every token of the
+original that survives verbatim in the release is also weighed by evidence those detectors did
+not use, each a category of its own:
+
+- ``NAME_LIST``: a name of the 105 countries' lists (:mod:`dptext.detect.namelists`) outside
+  the frequent English words, or of Faker's outside the 3,000 most frequent (in lower case:
+  the 25,000) ("Okonkwo", "Kayode");
+- ``CAPITALISED``: a capitalised word away from the start of a sentence, a line or a field,
+  outside the frequent English words and the clinical and medical vocabulary ("seen by
+  Thornbury");
+- ``RARE_WORD``: a word of four letters or more that public English text does not know
+  (wordfreq's ~320,000 words; not of a medical shape);
+- ``NUMBER``: a run of four digits or more, as above;
+- ``LEARNED``: a span of the learned detector (:mod:`dptext.detect.learned`), where it is
+  installed and asked for.
+
+Clinical content is never evidence (:func:`dptext.detect.clinical.clinical_spans`: "I48.91",
+"CPT 99213", "0800", "K 3.9", "Crohn's disease" are kept by design), nor a title or a
+section header.
 """
 
 from __future__ import annotations
@@ -51,10 +74,16 @@ def _digits(s: str) -> str:
 
 
 def survivors(original: str, released: str, entities: Iterable, *,
-              ordinary: frozenset[str] | None = None, numbers: bool = True) -> list[Survivor]:
+              ordinary: frozenset[str] | None = None, numbers: bool = True,
+              evidence: bool | None = None, learned=None) -> list[Survivor]:
     """The identifiers of ``original`` (objects with ``category``, ``start``, ``end``) found in
-    ``released`` (module docstring). ``ordinary``: words never counted alone (default: the
-    residual net's vocabulary)."""
+    ``released`` (module docstring), and with ``evidence`` the tokens the independent
+    evidence marks (:func:`evidence_survivors`; ``learned``: a recognizer whose spans are
+    evidence too; by default with ``numbers``: a measurement against gold spans, which passes
+    ``numbers=False``, looks those spans up alone). ``ordinary``: words never counted alone
+    (default: the residual net's vocabulary)."""
+    if evidence is None:
+        evidence = numbers
     if ordinary is None:
         from dptext.detect.vocabulary import common_words  # noqa: PLC0415
 
@@ -89,15 +118,84 @@ def survivors(original: str, released: str, entities: Iterable, *,
             seen.add((e.start, e.end))
             out.append(Survivor(e.category, e.start, e.end))
     if numbers:
+        from dptext.detect.clinical import Coverage
+
         view = fold(original)
+        cov = Coverage(original)  # "I48.91" reads "148.91" in the view: codes in the original
         for m in _NUMBER.finditer(view.text):
             value = m.group()
             if _YEAR.fullmatch(value) or len(_digits(value)) < 4 or \
                     UNIT_AFTER.match(view.text, m.end()):
                 continue
             start, end = view.to_original(*m.span())
+            if cov.inside(start, end):
+                continue
             if any(s.start <= start < s.end for s in out):
                 continue
             if digits_survive(value):
                 out.append(Survivor(NUMBER, start, end))
+    if evidence:
+        taken = bytearray(len(original))
+        for s in out:
+            taken[s.start:s.end] = b"\x01" * (s.end - s.start)
+        out += [s for s in evidence_survivors(original, released, learned=learned)
+                if taken.find(1, s.start, s.end) < 0]
+    return out
+
+
+_TOKEN = re.compile(r"[^\W\d_][\w'’-]*[^\W_]|[^\W\d_]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;|•*>\-\n\t(\[\"]|[ \t]{2})[ \t\"'(]*$")
+_RELEASED_WORD = re.compile(r"[^\W_][\w'’-]*[^\W_]|[^\W_]")
+
+
+def evidence_survivors(original: str, released: str, *, learned=None) -> list[Survivor]:
+    """The tokens of ``original`` that survive verbatim (the same surface as a whole word) in
+    ``released`` and are identifier-like by evidence independent of the detectors (module
+    docstring). Positions are in the original; never a value."""
+    from dptext.detect.clinical import Coverage
+    from dptext.detect.namelists import english_top, everyday_words, rare_listed
+    from dptext.detect.vocabulary import (
+        TITLE_WORDS,
+        frequent_words,
+        is_clinical,
+        is_medical_word,
+        known_words,
+        name_list,
+    )
+
+    view = fold(original)
+    text = view.text
+    kept = set(_RELEASED_WORD.findall(_PLACEHOLDER.sub(" ", fold_text(released))))
+    if not kept:
+        return []
+    cov = Coverage(original)
+    frequent, listed, faker = frequent_words(), rare_listed(), name_list()
+    out: list[Survivor] = []
+    for m in _TOKEN.finditer(text):
+        word = m.group()
+        if word not in kept or len(word) < 2 or cov.inside(*view.to_original(*m.span())):
+            continue
+        low = word.casefold()
+        if low in TITLE_WORDS or is_clinical(word) or low in frequent:
+            continue
+        kind = None
+        if low in listed or (low in faker and low not in everyday_words()
+                             and (word[0].isupper() or low not in english_top())):
+            kind = "NAME_LIST"
+        elif word[0].isupper() and any(c.islower() for c in word) and \
+                not _SENTENCE_START.search(text, max(0, m.start() - 6), m.start()) and \
+                not is_medical_word(low):
+            kind = "CAPITALISED"
+        elif len(word) >= 4 and word.isalpha() and low not in known_words() and \
+                not is_medical_word(low):
+            kind = "RARE_WORD"
+        if kind is not None:
+            out.append(Survivor(kind, *view.to_original(*m.span())))
+    if learned is not None:
+        for e in learned.find(text):
+            value = text[e.start:e.end]
+            if any(w in kept for w in _TOKEN.findall(value) if len(w) >= 2) and \
+                    not cov.inside(*view.to_original(e.start, e.end)) and not any(
+                        s.start < e.end and e.start < s.end for s in out):
+                out.append(Survivor("LEARNED", *view.to_original(e.start, e.end)))
     return out

@@ -24,7 +24,7 @@ Unicode TR39's skeleton, on the standard library's :mod:`unicodedata`):
    "\\u041f\\u0435\\u0442\\u0440\\u043e\\u0432") is left as written;
 5. in a run of digits and separators (no letter beside it) with two digits or more, at most
    one of the letters O/o and l/I for two digits read 0 and 1 ("555-l23-4567", "ext. l92";
-   "O2" and "IO2" stay).
+   "O2" and "IO2" stay, and so does an ICD-10-CM code: "I48.91", "O80").
 
 :class:`Folded` keeps, for each character of the view, the range of the original it came
 from: a span found in the view maps back to the original (:meth:`Folded.to_original`, which
@@ -241,8 +241,16 @@ def _fold_words(view: str) -> str:
     return "".join(parts)
 
 
+_ICD_SHAPE = re.compile(r"[IO]\d\d(?:\.\d{1,4})?")
+
+
 def _digit_letters(m: re.Match) -> str:
     run = m.group()
+    if _ICD_SHAPE.fullmatch(run):  # "I48.91", "O80": a diagnosis code, not an obfuscated number
+        from dptext.detect.clinical import icd10cm_codes
+
+        if run in icd10cm_codes():
+            return run
     digits = sum(c.isdigit() for c in run)
     letters = sum(c in _DIGIT_LETTERS for c in run)
     if digits < 2 or letters == 0 or letters * 2 > digits:

@@ -72,6 +72,17 @@ UNIT_AFTER = re.compile(rf"(?i)\s*(?:{_UNITS}|percent|mg/dl|mg/kg|ml/h|mmhg|degr
                          r"years?|times|minutes?|seconds?|cc|ml|kcal|calories)\b")
 
 
+def _no_lookalikes(text: str, found: list[Entity]) -> list[Entity]:
+    """Less the tokens inside clinical content (:mod:`dptext.detect.clinical`: "0800", "I48.91",
+    "Crohn's disease", "ADMISSION DATE:")."""
+    if not found:
+        return found
+    from dptext.detect.clinical import Coverage
+
+    cov = Coverage(text)
+    return [e for e in found if not cov.inside(e.start, e.end)] if cov.spans else found
+
+
 @dataclass
 class ResidualNet:
     """Finds residual tokens (module docstring) outside the given spans. ``allow``: words that
@@ -128,11 +139,11 @@ class ResidualNet:
         "Smith"), as spans of ``text``."""
         view = fold(text)
         if view.identity:
-            return self._find(text, spans)
+            return _no_lookalikes(text, self._find(text, spans))
         moved = [Entity("", getattr(s, "category", None), *view.to_view(s.start, s.end))
                  for s in spans]
         return [Entity(e.key, e.category, *view.to_original(e.start, e.end))
-                for e in self._find(view.text, moved)]
+                for e in _no_lookalikes(view.text, self._find(view.text, moved))]
 
     def _find(self, text: str, spans: Sequence = ()) -> list[Entity]:
         covered = sorted((s.start, s.end) for s in spans)

@@ -109,6 +109,33 @@ discharge admission summary note record medications allergies vitals impression 
 signed dictated
 b12 d3 k kcl mgso4 nacl d5w ns lr nph ppi ssri snri nsaid nsaids ace arb bb ccb asa apap
 hctz ntg mtx hcq ivig tpa lmwh ufh coumadin lasix
+hx dx tx rx sx fx bx px cpt hcpcs icd icd-10 icd10 drg los
+""".split())
+# common drug names, generic and brand (public knowledge: the most prescribed medicines) that
+# neither the abbreviations above nor the stems below cover
+DRUG_NAMES = frozenset("""
+allopurinol baclofen budesonide bumetanide buspirone carvedilol cefazolin ceftriaxone
+cephalexin cetirizine cyclobenzaprine docusate donepezil entresto eliquis escitalopram
+glipizide glyburide hydralazine hydroxyzine glargine lispro aspart detemir degludec isosorbide
+ketorolac labetalol lamotrigine levetiracetam levothyroxine meloxicam metoclopramide
+nitrofurantoin tazobactam pregabalin senna sennosides sucralfate trazodone valacyclovir
+venlafaxine xarelto keppra plavix zofran protonix synthroid januvia jardiance farxiga ozempic
+trulicity lantus humalog novolog toprol lopressor coreg norvasc zestril cozaar flomax
+neurontin cymbalta ventolin proair symbicort advair spiriva singulair prilosec pepcid
+augmentin keflex cipro levaquin bactrim flagyl zithromax rocephin ancef zosyn vanco dilaudid
+ultram robaxin flexeril mobic celebrex decadron medrol solumedrol haldol zyprexa risperdal
+depakote lamictal dilantin tegretol aricept namenda sinemet carbidopa levodopa acetaminophen
+albuterol amiodarone amlodipine amoxicillin apixaban atenolol atorvastatin azithromycin
+clopidogrel digoxin diltiazem enoxaparin furosemide gabapentin heparin hydrochlorothiazide
+hydrocodone ibuprofen insulin ipratropium lisinopril lorazepam losartan metformin
+methylprednisolone metoprolol morphine naloxone nitroglycerin omeprazole ondansetron
+oxycodone pantoprazole prednisone quetiapine rivaroxaban sertraline simvastatin
+spironolactone tamsulosin tramadol vancomycin warfarin zolpidem tylenol motrin advil norco
+percocet narcan toradol benadryl ativan xanax ambien seroquel zoloft lexapro prozac
+wellbutrin lipitor crestor zocor pravachol glucophage coumadin lasix bumex aldactone
+potassium magnesium calcium kayexalate miralax colace dulcolax bisacodyl polyethylene
+glycol lactulose rifaximin mesalamine infliximab adalimumab humira remicade stelara
+entyvio methotrexate hydroxychloroquine plaquenil prednisolone fludrocortisone
 """.split())
 _DRUG_STEM = re.compile(
     r"(?i)[a-z]{2,}(?:olol|pril|sartan|statin|prazole|oxacin|cillin|mycin|cycline|dipine|"
@@ -125,7 +152,8 @@ def is_clinical(word: str) -> bool:
     low = word.casefold().rstrip(".")
     if low in name_list() and not (word.isupper() and low in CLINICAL_ABBREVIATIONS):
         return False
-    return low in CLINICAL_ABBREVIATIONS or (len(low) >= 7 and bool(_DRUG_STEM.fullmatch(low)))
+    return low in CLINICAL_ABBREVIATIONS or low in DRUG_NAMES or (
+        len(low) >= 7 and bool(_DRUG_STEM.fullmatch(low)))
 
 
 # vital signs: an NER entity of these and numbers only ("HR 88, RR 16") is a reading, not a

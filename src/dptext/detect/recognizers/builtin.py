@@ -36,6 +36,13 @@ from dptext.detect.recognizers.atoms import (
     _WEEKDAY,
 )
 from dptext.detect.recognizers.base import PatternRecognizer, Recognizer
+from dptext.detect.recognizers.evidence import (
+    AnnouncedNameRecognizer,
+    KeyValueNameRecognizer,
+    OtherScriptRecognizer,
+    ShortDateRecognizer,
+    TableNameRecognizer,
+)
 from dptext.detect.recognizers.ids import ContextIdRecognizer
 from dptext.detect.recognizers.names import (
     NameContextRecognizer,
@@ -166,6 +173,12 @@ RECOGNIZERS: dict[str, Build] = dict((
            r"\b(?:per|cc:?|by|signed|co-signed|initialed)[ \t]+"
            r"(?P<v>[A-Z]{2,3})(?![\w.])", validate=_not_clinical),
     _entry(NameContextRecognizer, "name-context", "PERSON"),
+    # name evidence that generalizes (recognizers/evidence.py, issue 44 item 3)
+    _entry(AnnouncedNameRecognizer, "announced-name", "PERSON"),
+    _entry(KeyValueNameRecognizer, "key-value-name", "PERSON"),
+    _entry(TableNameRecognizer, "table-name", "PERSON"),
+    _entry(OtherScriptRecognizer, "other-script", "PERSON"),
+    _entry(ShortDateRecognizer, "short-date", "DATE"),
     _entry(SpelledDigitsRecognizer, "spelled-digits", "PHONE_NUMBER"),
     _entry(PlaceGazetteerRecognizer, "place-gazetteer", "GPE"),
 ))

@@ -56,9 +56,14 @@ def _not_clinical(value: str) -> bool:
 
 def _first_not_context(value: str) -> bool:
     """"LAST, First": the first name is no context word of an identifier ("SMITH, Acct #",
-    "SMITH, Record number" are no names)."""
-    first = value.split(",", 1)[1].split()
-    return bool(first) and first[0].casefold() not in _CONTEXT_WORDS
+    "SMITH, Record number" are no names), and neither part is clinical vocabulary ("BID,
+    Eliquis")."""
+    from dptext.detect.vocabulary import is_clinical
+
+    last, rest = value.split(",", 1)
+    first = rest.split()
+    return bool(first) and first[0].casefold() not in _CONTEXT_WORDS and \
+        not is_clinical(last.strip()) and not is_clinical(first[0])
 
 
 def _not_ordinary_after(value: str) -> bool:
