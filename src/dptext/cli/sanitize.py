@@ -320,6 +320,16 @@ def _targeted(args, m):
         raise DPTextError("--consistent unit needs a unit field: give --user-field naming each "
                           "record's person (one --text is one record: use --consistent "
                           "document)")
+    if options.get("dates") == "shift" and args.user_field:  # one offset per person
+        if options.get("consistent") != "unit":
+            raise DPTextError("--dates shift with --user-field moves each person's dates "
+                              "alike: add --consistent unit (without it each record has its "
+                              "own offset)")
+        from dptext.corpus.columns import pseudonym_key
+
+        # the pseudonym key (--pseudonym-key, $DPTEXT_PSEUDONYM_SECRET, beside a ledger):
+        # the same person shifts alike in every release; without one, within this release
+        options["unit_key"] = pseudonym_key(args.pseudonym_key, ledger=args.ledger)
     from dptext.targeted import build_targeted
 
     return build_targeted(m, **options)

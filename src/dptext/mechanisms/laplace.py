@@ -58,14 +58,14 @@ class MultivariateLaplace(WordMechanism):
     def __init__(self, *, epsilon: float = 75.0, search: str = "auto", device: str = "cpu",
                  **common) -> None:
         from dptext.devices import check_device
-        from dptext.mechanisms.search import SEARCHES
+        from dptext.mechanisms.search import ON_GPU, SEARCHES
 
         super().__init__(epsilon=epsilon, **common)
         self.search = check_choice(search, "search", SEARCHES)
         self.device = check_device(device)
-        if self.search not in ("exact", "auto") and self.device == "cuda":
+        if self.search not in ON_GPU and self.device == "cuda":
             raise DPTextError(f"search={self.search!r} runs on the CPU; device='cuda' is for "
-                              "search='exact' (or 'auto')")
+                              f"search={' or '.join(map(repr, ON_GPU))}")
         self._search = None
 
     @property
@@ -114,12 +114,12 @@ class MultivariateLaplace(WordMechanism):
 
     def _searcher(self):
         if self._search is None:
-            from dptext.mechanisms.search import make_search
+            from dptext.mechanisms.search import ON_GPU, make_search
 
             space = self._fitted_space()
             self._search = make_search(
                 space.vectors, self.search,
-                device=self.device if self.search in ("exact", "auto") else "cpu",
+                device=self.device if self.search in ON_GPU else "cpu",
                 fingerprint=space.fingerprint)
         return self._search
 

@@ -50,8 +50,8 @@ from dptext.rng import RngLike, as_generator
 from dptext.targeted.options import OPTIONS, resolve
 from dptext.targeted.report import SpanRow, TargetedReport
 from dptext.targeted.spans import Span, merge_spans, outside
-from dptext.targeted.surrogates import name_words
-from dptext.targeted.treatments import NAMES, Treatment, choose
+from dptext.targeted.surrogates import NameDraws
+from dptext.targeted.treatments import Context, Treatment, choose
 from dptext.text import count_punctuation, split_words
 
 CONSISTENCY = OPTIONS["consistent"].choices
@@ -180,6 +180,10 @@ class TargetedMechanism(Mechanism):
                               f"got {o['placeholder']!r}") from None
         self.placeholder = o["placeholder"]
         self._treatments: dict[str, Treatment] = {}  # category -> its treatment, once chosen
+        # consistent="unit" in the library (no keyed draws): per person, the name draws and
+        # the date offset (treatments.Context)
+        self._unit_names: dict[str, NameDraws] = {}
+        self._unit_offsets: dict[str, int] = {}
         self._memory: dict[tuple[str, str, str], str] = {}  # (unit, category, key) -> text
         # settle=False: draws not yet known released, ident -> (text, the draw's events), and
         # per unsettled result (by id) the draws it made or paid for
@@ -212,6 +216,7 @@ class TargetedMechanism(Mechanism):
         out = copy.copy(self)
         out.mechanism = None
         out._memory, out._tentative, out._unsettled = {}, {}, {}
+        out._unit_names, out._unit_offsets = {}, {}
         out._treatments = {}  # they read the wrapped mechanism
         return out
 
@@ -230,6 +235,8 @@ class TargetedMechanism(Mechanism):
         self._memory.clear()
         self._tentative.clear()
         self._unsettled.clear()
+        self._unit_names.clear()
+        self._unit_offsets.clear()
 
     def settle(self, results: Sequence[Result], released: Sequence[bool]) -> None:
         """After a ledger decided (``privatize_spans(..., settle=False)``): the draws made or
@@ -385,14 +392,16 @@ class TargetedMechanism(Mechanism):
             new.update(self._privatize_keyed(texts, spans, words, names, draw_rng))
         elif words:
             new.update(self._privatize_words(texts, spans, words, gen))
-        for t, ss in enumerate(spans):  # a surrogate is never a word of another name here
-            taken = frozenset() if keyed else name_words(texts[t], ss, NAMES)
+        for t, ss in enumerate(spans):
+            ctx = self._context(gen, None if units is None else str(units[t]), scope,
+                                draw_rng)
             for j, s in enumerate(ss):
                 treatment = self.treatment(s.category)
                 if plan[t][j] is None and treatment.whole:
+                    more = {"ctx": ctx} if treatment.takes_context else {}
                     new[(t, j)] = treatment.replace(texts[t][s.start:s.end],
                                                     draw_rng(names[(t, j)]) if keyed else gen,
-                                                    taken)
+                                                    frozenset(), **more)
         drawn = {}  # ident -> (text, the draw's events) of this call
         for ident, (t, j) in first.items():
             got = new[(t, j)]
@@ -438,6 +447,27 @@ class TargetedMechanism(Mechanism):
                 mine += [(p[0], lookup(p[0])[0]) for p in plan[t] if p is not None and p[1]]
                 self._unsettled[id(r)] = (r, mine)
         return results
+
+    def _context(self, gen, unit: str | None, scope: str, draw_rng) -> Context:
+        """What the spans of one text share (:class:`~dptext.targeted.treatments.Context`):
+        with a person (``consistent="unit"``), their date offset and name draws - keyed by the
+        pseudonym key (``unit_key``) when given, else by the engine's per-person generators,
+        else one book of name draws per person kept here (forgotten by :meth:`forget`)."""
+        if scope != "unit" or unit is None:
+            return Context(gen)
+        key = self.options.get("unit_key")
+        if key is not None or draw_rng is not None:
+            return Context(gen, unit, keyed=draw_rng, unit_key=key)
+        names = self._unit_names.get(unit)
+        if names is None:
+            if len(self._unit_names) > 100_000:
+                self._unit_names.clear()
+            names = self._unit_names[unit] = NameDraws(gen)
+        ctx = Context(gen, unit, names=names)
+        ctx._offset = self._unit_offsets.get(unit)
+        if ctx._offset is None and self.options.get("dates") == "shift":
+            self._unit_offsets[unit] = ctx.date_offset(self.options["date_shift_weeks"])
+        return ctx
 
     def _privatize_keyed(self, texts, spans, which, names, draw_rng
                          ) -> dict[tuple[int, int], Result]:

@@ -63,6 +63,23 @@ def _text(value: Any, name: str) -> str:
     return value
 
 
+def _weeks(value: Any, name: str) -> str:
+    """``"MIN:MAX"`` whole weeks, 0 <= MIN <= MAX <= 520, MAX > 0 (kept as written)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*:\s*(\d+)\s*", value) if isinstance(value, str) else None
+    if m is None or not (int(m.group(1)) <= int(m.group(2)) <= 520) or int(m.group(2)) == 0:
+        raise DPTextError(f"{name} must be MIN:MAX whole weeks, 0 <= MIN <= MAX <= 520 and "
+                          f"MAX > 0, got {value!r}")
+    return f"{int(m.group(1))}:{int(m.group(2))}"
+
+
+def _key(value: Any, name: str) -> bytes | None:
+    if value is not None and not (isinstance(value, bytes) and len(value) >= 16):
+        raise DPTextError(f"{name} must be a secret of 16 bytes or more")
+    return value
+
+
 def _as_is(value: Any, name: str) -> Any:
     return value  # checked where it is used (categories, detectors, recognizers)
 
@@ -78,6 +95,8 @@ KINDS: dict[str, Kind] = {
     "detector": Kind(_as_is),
     "text": Kind(_text),
     "languages": Kind(_languages),
+    "key": Kind(_key),
+    "weeks": Kind(_weeks, {"metavar": "MIN:MAX"}),
 }
 
 
@@ -168,6 +187,17 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("languages", "languages", None, None, "the languages the detectors read; a text in "
        "another is handled by other_languages (None: not detected)", deid=("en",),
        surface=False),
+    _O("dates", "choice", "placeholder", ("placeholder", "year", "shift"),
+       "DATE spans: a placeholder, the year only (Safe Harbor keeps it), or shifted by one "
+       "secret offset per person in whole weeks, each date in its own format (not Safe "
+       "Harbor: docs/deid.md)"),
+    _O("ages", "choice", "placeholder", ("placeholder", "keep"),
+       "AGE spans: a placeholder, or kept as written up to 89 and \"90+\" from 90 (Safe "
+       "Harbor's rule)"),
+    _O("date_shift_weeks", "weeks", "1:52", None, "the range of a date shift in whole weeks, "
+       "MIN:MAX (forward or back)"),
+    _O("unit_key", "key", None, None, "the secret of per-person date offsets and name draws "
+       "(the pseudonym key; the command line passes it)", surface=False),
     _O("other_languages", "choice", "withhold", ("withhold", "whole"),
        "a text in a language the detectors do not read: withheld, or sanitized whole by the "
        "mechanism - never passed through"),

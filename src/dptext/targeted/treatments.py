@@ -14,7 +14,14 @@ placeholder (last) takes every category replaced whole that no other takes.
   exponential mechanism (``surrogate_epsilon`` per span);
 - ``word-surrogate``: places and organisations replaced whole by a public value sharing no
   word with the input (the placeholder where every value shares one);
+- ``date-shift``, ``date-year``: dates moved by the person's secret offset, or cut to their
+  year (:mod:`dptext.targeted.dates`; ``dates`` option); ``age-keep``: ages up to 89 as
+  written, 90 and over "90+" (``ages`` option) - released values, not DP: the report says so;
 - ``placeholder``: the type placeholder (a name's title kept: "Dear Dr. [PERSON]").
+
+A :class:`Context` travels with one text's spans: its person, the person-keyed generators,
+the person's date offset and :class:`~dptext.targeted.surrogates.NameDraws` (one surrogate
+per name word for the person, a shared surname stays shared).
 
 A new treatment (a date shifted, an age kept) is one class here or in its own module and one
 :func:`register` call (or one line of :data:`TREATMENTS`): :func:`register` refuses a taken
@@ -24,15 +31,25 @@ name unless ``force=True`` and puts the class before the placeholder.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dptext.accounting.events import GuaranteeKind, TokenEvent, TokenGuarantee
 from dptext.errors import DPTextError
+from dptext.targeted.dates import (
+    date_offset,
+    keep_age,
+    keyed_generator,
+    random_offset,
+    shift_date,
+    year_of,
+)
 from dptext.targeted.spans import is_pattern
 from dptext.targeted.surrogates import (
     SURROGATE_SETS,
     WORD_SURROGATES,
+    NameDraws,
     name_surrogate_guarantee,
     placeholder_guarantee,
     split_title,
@@ -63,6 +80,48 @@ class Wrapper(Protocol):
 NAMES = frozenset({"PERSON", "DENY_LIST"})
 
 
+class Context:
+    """What the spans of one text share (module docstring). ``rng``: the text's generator;
+    ``unit``: its person (None: the text is its own); ``keyed``: ``name -> generator`` of the
+    person's draws (the engine's job key); ``unit_key``: the pseudonym key, which, when given
+    with a unit, keys the date offset and the name draws instead (so they hold across
+    releases made with that key); ``names``: a person's :class:`NameDraws` to continue (the
+    library's ``consistent="unit"`` keeps one per person)."""
+
+    def __init__(self, rng: np.random.Generator, unit: str | None = None, *,
+                 keyed: Callable[[str], np.random.Generator] | None = None,
+                 unit_key: bytes | None = None, names: NameDraws | None = None) -> None:
+        self.rng, self.unit, self.keyed, self.unit_key = rng, unit, keyed, unit_key
+        self._names, self._offset = names, None
+
+    def person_generator(self) -> Callable[[str], np.random.Generator] | None:
+        if self.unit is not None and self.unit_key is not None:
+            return keyed_generator(self.unit_key, self.unit)
+        if self.unit is not None and self.keyed is not None:
+            unit, keyed = self.unit, self.keyed
+            return lambda name: keyed(repr((unit, "person", name)))
+        return None
+
+    @property
+    def names(self) -> NameDraws:
+        if self._names is None:
+            keyed = self.person_generator()
+            self._names = NameDraws(keyed=keyed) if keyed else NameDraws(self.rng)
+        return self._names
+
+    def date_offset(self, weeks: str) -> int:
+        """The days every date of this text (of this person, with a unit) moves by."""
+        if self._offset is None:
+            lo, hi = (int(x) for x in weeks.split(":"))
+            if self.unit is not None and self.unit_key is not None:
+                self._offset = date_offset(self.unit_key, self.unit, lo, hi)
+            else:
+                keyed = self.person_generator()
+                self._offset = random_offset(keyed("date-shift") if keyed else self.rng,
+                                             lo, hi)
+        return self._offset
+
+
 @dataclass
 class Drawn:
     """What one span's draw releases and costs: the replacement, its events (the tokens it
@@ -83,6 +142,8 @@ class Treatment(ABC):
     whole: ClassVar[bool] = True
     #: the reason of the event a replaced span is counted under
     reason: ClassVar[str] = ""
+    #: :meth:`replace` takes the text's :class:`Context` (keyword ``ctx``)
+    takes_context: ClassVar[bool] = False
 
     def __init__(self, m: Wrapper, category: str) -> None:
         self.m, self.category = m, category
@@ -101,8 +162,10 @@ class Treatment(ABC):
         """The treatment as the report names it for the category."""
         return self.guarantee.describe()
 
-    def replace(self, value: str, rng: np.random.Generator, taken: frozenset[str]) -> str:
-        """The replacement of ``value`` (``taken``: the record's name words, never drawn)."""
+    def replace(self, value: str, rng: np.random.Generator, taken: frozenset[str],
+                ctx: Context | None = None) -> str:
+        """The replacement of ``value`` (``taken``: the record's name words, no longer read:
+        no draw may depend on the input, issue 45; ``ctx``: what the text's spans share)."""
         raise DPTextError(f"treatment {self.name!r} does not replace spans whole")
 
     def draws(self) -> list[TokenEvent]:
@@ -149,6 +212,7 @@ class NameSurrogate(Treatment):
 
     name = "name-surrogate"
     reason = "name surrogate"
+    takes_context = True
 
     @classmethod
     def applies(cls, m, category):
@@ -157,8 +221,8 @@ class NameSurrogate(Treatment):
     def _guarantee(self):
         return name_surrogate_guarantee()
 
-    def replace(self, value, rng, taken):
-        return surrogate_name(value, rng, taken)
+    def replace(self, value, rng, taken, ctx=None):
+        return surrogate_name(value, draws=(ctx or Context(rng)).names)
 
 
 class PatternSurrogate(Treatment):
@@ -174,7 +238,7 @@ class PatternSurrogate(Treatment):
     def _guarantee(self):
         return SURROGATE_SETS[self.category].guarantee(self.m.surrogate_epsilon)
 
-    def replace(self, value, rng, taken):
+    def replace(self, value, rng, taken, ctx=None):
         return SURROGATE_SETS[self.category].draw(value, self.m.surrogate_epsilon, rng)
 
     def draws(self):
@@ -199,7 +263,7 @@ class Placeholder(Treatment):
         note = "; no surrogate set for this type" if self.m.pattern_policy == "surrogate" else ""
         return self.guarantee.describe() + note
 
-    def replace(self, value, rng, taken):
+    def replace(self, value, rng, taken, ctx=None):
         prefix = split_title(value)[0] if self.category in NAMES else ""
         return prefix + self.m.placeholder.format(category=self.category)
 
@@ -219,14 +283,73 @@ class WordSurrogate(Treatment):
     def _guarantee(self):
         return word_surrogate_guarantee(self.category)
 
-    def replace(self, value, rng, taken):
+    def replace(self, value, rng, taken, ctx=None):
         got = surrogate_word(self.category, value, rng)
         return got if got is not None else Placeholder.replace(self, value, rng, taken)
 
 
+class _Released(Treatment):
+    """A value released changed but not drawn (a shifted date, a year, an age): no DP
+    guarantee - the report counts its tokens as released, not protected, and names the
+    rule; a value the rule cannot read becomes the placeholder."""
+
+    whole = True
+    takes_context = True
+    option: ClassVar[str]
+    choice: ClassVar[str]
+    categories: ClassVar[frozenset[str]]
+    rule: ClassVar[str]
+
+    @classmethod
+    def applies(cls, m, category):
+        return category in cls.categories and m.options.get(cls.option) == cls.choice
+
+    def _guarantee(self):
+        return TokenGuarantee(GuaranteeKind.NONE, scope=f"{self.category} values; {self.rule}")
+
+    def report_line(self):
+        return f"{self.rule}; NOT protected by differential privacy (docs/deid.md)"
+
+    def rewrite(self, value: str, ctx: Context) -> str | None:
+        raise NotImplementedError
+
+    def replace(self, value, rng, taken, ctx=None):
+        got = self.rewrite(value, ctx or Context(rng))
+        return got if got is not None else self.m.placeholder.format(category=self.category)
+
+
+class DateShift(_Released):
+    name, reason, option, choice = "date-shift", "date shifted", "dates", "shift"
+    categories = frozenset({"DATE"})
+    rule = ("every date of a person moved by one secret offset of whole weeks (a keyed HMAC of "
+            "the person), written in its own format: intervals kept, the real dates not")
+
+    def rewrite(self, value, ctx):
+        return shift_date(value, ctx.date_offset(self.m.options["date_shift_weeks"]))
+
+
+class DateYear(_Released):
+    name, reason, option, choice = "date-year", "date year", "dates", "year"
+    categories = frozenset({"DATE"})
+    rule = "a date cut to its year (Safe Harbor keeps the year); one without a year replaced"
+
+    def rewrite(self, value, ctx):
+        return year_of(value)
+
+
+class AgeKeep(_Released):
+    name, reason, option, choice = "age-keep", "age kept", "ages", "keep"
+    categories = frozenset({"AGE"})
+    rule = "an age up to 89 released as written, 90 and over as \"90+\" (Safe Harbor's rule)"
+
+    def rewrite(self, value, ctx):
+        return keep_age(value)
+
+
 #: every treatment by name, in order of precedence (module docstring); the placeholder last
 TREATMENTS: dict[str, type[Treatment]] = {cls.name: cls for cls in (
-    ByMechanism, NameSurrogate, PatternSurrogate, WordSurrogate, Placeholder)}
+    ByMechanism, NameSurrogate, DateShift, DateYear, AgeKeep, PatternSurrogate, WordSurrogate,
+    Placeholder)}
 
 
 def register(cls: type[Treatment], *, force: bool = False) -> type[Treatment]:

@@ -20,36 +20,33 @@ from dptext.mechanisms.search.faiss import FaissSearch
 from dptext.mechanisms.search.int8 import Int8Search
 from dptext.mechanisms.search.torch import TorchExactSearch
 
-#: every search by name (``search=``); auto and int8 give the exact search's words
+#: every search by name (``search=``); auto and int8 give the exact search's words. A new
+#: search is a module with a :class:`Search` subclass and one line here.
 SEARCHES: dict[str, type[Search]] = {"auto": AutoSearch, "exact": ExactSearch,
                                      "int8": Int8Search, "ivf": FaissSearch,
                                      "hnsw": FaissSearch}
+#: the searches that run on a GPU (``device="cuda"``), by the name of the search they stand for
+ON_GPU: dict[str, type[Search]] = {"auto": TorchExactSearch, "exact": TorchExactSearch}
 
 
 def make_search(vectors: np.ndarray, search: str = "auto", device: str = "cpu", *,
-                fingerprint=None, **options):
+                fingerprint=None, **options) -> Search:
     """The nearest-word search ``search`` over ``vectors`` (one of :data:`SEARCHES`) on
-    ``device`` ("cpu", "cuda", "auto"; the faiss and int8 searches run on the CPU; auto on a
-    GPU is the exact search there). ``fingerprint``: the space's (a string, or a function
-    giving it), under which the int8 set-up is cached with the mechanism's tables."""
+    ``device`` ("cpu", "cuda", "auto"; on a GPU the one of :data:`ON_GPU`, the others run on
+    the CPU). ``fingerprint``: the space's (a string, or a function giving it), under which
+    the int8 set-up is cached with the mechanism's tables."""
     from dptext.devices import resolve_device
 
+    if search not in SEARCHES:
+        raise DPTextError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
+    table = SEARCHES
     if resolve_device(device) == "cuda":
-        if search not in ("exact", "auto"):
+        if search not in ON_GPU:
             raise DPTextError(f"search={search!r} runs on the CPU; device='cuda' "
-                              "is for search='exact' (or 'auto')")
-        return TorchExactSearch(vectors, device="cuda", **options)
-    if search == "auto":
-        return AutoSearch(vectors, fingerprint=fingerprint, **options)
-    if search == "exact":
-        return ExactSearch(vectors, **options)
-    if search == "int8":
-        return Int8Search(vectors, fingerprint=fingerprint() if callable(fingerprint)
-                          else fingerprint, **options)
-    if search in ("ivf", "hnsw"):
-        return FaissSearch(vectors, search, **options)
-    raise DPTextError(f"search must be one of {', '.join(SEARCHES)}, got {search!r}")
+                              f"is for search={' or '.join(map(repr, ON_GPU))}")
+        table = ON_GPU
+    return table[search].build(search, vectors, fingerprint=fingerprint, **options)
 
 
-__all__ = ["SEARCHES", "AutoSearch", "ExactSearch", "FaissSearch", "Int8Search", "Search",
+__all__ = ["ON_GPU", "SEARCHES", "AutoSearch", "ExactSearch", "FaissSearch", "Int8Search", "Search",
            "TorchExactSearch", "make_search"]

@@ -133,6 +133,10 @@ class AutoSearch(Search):
     others (module docstring). ``choice`` names it once chosen, ``timings`` the CPU seconds
     measured (empty when the choice came from the cache), ``source`` "cache" or "measured"."""
 
+    @classmethod
+    def build(cls, name, vectors, *, fingerprint=None, **options):
+        return cls(vectors, fingerprint=fingerprint, **options)
+
     def __init__(self, vectors: np.ndarray, *, workers: int | None = None,
                  fingerprint: str | Callable[[], str] | None = None,
                  min_work: int | None = None, candidates: tuple[str, ...] = CANDIDATES

@@ -77,6 +77,13 @@ class Search:
     stop)`` (a search that works in blocks makes each block's points in the thread that
     searches it; by default all the points are made at once)."""
 
+    @classmethod
+    def build(cls, name: str, vectors: np.ndarray, *, fingerprint=None, **options) -> Search:
+        """The search registered as ``name`` (:data:`dptext.mechanisms.search.SEARCHES`) over
+        ``vectors``; ``fingerprint``: the space's, for a search that caches a set-up under it
+        (the others ignore it)."""
+        return cls(vectors, **options)
+
     def __call__(self, points: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 

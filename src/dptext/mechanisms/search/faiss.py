@@ -15,6 +15,10 @@ from dptext.mechanisms.search.base import Search
 class FaissSearch(Search):
     """Approximate nearest word with a faiss index over the word vectors (public data only)."""
 
+    @classmethod
+    def build(cls, name, vectors, *, fingerprint=None, **options):
+        return cls(vectors, name, **options)  # the index kind is the name: ivf, hnsw
+
     def __init__(self, vectors: np.ndarray, kind: str, *, nlist: int | None = None,
                  nprobe: int = 8, hnsw_m: int = 32, ef_search: int = 64, seed: int = 0) -> None:
         try:

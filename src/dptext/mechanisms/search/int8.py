@@ -173,6 +173,11 @@ def _scan_float(o: np.ndarray, limit64: np.ndarray, t: int, tops: np.ndarray | N
 class Int8Search(Search):
     """Exact nearest word through a certified int8 pre-filter (module docstring)."""
 
+    @classmethod
+    def build(cls, name, vectors, *, fingerprint=None, **options):
+        return cls(vectors, fingerprint=fingerprint() if callable(fingerprint) else fingerprint,
+                   **options)
+
     def __init__(self, vectors: np.ndarray, *, block: int = 2048, tile: int = 2048,
                  workers: int | None = None, levels: int | None = None,
                  fingerprint: str | None = None) -> None:

@@ -15,6 +15,10 @@ from dptext.mechanisms.search.exact import ExactSearch
 class TorchExactSearch(ExactSearch):
     """:class:`ExactSearch` with the float32 GEMM and top-two in torch on ``device``."""
 
+    @classmethod
+    def build(cls, name, vectors, *, fingerprint=None, **options):
+        return cls(vectors, device="cuda", **options)
+
     def __init__(self, vectors: np.ndarray, *, device: str = "cuda", block: int = 4096) -> None:
         import warnings
 
