@@ -123,6 +123,7 @@ def test_a_hostile_pattern_is_a_400_and_healthz_keeps_answering(server):
     assert r.status_code == 400 and "over the limit" in r.json()["error"]
 
 
+@pytest.mark.slow
 def test_forwarded_for_is_not_trusted_unless_the_proxy_is_named(server):
     # issue 47 N8: uvicorn trusted X-Forwarded-For from 127.0.0.1, so a local client named
     # a new address with each wrong key and was never slowed
