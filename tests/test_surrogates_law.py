@@ -22,6 +22,8 @@ from dptext.targeted.surrogates import NameDraws, name_law, split_title, surroga
 
 N = 3000
 ALPHA = 1e-6
+SPACE = dict(words=["call", "or", "the", "patient", "was", "seen"], seed=3, dim=4,
+             name="surrogates-law")  # the space fixture
 
 
 def _same_law(a: list[str], b: list[str], cells) -> None:
@@ -145,3 +147,45 @@ def test_a_place_surrogate_law_does_not_depend_on_the_input_words():
     b = [surrogate_word("ORG", "Lodi Medical Center", g) for _ in range(N)]
     _same_law(a, b, [lambda x: "Memorial Hospital" in x, lambda x: "Medical Center" in x,
                      lambda x: x.startswith("St. ")])
+
+
+@pytest.mark.parametrize("category, value, shape", [
+    ("PHONE_NUMBER", "(617) 555-0142", r"\([2-9]\d\d\) [2-9]\d\d-\d{4}"),
+    ("PHONE_NUMBER", "+1-559-555-0142", r"\+1-[2-9]\d\d-[2-9]\d\d-\d{4}"),
+    ("EMAIL_ADDRESS", "anna.lee@mail.com", r"[a-z]+\.[a-z]+@[a-z]+\.[a-z]+"),
+    ("MEDICAL_RECORD", "4821933", r"\d{7}"), ("ID_NUMBER", "AB-12345x", r"[A-Z]{2}-\d{5}[a-z]"),
+    ("STREET_ADDRESS", "12 Oak Hill Road", r"[1-9]\d [A-Z][a-z]+ Road"),
+    ("ZIP_CODE", "14850-1234", r"\d{5}-\d{4}"), ("US_SSN", "123-45-6789", r"\d{3}-\d\d-\d{4}"),
+    ("DATE", "March 3, 2024", r"[A-Z][a-z]+ \d{1,2}, \d{4}")])
+def test_a_realistic_surrogate_keeps_the_shape_and_is_of_its_kind(category, value, shape):
+    from dptext.targeted.shapes import realistic
+
+    g = np.random.default_rng(9)
+    seen = {realistic(category, value, g) for _ in range(40)}
+    assert all(re.fullmatch(shape, v) for v in seen), seen
+    assert len(seen) > 30 and value not in seen
+
+
+def test_a_realistic_surrogate_law_depends_on_the_shape_only():
+    from dptext.targeted.shapes import realistic
+
+    g = np.random.default_rng(10)
+    a = [realistic("PHONE_NUMBER", "(617) 555-0142", g) for _ in range(N)]
+    b = [realistic("PHONE_NUMBER", "(212) 867-5309", g) for _ in range(N)]
+    _same_law(a, b, [lambda x, d=d: x[1] == d for d in "23456789"]
+              + [lambda x: x[1:4] == "617", lambda x: x[-4:] == "0142"])
+
+
+def test_the_mechanism_replaces_patterns_by_realistic_surrogates(space, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
+    from dptext import mechanism
+    from dptext.targeted import TargetedMechanism
+
+    m = TargetedMechanism(mechanism("custext", epsilon=2, k=3, space=space), detector=None,
+                          pattern_policy="realistic")
+    text = "call (617) 555-0142 or anna.lee@mail.com"
+    spans = [[type("S", (), {"start": 5, "end": 19, "category": "PHONE_NUMBER"})(),
+              type("S", (), {"start": 23, "end": 40, "category": "EMAIL_ADDRESS"})()]]
+    r = m.privatize_spans([text], spans, rng=0)[0]
+    assert re.fullmatch(r"call \(\d{3}\) \d{3}-\d{4} or \S+@\S+\.\w+", r.text), r.text
+    assert r.report.epsilon == 0 and "of the same shape" in str(r.report)

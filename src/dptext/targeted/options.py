@@ -150,9 +150,11 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("detector", "detector", "spacy", ("spacy", "presidio", "both"),
        "entity detector (contact details need presidio or the rule recognizers)", deid="both",
        command="spacy"),
-    _O("pattern_policy", "choice", "placeholder", ("placeholder", "surrogate"),
-       "e-mails, phones, IDs: a type placeholder (0-DP) or a surrogate drawn by the "
-       "exponential mechanism (surrogate_epsilon per span)"),
+    _O("pattern_policy", "choice", "placeholder", ("placeholder", "surrogate", "realistic"),
+       "e-mails, phones, IDs, addresses, dates: a type placeholder (0-DP), a surrogate drawn "
+       "by the exponential mechanism (surrogate_epsilon per span), or a realistic value of "
+       "the input's shape drawn independently of its characters (0-DP among values of that "
+       "shape)"),
     _O("surrogate_epsilon", "number", 1.0, None, "epsilon of one surrogate draw"),
     _O("consistent", "choice", "none", ("none", "document", "unit"),
        "the same entity gets the same replacement within a text (document) or across a "

@@ -17,6 +17,8 @@ placeholder (last) takes every category replaced whole that no other takes.
 - ``date-shift``, ``date-year``: dates moved by the person's secret offset, or cut to their
   year (:mod:`dptext.targeted.dates`; ``dates`` option); ``age-keep``: ages up to 89 as
   written, 90 and over "90+" (``ages`` option) - released values, not DP: the report says so;
+- ``realistic-surrogate``: contact details, IDs, addresses and dates replaced by a realistic
+  value of the input's shape (:mod:`dptext.targeted.shapes`; ``pattern_policy="realistic"``);
 - ``placeholder``: the type placeholder (a name's title kept: "Dear Dr. [PERSON]").
 
 A :class:`Context` travels with one text's spans: its person, the person-keyed generators,
@@ -245,6 +247,31 @@ class PatternSurrogate(Treatment):
         return [TokenEvent(self.guarantee, 1, f"surrogate {self.category}")]
 
 
+class RealisticSurrogate(Treatment):
+    """A realistic value of the input's shape (:mod:`dptext.targeted.shapes`), 0-DP among
+    values of that shape; the placeholder where the value has no shape we read."""
+
+    name = "realistic-surrogate"
+    reason = "realistic surrogate"
+
+    @classmethod
+    def applies(cls, m, category):
+        from dptext.targeted.shapes import CATEGORIES
+
+        return m.pattern_policy == "realistic" and category in CATEGORIES
+
+    def _guarantee(self):
+        from dptext.targeted.shapes import realistic_guarantee
+
+        return realistic_guarantee(self.category)
+
+    def replace(self, value, rng, taken):
+        from dptext.targeted.shapes import realistic
+
+        got = realistic(self.category, value, rng)
+        return got if got is not None else self.m.placeholder.format(category=self.category)
+
+
 class Placeholder(Treatment):
     """The type placeholder (0-DP); a name's title stays ("Dear Dr. [PERSON]")."""
 
@@ -348,8 +375,8 @@ class AgeKeep(_Released):
 
 #: every treatment by name, in order of precedence (module docstring); the placeholder last
 TREATMENTS: dict[str, type[Treatment]] = {cls.name: cls for cls in (
-    ByMechanism, NameSurrogate, DateShift, DateYear, AgeKeep, PatternSurrogate, WordSurrogate,
-    Placeholder)}
+    ByMechanism, NameSurrogate, DateShift, DateYear, AgeKeep, RealisticSurrogate,
+    PatternSurrogate, WordSurrogate, Placeholder)}
 
 
 def register(cls: type[Treatment], *, force: bool = False) -> type[Treatment]:
