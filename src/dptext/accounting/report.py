@@ -98,6 +98,10 @@ class PrivacyReport:
     #: :func:`dptext.accounting.composition.token_step`)
     document_budget: float | None = None
     per_token_epsilons: list = field(default_factory=list)
+    #: why the text was not released (its output then empty; None: released): a mechanism
+    #: that may withhold a text says so here (entity mode: a language the detectors do not
+    #: read, an identifier the leak check found), so no reader probes for it
+    withheld: str | None = None
 
     def per_token_epsilon_summary(self) -> dict | None:
         """min / median / max of the derived per-token epsilon over the records (nearest

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from dptext.accounting.composition import br_epsilon
 from dptext.accounting.events import PrivacyEvent
+from dptext.accounting.report import PrivacyReport
 
 RECORD_IS_UNIT = "each record is one person; if a person wrote several records, add them up"
 
@@ -132,7 +133,7 @@ class UnitComposer:
         self._records = 0
 
     def add(self, unit: str | None, events) -> UnitTotal:
-        if hasattr(events, "privacy_events"):
+        if isinstance(events, PrivacyReport):
             events = events.privacy_events()
         if unit is None:
             if self.unit_field is not None:

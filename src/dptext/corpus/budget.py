@@ -16,21 +16,14 @@ from __future__ import annotations
 import secrets
 from collections.abc import Sequence
 
-from dptext.accounting.events import PrivacyEvent
 from dptext.accounting.report import PrivacyReport
 from dptext.errors import DPTextError
 
 
 def privacy_events(report: PrivacyReport) -> list:
-    """What one record costs its unit: the report's own events where it declares them, else
-    one pure event with the record's sequentially composed epsilon (an upper bound)."""
-    own = getattr(report, "privacy_events", None)
-    if own is not None:
-        return list(own())
-    if report.tokens_privatized == 0:
-        return []
-    return [PrivacyEvent("pure", float(report.epsilon), 0.0, 1, report.mechanism,
-                         "one record: sequential composition over its privatized tokens")]
+    """What one record costs its unit: the events its report declares
+    (:meth:`PrivacyReport.privacy_events`)."""
+    return list(report.privacy_events())
 
 
 def event_totals(events: Sequence) -> tuple[float, float]:

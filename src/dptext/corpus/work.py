@@ -242,7 +242,7 @@ class Worker:
         for n, record in enumerate(good):
             reason = errors.get(n)
             withheld = None if reason is not None else next(
-                (w for col in results if (w := getattr(col[n].report, "withheld", None))), None)
+                (w for col in results if (w := col[n].report.withheld) is not None), None)
             if withheld is not None:  # the mechanism's own decision, not an error: never fatal
                 rejects.append(reject_line(source, record.ordinal, record.line,
                                            f"withheld: {withheld}"))

@@ -147,10 +147,9 @@ def aggregate(reports: list[PrivacyReport], mech: Mechanism, units: Sequence | N
     return combine(reports), per_unit
 
 
-def _events(report: PrivacyReport) -> list:
-    method = getattr(report, "privacy_events", None)
+def _events(report: PrivacyReport) -> list | None:
     try:
-        return list(method()) if method is not None else None
+        return list(report.privacy_events())
     except ImportError:
         return None
 

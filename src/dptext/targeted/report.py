@@ -64,7 +64,6 @@ class TargetedReport(PrivacyReport):
     entities: tuple[str, ...] = ()
     consistent: str = "none"
     residual: dict = field(default_factory=dict)
-    withheld: str | None = None
     #: the draws of this text shared with the person's other texts (``consistent="unit"``
     #: with keyed draws: :meth:`TargetedMechanism.privatize_spans`'s ``draw_rng``): draw name ->
     #: its events, all of them also in ``draws``. The corpus engine takes them out of the
