@@ -55,24 +55,24 @@ def _num(x: float | None) -> str:
 
 # ------------------------------------------------------------------------------- commands
 def cmd_init(args) -> int:
-    from dptext.ledger.backends import SQLiteBackend, backend_for
+    from dptext.ledger.backends import backend_for
     from dptext.ledger.core import default_ledger_url
 
     url = args.ledger or default_ledger_url()
     backend = backend_for(url, args.timeout)
-    if isinstance(backend, SQLiteBackend) and backend.path.exists():
-        raise DPTextError(f"a file already exists at {backend.path}: not creating a ledger")
-    if isinstance(backend, SQLiteBackend) and args.ledger is None:
-        backend.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = backend.local_path  # None: a server
+    if path is not None and backend.exists():
+        raise DPTextError(f"a file already exists at {path}: not creating a ledger")
+    if path is not None and args.ledger is None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     args.ledger = url
     with _open(args, create=True) as ledger:
         print(f"ledger {ledger.where} ({ledger.backend}), delta {ledger.delta:g} for PLD "
               "reports")
-        if isinstance(backend, SQLiteBackend):
+        if path is not None:
             from dptext.ledger.keys import SECRET_ENV, secret_path
 
-            where = (f"${SECRET_ENV}" if ledger.secret_given
-                     else str(secret_path(backend.path)))
+            where = (f"${SECRET_ENV}" if ledger.secret_given else str(secret_path(path)))
             print(f"secret: {where} (keep it with the ledger: unit ids cannot be matched "
                   "without it)")
     return 0

@@ -19,9 +19,11 @@ import sqlite3
 import stat
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from dptext.errors import DPTextError
@@ -40,22 +42,44 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class Backend:
-    """One connection to one ledger database."""
+class Backend(ABC):
+    """One connection to one ledger database. A backend is one subclass and one line of
+    :data:`BACKENDS` (its URL schemes); the methods below marked abstract must be written (a
+    backend missing one cannot be built), the others are shared."""
 
-    name = ""
+    name: ClassVar[str] = ""
     readonly = False
+    #: the file the database lives in (None: a server): where the ledger keeps its secret
+    #: beside it, and what ``dptext ledger init`` refuses to overwrite
+    local_path: Path | None = None
 
     def __init__(self, target: str, timeout: float):
         self.target = target
         self.timeout = timeout
         self.conn = None
 
+    @classmethod
+    @abstractmethod
+    def from_url(cls, url: str, timeout: float) -> Backend:
+        """The backend of ``url`` (one of its schemes in :data:`BACKENDS`)."""
+
     # -- to implement
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether the ledger's database is there (a file backend: before connecting)."""
+
+    @abstractmethod
     def connect(self) -> None: ...
+
+    @abstractmethod
     def begin_write(self, durable: bool = True) -> None: ...
+
+    @abstractmethod
     def begin_read(self) -> None: ...
+
+    @abstractmethod
     def table_exists(self, name: str) -> bool: ...
+
     def integrity_problem(self) -> str | None:
         return None
 
@@ -192,7 +216,11 @@ class SQLiteBackend(Backend):
 
     def __init__(self, path: Path, timeout: float):
         super().__init__(str(path), timeout)
-        self.path = path
+        self.path = self.local_path = path
+
+    @classmethod
+    def from_url(cls, url, timeout):
+        return cls(sqlite_path(url), timeout)
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -313,6 +341,10 @@ class SQLiteBackend(Backend):
 class PostgresBackend(Backend):
     name = "postgresql"
 
+    @classmethod
+    def from_url(cls, url, timeout):
+        return cls(_PG.sub("postgresql://", url), timeout)
+
     def __init__(self, url: str, timeout: float):
         super().__init__(url, timeout)
         try:
@@ -378,14 +410,25 @@ def _first_line(err: BaseException) -> str:
 
 
 _PG = re.compile(r"^postgres(ql)?(\+psycopg)?://", re.IGNORECASE)
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):", re.IGNORECASE)
+
+#: every backend by URL scheme (a plain path is SQLite's)
+BACKENDS: dict[str, type[Backend]] = {"sqlite": SQLiteBackend, "postgresql": PostgresBackend,
+                                      "postgres": PostgresBackend,
+                                      "postgresql+psycopg": PostgresBackend,
+                                      "postgres+psycopg": PostgresBackend}
 
 
 def backend_for(url: str | os.PathLike, timeout: float) -> Backend:
+    """The backend of a ledger URL: its scheme's in :data:`BACKENDS`, SQLite for a path."""
     text = os.fspath(url)
-    if _PG.match(text):
-        return PostgresBackend(_PG.sub("postgresql://", text), timeout)
-    if re.match(r"^[a-z][a-z0-9+.-]*://", text, re.IGNORECASE) and not text.startswith(
-            "sqlite:"):
+    m = _SCHEME.match(text)
+    scheme = m.group(1).lower() if m and (text[m.end():].startswith("//")
+                                          or m.group(1).lower() == "sqlite") else None
+    if scheme is None:
+        return SQLiteBackend.from_url(text, timeout)
+    cls = BACKENDS.get(scheme)
+    if cls is None:
         raise DPTextError(f"unknown ledger URL {redact(text)!r}: give a file path, "
                           "sqlite:///PATH or postgresql://...")
-    return SQLiteBackend(sqlite_path(text), timeout)
+    return cls.from_url(text, timeout)

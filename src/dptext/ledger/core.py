@@ -37,7 +37,7 @@ import threading
 from dptext.errors import DPTextError
 from dptext.ledger import keys
 from dptext.ledger.amounts import DEFAULT_DELTA
-from dptext.ledger.backends import Backend, SQLiteBackend, backend_for
+from dptext.ledger.backends import Backend, backend_for
 from dptext.ledger.budgets import LedgerBudgets
 from dptext.ledger.queries import LedgerQueries
 from dptext.ledger.results import VerifyResult
@@ -74,8 +74,8 @@ class Ledger(LedgerStore, LedgerBudgets, LedgerWrites, LedgerQueries):
         if delta is not None and not 0.0 < delta < 1.0:
             raise DPTextError(f"the ledger delta must be in (0, 1), got {delta}")
         self._backend: Backend = backend_for(self.url, timeout)
-        if default and isinstance(self._backend, SQLiteBackend):
-            self._backend.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if default and self._backend.local_path is not None:
+            self._backend.local_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._secret_arg = secret if secret is not None else os.environ.get(keys.SECRET_ENV)
         self._lock = threading.RLock()
         self._pid = os.getpid()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dptext.errors import DPTextError
 from dptext.ledger import keys
-from dptext.ledger.backends import Backend, SQLiteBackend
+from dptext.ledger.backends import Backend
 from dptext.ledger.batches import RecordIndex
 from dptext.ledger.chain import ENTRY_COLUMNS, canonical, entry_hash, genesis
 from dptext.ledger.queries import sql_marks
@@ -100,7 +100,7 @@ class LedgerStore:
 
     def _open(self, create: bool, delta: float) -> None:
         b = self._backend
-        existed = b.exists() if isinstance(b, SQLiteBackend) else None
+        existed = b.exists() if b.local_path is not None else None
         b.connect()
         try:
             with b.errors("open the ledger"):
@@ -134,7 +134,7 @@ class LedgerStore:
                 ledger_id = uuid.uuid4().hex
                 if self._secret_arg is not None:
                     secret, location = self._secret_arg, "external"
-                elif isinstance(b, SQLiteBackend):
+                elif b.local_path is not None:
                     secret, location = keys.new_secret(), "file"
                 else:
                     secret, location = keys.new_secret(), "db"
@@ -192,10 +192,10 @@ class LedgerStore:
         secret = self._secret_arg
         if secret is None:
             if location == "file":
-                if not isinstance(b, SQLiteBackend):
+                if b.local_path is None:
                     raise DPTextError(f"ledger {b.where} keeps its secret in a file; set "
                                       f"{keys.SECRET_ENV}")
-                secret = keys.read_secret_file(keys.secret_path(b.path))
+                secret = keys.read_secret_file(keys.secret_path(b.local_path))
             elif location == "db":
                 with b.errors("read the ledger secret"):
                     row = b.execute("SELECT secret FROM ledger_keys WHERE name = ?",
