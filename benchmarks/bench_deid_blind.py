@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_deid_blind.py --tool presidio --set ...set1.jsonl
     .venv/bin/python benchmarks/bench_deid_blind.py --tool philter --set ...set1.jsonl
     .venv/bin/python benchmarks/bench_deid_blind.py --leak-check --set ...set1.jsonl
+    # dptext options go through --extra-args= (with '='), e.g. --extra-args="--check"
 
 Installs (a benchmark, not a test): presidio-analyzer and presidio-anonymizer (project deps and
 dev extra), `pip install --no-deps philter-lite==0.6.0` (requirements-nodeps.txt). philter-lite's
@@ -38,6 +39,10 @@ Scoring rules (every tool the same):
   whole-word occurrences in the release) of them count as kept.
 - Withheld: records missing from the release; recall, survivors and readability are over the
   released records.
+- Name consistency (approximate): per person (patient_id), each name string found in 2+ released
+  notes, is it replaced by one same string in all of them? The replacement is read off the
+  difflib opcodes (a replaced block can hold two adjacent spans); placeholders and masks are
+  trivially consistent, so the figure matters for surrogates (dptext --consistent unit).
 - Notes per CPU-second: dptext CLI: CPU seconds (user+sys, child processes) of the run on the
   whole set minus those of a run on its first 5 notes (--warm-runs N: the median of N such runs;
   start-up is ~10 s of CPU here, so one warm run leaves +-1 s of noise), over set size - 5
@@ -147,7 +152,10 @@ def is_phi(cat):
 
 
 # ----------------------------------------------------------------------------------------- tools
-def run_dptext(records, extra, dptext_src=None, workdir=None, warm_runs=1):
+DEFAULT_COLUMNS = "--field note,doctor --keep id --drop patient_id"
+
+
+def run_dptext(records, extra, dptext_src=None, workdir=None, warm_runs=1, columns=DEFAULT_COLUMNS):
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     if dptext_src:
         env["PYTHONPATH"] = str(dptext_src) + os.pathsep + env.get("PYTHONPATH", "")
@@ -165,31 +173,29 @@ def run_dptext(records, extra, dptext_src=None, workdir=None, warm_runs=1):
                     )
                     + "\n"
                 )
-        cmd = [
-            exe,
-            "sanitize",
-            "-m",
-            "custext",
-            "-e",
-            "2",
-            "--entities",
-            "PHI",
-            "--detector",
-            "both",
-            "--input",
-            str(inp),
-            "--output",
-            str(out),
-            "--field",
-            "note,doctor",
-            "--keep",
-            "id",
-            "--drop",
-            "patient_id",
-            "--seed",
-            "0",
-            "--no-progress",
-        ] + extra
+        cmd = (
+            [
+                exe,
+                "sanitize",
+                "-m",
+                "custext",
+                "-e",
+                "2",
+                "--entities",
+                "PHI",
+                "--detector",
+                "both",
+                "--input",
+                str(inp),
+                "--output",
+                str(out),
+                "--seed",
+                "0",
+                "--no-progress",
+            ]
+            + columns.split()
+            + extra
+        )
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.time()
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -288,6 +294,43 @@ def philter_fn():
 # --------------------------------------------------------------------------------------- scoring
 def tokens(text):
     return [(m.start(), m.end(), m.group()) for m in TOK.finditer(text)]
+
+
+def replacements(orig_toks, rel_text, spans):
+    """What took the place of each span in the release: the release text of the difflib
+    'replace' opcode whose original tokens cover the span's tokens, "" for a deleted or masked
+    span, None when the span was not replaced as a block. Approximate: adjacent spans replaced
+    together share one string; a placeholder or mask is trivially consistent."""
+    rtoks = tokens(rel_text)
+    sm = difflib.SequenceMatcher(
+        None, [t for _, _, t in orig_toks], [t for _, _, t in rtoks], autojunk=False
+    )
+    ops = [o for o in sm.get_opcodes() if o[0] in ("replace", "delete")]
+    out = []
+    for s in spans:
+        idx = [i for i, (a, b, _) in enumerate(orig_toks) if a < s["end"] and s["start"] < b]
+        got = None
+        for _, i1, i2, j1, j2 in ops:
+            if idx and i1 <= idx[0] and idx[-1] < i2:
+                got = rel_text[rtoks[j1][0] : rtoks[j2 - 1][1]] if j2 > j1 else ""
+        out.append(got)
+    return out
+
+
+def consistency(records, released):
+    """Per person (patient_id), each name string that occurs in 2+ released notes: is it replaced
+    by one and the same string in all of them? Returns (consistent groups, groups)."""
+    seen = collections.defaultdict(set)
+    for rec in records:
+        if rec["id"] not in released:
+            continue
+        spans = [s for s in rec["phi"] if s["category"].endswith("_NAME") and len(s["text"]) >= 2]
+        reps = replacements(tokens(rec["note"]), released[rec["id"]].get("note") or "", spans)
+        for s, rp in zip(spans, reps, strict=True):
+            seen[(rec["patient_id"], s["category"], s["text"])].add((rec["id"], rp))
+    groups = [v for v in seen.values() if len({i for i, _ in v}) >= 2]
+    ok = sum(1 for v in groups if len({rp for _, rp in v}) == 1 and None not in {rp for _, rp in v})
+    return ok, len(groups)
 
 
 def surviving_tokens(orig_toks, rel_text):
@@ -569,6 +612,10 @@ def markdown(results: dict) -> str:
             ),
         )
     row("notes per CPU-second", lambda r: f"{r['notes_per_cpu_s']:.1f}")
+    row(
+        "same name, same replacement across a person's notes (approx.)",
+        lambda r: f"{r['name_consistency']['consistent']}/{r['name_consistency']['groups']}",
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -663,6 +710,12 @@ def main(argv=None):
     )
     ap.add_argument("--results", default=str(RESULTS))
     ap.add_argument(
+        "--columns",
+        default=DEFAULT_COLUMNS,
+        help="dptext: how the set's columns are named (every column once; e.g. '--field "
+        "note,doctor --keep id --user-field patient_id' with --extra-args='--consistent unit')",
+    )
+    ap.add_argument(
         "--warm-runs",
         type=int,
         default=1,
@@ -714,7 +767,7 @@ def main(argv=None):
     extra = a.extra_args.split()
     cmd = None
     if a.tool == "dptext":
-        rel, cpu, wall, cmd = run_dptext(records, extra, a.dptext_src, wd, a.warm_runs)
+        rel, cpu, wall, cmd = run_dptext(records, extra, a.dptext_src, wd, a.warm_runs, a.columns)
         rate = (len(records) - WARM) / cpu
     else:
         fn = presidio_fn() if a.tool == "presidio" else philter_fn()
@@ -728,6 +781,8 @@ def main(argv=None):
                     + "\n"
                 )
     res = score(records, rel)
+    ok, n = consistency(records, rel)
+    res["name_consistency"] = {"consistent": ok, "groups": n, "frac": ok / max(n, 1)}
     res.update(RUNS)
     res.update(
         {
