@@ -14,8 +14,9 @@ import time
 import pytest
 from test_corpus import job, mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
-from dptext.corpus import driver, run
+from dptext.corpus import run
 from dptext.corpus.executors import ProcessExecutor, fork_safe
+from dptext.corpus.executors import process as process_executor
 from dptext.corpus.sources import expand
 from dptext.corpus.workdir import WorkDir
 from dptext.errors import DPTextError
@@ -31,7 +32,7 @@ def test_forked_and_spawned_workers_with_multi_batch_tasks_give_the_inline_bytes
     src = write_jsonl(tmp_path / "in.jsonl", 3000, seed=3)
     ref = tmp_path / "ref.jsonl"
     run(job(mech, src, ref, batch_size=40, shard_records=700))
-    monkeypatch.setattr(driver, "fork_safe", lambda: start == "fork")
+    monkeypatch.setattr(process_executor, "fork_safe", lambda: start == "fork")
     # 16 batches a task (the most) from the second round trip on; a chunk then spans shards
     monkeypatch.setattr(ProcessExecutor, "TASK_SECONDS", 100.0)
     seen = []
@@ -112,7 +113,8 @@ def test_workers_die_with_a_killed_driver_and_the_job_resumes(tmp_path, start):
         from dptext.corpus.driver import Driver
         from dptext.embeddings import EmbeddingSpace
         from dptext.mechanisms.registry import mechanism
-        driver.fork_safe = lambda: {start == "fork"!r}
+        from dptext.corpus.executors import process as process_executor
+        process_executor.fork_safe = lambda: {start == "fork"!r}
         commit = Driver._commit_shard
         def slow(self, wd, shard):  # a job long enough to be killed in the middle
             commit(self, wd, shard)

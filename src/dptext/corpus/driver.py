@@ -19,7 +19,6 @@ manifest and the rejects.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import time
@@ -34,10 +33,9 @@ from dptext.corpus import shards as shards_mod
 from dptext.corpus.aggregate import JobAggregate, UnitTotals
 from dptext.corpus.columns import COLUMN_ROLES, plan_columns
 from dptext.corpus.draws import job_draw_key, shared_draws
-from dptext.corpus.executors import EXECUTORS, ProcessExecutor, fork_safe
+from dptext.corpus.executors import EXECUTORS, LOCAL, Executor, ExecutorSetup, engines
 from dptext.corpus.fold import Fold
 from dptext.corpus.job import (
-    ENGINES,
     LM_SHARD,
     ON_ERROR,
     WORD_SHARD,
@@ -59,7 +57,7 @@ from dptext.corpus.ranges import RANGE_FORMATS, scan
 from dptext.corpus.records import TEXT_FIELD, Record, RecordReader
 from dptext.corpus.shards import Shard
 from dptext.corpus.sources import Source, expand
-from dptext.corpus.stream import run_stream, stream_shared_dir
+from dptext.corpus.stream import run_stream
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout
 from dptext.corpus.workdir import RELEASE, WorkDir, changed_input, changed_settings
 from dptext.corpus.writers import RecordWriter, output_format
@@ -96,8 +94,9 @@ class Driver:
         if j.on_error not in ON_ERROR:
             raise DPTextError(f"--on-error must be one of {', '.join(ON_ERROR)}, "
                               f"got {j.on_error!r}")
-        if j.engine not in ENGINES:
-            raise DPTextError(f"--engine must be one of {', '.join(ENGINES)}, got {j.engine!r}")
+        if j.engine not in engines():
+            raise DPTextError(f"--engine must be one of {', '.join(engines())}, got "
+                              f"{j.engine!r}")
         for name, value in (("workers", j.workers), ("batch_size", j.batch_size),
                             ("shard_records", j.shard_records),
                             ("max_record_bytes", j.max_record_bytes),
@@ -154,7 +153,7 @@ class Driver:
         self.started = now()
         self.schema = None
         self._pending_in = 0
-        self._pool: ProcessExecutor | None = None
+        self._pool = None  # what the executor started before the mechanism loaded, if anything
 
     # ------------------------------------------------------------------ identity
     def settings(self) -> dict:
@@ -224,30 +223,28 @@ class Driver:
                          ledger=j.ledger is not None, units=self.units_tracked,
                          columns=self.columns, draw_key=self.draw_key)
 
-    def _executor(self, shared_dir: Path | None, close_fds: tuple[int, ...] = ()):
-        """The job's executor; ``close_fds``: the driver's descriptors a forked worker closes
-        (the work directory's lock, which a worker must not hold if the driver dies)."""
+    def _executor_name(self) -> str:
+        """The job's executor in :data:`~dptext.corpus.executors.EXECUTORS`: the local engine's
+        ``inline`` (one worker) or ``process``, else the engine's own name."""
         j = self.job
-        layout = self._layout()
-        if j.engine == "local" and j.workers == 1:
-            return EXECUTORS["inline"](self.m, layout, j.torch_threads)
-        threads = j.torch_threads or 1
-        if self._pool is None and self._forks():
-            self._share_search()
-            self._pool = EXECUTORS["process"].forked(j.workers, self.m, layout, threads,
-                                                close_fds=close_fds)
-            return self._pool
-        from dptext.corpus.shared import export
+        if j.engine != "local":
+            return j.engine
+        return LOCAL[0] if j.workers == 1 else LOCAL[1]
 
-        if shared_dir is None:  # streaming: no work directory for the tables
-            shared_dir = stream_shared_dir()
-        if j.engine == "ray":  # a cluster's workers run in another directory: absolute paths
-            shared = export(self.m, shared_dir.resolve(), j.spec)
-            layout = dataclasses.replace(layout, sources=[s.absolute() for s in layout.sources])
-            return EXECUTORS["ray"](shared, layout, workers=j.workers, torch_threads=threads)
-        shared = export(self.m, shared_dir, j.spec)
-        self._start_pool()
-        return self._pool.configure(shared, layout)
+    def _setup(self, shared_dir: Path | None = None,
+               close_fds: tuple[int, ...] = ()) -> ExecutorSetup:
+        j = self.job
+        return ExecutorSetup(self.m, None, j.workers, j.torch_threads, self.word, spec=j.spec,
+                             shared_dir=shared_dir, close_fds=close_fds, started=self._pool,
+                             before_fork=self._share_search)
+
+    def _executor(self, shared_dir: Path | None, close_fds: tuple[int, ...] = ()) -> Executor:
+        """The job's executor (built by name); ``close_fds``: the driver's descriptors a forked
+        worker closes (the work directory's lock, which a worker must not hold if the driver
+        dies)."""
+        setup = self._setup(shared_dir, close_fds)
+        setup.layout = self._layout()
+        return EXECUTORS[self._executor_name()].build(setup)
 
     def _share_search(self) -> None:
         """Build a nearest-word search (the Laplace family's, on the CPU: a 78 MB matrix over
@@ -259,22 +256,11 @@ class Driver:
 
             nearest(np.empty((0, self.m.space.dim)))
 
-    def _forks(self) -> bool:
-        """Whether the workers are forked once the mechanism is loaded (a word mechanism, and
-        :func:`~dptext.corpus.executors.fork_safe`): no imports, no copy of the tables."""
-        j = self.job
-        return j.engine == "local" and j.workers > 1 and self.word and fork_safe()
-
     def _start_pool(self) -> None:
-        """Start spawned worker processes (they import while this process loads the
-        mechanism), unless they will be forked later."""
-        j = self.job
-        if j.engine == "local" and j.workers > 1 and self._pool is None and not self._forks():
-            # language-model mechanisms import torch; word mechanisms never do on the CPU (the
-            # Laplace family's nearest-word search is numpy: importing torch cost each worker
-            # 1.5-3.5 s of CPU for nothing)
-            self._pool = EXECUTORS["process"](j.workers, j.torch_threads or 1,
-                                         uses_torch=not self.word)
+        """Start what the executor starts before the mechanism loads (spawned worker
+        processes import meanwhile; :meth:`Executor.prepare`)."""
+        if self._pool is None:
+            self._pool = EXECUTORS[self._executor_name()].prepare(self._setup())
 
     # ------------------------------------------------------------------ one batch
     def _charged(self, results: Iterator[BatchResult]) -> Iterator[tuple[BatchResult, Any]]:
@@ -317,8 +303,7 @@ class Driver:
     def _fit(self) -> None:
         # a word mechanism is fitted here and shared with the workers; another one is fitted
         # where it runs: here when it runs inline, in each worker otherwise (attach)
-        j = self.job
-        inline = j.workers == 1 and j.engine == "local"
+        inline = self._executor_name() == "inline"
         if (self.word or inline) and not self.m.is_fitted:
             self.m.fit()
         elif isinstance(self.m, TargetedMechanism):  # its word mechanism is shared fitted

@@ -18,7 +18,6 @@ from dptext.mechanisms.base import Mechanism
 from dptext.mechanisms.word import WordMechanism
 
 ON_ERROR = ("fail", "skip")
-ENGINES = ("local", "ray")
 #: default --batch-size: word mechanisms that tabulate their output distribution (CusText,
 #: SanText, ...: ~50 us a short record), those that search the space for every token (the
 #: Laplace family: ~10 ms a record, so that 2 workers have batches to share on 800 records),

@@ -16,13 +16,26 @@ plus the batch's report: the driver never decodes, privatizes or encodes a recor
   (:mod:`dptext.corpus.executors.ray`).
 """
 
+from dptext.corpus.executors.base import Executor, ExecutorSetup
 from dptext.corpus.executors.inline import InlineExecutor
 from dptext.corpus.executors.process import ProcessExecutor, fork_safe
 from dptext.corpus.executors.ray import RayExecutor, ray_init  # imports Ray only when used
 
-#: every executor by name: ``inline`` (``--workers 1``), ``process`` (``--workers N``), ``ray``
-#: (``--engine ray``)
-EXECUTORS = {"inline": InlineExecutor, "process": ProcessExecutor, "ray": RayExecutor}
+#: every executor by name (:mod:`~dptext.corpus.executors.base`): ``inline`` (the local engine,
+#: ``--workers 1``), ``process`` (the local engine, ``--workers N``), ``ray`` (``--engine
+#: ray``); another name is an engine of its own (``--engine NAME``)
+EXECUTORS: dict[str, type[Executor]] = {
+    "inline": InlineExecutor, "process": ProcessExecutor, "ray": RayExecutor}
 
-__all__ = ["EXECUTORS", "InlineExecutor", "ProcessExecutor", "RayExecutor", "fork_safe",
-           "ray_init"]
+#: the local engine's executors (one worker, several)
+LOCAL = ("inline", "process")
+
+
+def engines() -> tuple[str, ...]:
+    """The names ``--engine`` takes: ``local`` and every executor of :data:`EXECUTORS` that is
+    not one of the local engine's."""
+    return ("local", *(n for n in EXECUTORS if n not in LOCAL))
+
+
+__all__ = ["EXECUTORS", "LOCAL", "Executor", "ExecutorSetup", "InlineExecutor",
+           "ProcessExecutor", "RayExecutor", "engines", "fork_safe", "ray_init"]

@@ -6,16 +6,21 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 
+from dptext.corpus.executors.base import Executor
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
 
 
-class InlineExecutor:
+class InlineExecutor(Executor):
     """In this process. ``torch_threads`` is applied once torch is loaded - never by importing
     it, which costs a word mechanism that does not use torch a second or two (a mechanism that
     imports it on its first batch runs that batch with torch's default; results do not depend
     on the thread count)."""
 
     name = "inline"
+
+    @classmethod
+    def build(cls, setup):
+        return cls(setup.mechanism, setup.layout, setup.torch_threads)
 
     def __init__(self, mechanism, layout: JobLayout, torch_threads: int | None = None) -> None:
         self.worker = Worker(mechanism, layout)

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+from dptext.corpus.executors.base import Executor
 from dptext.corpus.executors.inline import set_threads
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
 
@@ -70,6 +71,12 @@ def fork_safe() -> bool:
             and threading.active_count() == 1 and "torch" not in sys.modules)
 
 
+def forks(setup) -> bool:
+    """Whether the workers are forked once the mechanism is loaded (a word mechanism, and
+    :func:`fork_safe`): no imports, no copy of the tables."""
+    return setup.word and fork_safe()
+
+
 def _work_forked(token: int, task: BatchTask) -> BatchResult:
     """Run ``task`` in a forked worker: the mechanism was inherited from the driver."""
     w = _WORKER.get("w")
@@ -113,7 +120,7 @@ def _run_chunk(work, config, tasks: list[BatchTask]) -> tuple[list[BatchResult],
     return results, time.process_time() - start
 
 
-class ProcessExecutor:
+class ProcessExecutor(Executor):
     """N worker processes, spawned or forked.
 
     Spawned (the default): the pool starts (and imports) as soon as it is made - the engine
@@ -121,7 +128,28 @@ class ProcessExecutor:
     the job, which every worker attaches with its first batch. Forked (:meth:`forked`, when
     :func:`fork_safe`): made once the mechanism is loaded; the workers inherit it."""
 
-    name = "processes"
+    name = "process"
+
+    @classmethod
+    def prepare(cls, setup):
+        """Spawned workers start (and import) while the driver loads the mechanism; forked
+        ones wait for it (:meth:`build`)."""
+        if forks(setup):
+            return None
+        # language-model mechanisms import torch; word mechanisms never do on the CPU (the
+        # Laplace family's nearest-word search is numpy: importing torch cost each worker
+        # 1.5-3.5 s of CPU for nothing)
+        return cls(setup.workers, setup.torch_threads or 1, uses_torch=not setup.word)
+
+    @classmethod
+    def build(cls, setup):
+        threads = setup.torch_threads or 1
+        if setup.started is None and forks(setup):
+            setup.before_fork()
+            return cls.forked(setup.workers, setup.mechanism, setup.layout, threads,
+                              close_fds=setup.close_fds)
+        pool = setup.started or cls.prepare(setup)
+        return pool.configure(setup.export(), setup.layout)
 
     def __init__(self, workers: int, torch_threads: int = 1, *, uses_torch: bool = False,
                  _fork: tuple | None = None, close_fds: tuple[int, ...] = ()) -> None:

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
+from dptext.corpus.executors.base import Executor
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout, Worker
 from dptext.errors import DPTextError
 
@@ -231,7 +232,7 @@ def cluster_env() -> dict[str, str] | None:
     return {k: os.environ[k] for k in SHARED_ENV if k in os.environ}
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     """``workers`` Ray actors; see the module docstring. :meth:`start` creates them (Ray
     starts their processes while this one goes on), :meth:`configure` hands them the
     mechanism (and the digest of its exported files, which each actor checks); ``RayExecutor
@@ -244,6 +245,17 @@ class RayExecutor:
     ``runtime_env`` - what every actor got before."""
 
     name = "ray"
+
+    @classmethod
+    def build(cls, setup):
+        """A cluster's workers run in another directory: the tables and sources by absolute
+        path."""
+        import dataclasses
+
+        layout = dataclasses.replace(setup.layout,
+                                     sources=[s.absolute() for s in setup.layout.sources])
+        return cls(setup.export(absolute=True), layout, workers=setup.workers,
+                   torch_threads=setup.torch_threads or 1)
     #: calls queued on one actor: one running, one waiting (no idle round trip)
     PER_ACTOR = 2
     #: calls an actor held by the driver, done or not (bounded memory: results in order)
