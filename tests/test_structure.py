@@ -414,10 +414,10 @@ def test_the_fast_tier_exists_and_reaches_every_package():
 MAX_CLASS_LINES = 350
 MAX_FUNCTION_LINES = 100
 ALLOWED_LONG_CLASSES: dict[str, int] = {
-    "dptext.corpus.driver.Driver": 513,
+    "dptext.corpus.driver.Driver": 500,
     "dptext.embeddings.EmbeddingSpace": 485,
     "dptext.ledger.writes.LedgerWrites": 526,
-    "dptext.targeted.mechanism.TargetedMechanism": 472,
+    "dptext.targeted.mechanism.TargetedMechanism": 473,
     "dptext.training.run.TrainJob": 408,
 }
 ALLOWED_LONG_FUNCTIONS: dict[str, int] = {
@@ -427,7 +427,7 @@ ALLOWED_LONG_FUNCTIONS: dict[str, int] = {
     "dptext.ledger.writes.LedgerWrites.reserve": 124,
     "dptext.lm.mlm_build.train_head": 164,
     "dptext.service.app.create_app": 382,
-    "dptext.targeted.mechanism.TargetedMechanism.privatize_spans": 122,
+    "dptext.targeted.mechanism.TargetedMechanism.privatize_spans": 123,
     "dptext.training.run.TrainJob.run": 129,
 }
 
