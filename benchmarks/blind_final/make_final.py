@@ -81,6 +81,28 @@ WORDNAMES_NEW = {"M": ["Hunter", "Forrest", "River", "Stone", "Ace", "Sage", "Br
                  "F": ["Faith", "Harmony", "Serenity", "Trinity", "Liberty", "Haven", "Meadow", "Sky", "Willow", "Clementine"]}
 
 
+SCRIPT4 = {"greek": "el_GR", "japanese": "ja_JP", "korean": "ko_KR", "chinese": "zh_TW", "russian": "uk_UA",
+           "arabic": "fa_IR", "indian": "hi_IN", "anglo": "he_IL", "filipino": "th_TH"}
+_SCRIPT_FAKERS: dict = {}
+
+
+def script_name(r, origin):
+    """A name in another script (Greek, kanji, hangul, hanzi, Cyrillic, Persian, Devanagari,
+    Hebrew, Thai) for the patient's native-script field; None for some origins."""
+    loc = SCRIPT4.get(origin)
+    if loc is None:
+        return None
+    if loc not in _SCRIPT_FAKERS:
+        from faker import Faker
+
+        f = Faker(loc)
+        f.seed_instance(SEED + len(_SCRIPT_FAKERS))
+        _SCRIPT_FAKERS[loc] = f
+    f = _SCRIPT_FAKERS[loc]
+    sep = "" if loc in ("ja_JP", "ko_KR", "zh_TW") and r.random() < 0.7 else " "
+    return f.last_name() + sep + f.first_name()
+
+
 def build_pools():
     pools = NamePools(seed=44)
     for o, d in EXTRA.items():
@@ -209,6 +231,7 @@ class Ctx:
         o = r.choices(list(BASE_MIX), list(BASE_MIX.values()))[0]
         self.p = person(r, pools, o, word=r.random() < 0.04)
         self.old = r.random() < 0.2
+        self.script = script_name(r, o) if r.random() < 0.5 else None
         self.date = dt.date(r.randint(2019, 2026), r.randint(1, 12), r.randint(1, 28))
         age = r.randint(90, 106) if self.old else r.randint(18, 89)
         self.dob = dt.date(self.date.year - age, r.randint(1, 12), r.randint(1, 28))
@@ -308,6 +331,8 @@ def home_health(c: Ctx, d: Doc):
         stt=P("STATE", c.state), z=P("ZIP", c.zip), gc=P("ACCOUNT", "#" + digits(r, 4)), church=P("ORGANIZATION", r.choice(["Iglesia Pentecostal Monte Sion", "Hmong Alliance Church", "St. Nicholas Greek Orthodox Church", "Masjid Al-Noor"])))
     d.w("pt {name} seated in recliner, {rel_role} {rel} is primary caregiver. {rel2} reports pt ate well. {v}, {v2}. wound to L heel 2x3 cm, {epo} noted.\n",
         name=c.pn("f", "fl", "lower_l"), rel_role=c.rel.role, rel=c.rn("f", "fl"), rel2=c.rn("f"), v=c.vit(), v2=c.vit(), epo=K("eponym", "Charcot foot"))
+    if c.script and r.random() < 0.7:
+        d.w("name on mailbox/door in {lang}: {s}. ", lang=r.choice(["native script", "the family's language"]), s=P("PATIENT_NAME", c.script))
     d.w("meds reviewed: {m1}, {m2}. pill box filled for week of {dt}. next visit {dt2}. called {dr} office at {ph} re wound culture.\n",
         m1=c.drug(), m2=c.drug(), dt=c.d(c.date, "short_month", "of"), dt2=c.d(c.date + dt.timedelta(days=7), "weekday", "dotted"),
         dr=c.cn(c.doc, "dr_l", "l"), ph=P("PHONE", phone4(r)))
@@ -319,6 +344,8 @@ def portal(c: Ctx, d: Doc):
     d.w("From: {n} <{em}>\nTo: {fac} Patient Messages\nSent: {dt} {t}\nSubject: question about my {q}\n\n",
         n=c.pn("fl", "nick"), em=P("EMAIL", c.email), fac=P("HOSPITAL", c.fac), dt=c.d(c.date, "weekday", "slash"), t=clock4(r),
         q=r.choice(["new medicine", "test results", "appointment"]))
+    if c.script and r.random() < 0.6:
+        d.w("(sender's name as entered on the device: {s})\n\n", s=P("PATIENT_NAME", c.script))
     d.w("Hi Dr {dr},\n\nSince you started me on {m} I feel dizzy in the mornings. My {rel_role} {rel} checked my pressure and it was {v}. Should I keep taking it? My lab from {ld} said {lab}.\n",
         dr=c.cn(c.doc, "l", "f"), m=c.drug(), rel_role=c.rel.role, rel=c.rn("f"), v=K("vital", f"BP {r.randint(90, 170)}/{r.randint(50, 100)}"),
         ld=c.d(c.when(3, 40), "short_month", "of"), lab=c.lab())
@@ -334,6 +361,8 @@ def hl7(c: Ctx, d: Doc):
         mrn=P("MRN", c.mrn), name=c.pn("hl7"), dob=P("DATE", c.dob.strftime("%Y%m%d")), sx=c.p.sex, st=P("STREET", c.street.upper()),
         city=P("CITY", c.city.upper()), stt=P("STATE", c.state), z=P("ZIP", c.zip), ph=P("PHONE", c.phone), acct=P("ACCOUNT", c.acct),
         ssn=P("SSN", f"{r.randint(101, 899)}{digits(r, 2)}{digits(r, 4)}"))
+    if c.script:
+        d.w("PD1|||{s}^^^^^^A\n", s=P("PATIENT_NAME", c.script))
     d.w("NK1|1|{rel}|{role}|{ph}\nPV1|1|I|4W^412^B|||||{doc}|||MED\nDG1|1|I10|{code}|{desc}\nOBX|1|NM|K||{lab}||||||F\n",
         rel=nm(c.rel, "RELATIVE_NAME", "hl7"), role=c.rel.role.upper(), ph=P("PHONE", phone4(r)),
         doc=P("LICENSE", digits(r, 10)) + T("^") + nm(c.doc, "CLINICIAN_NAME", "hl7"), code=(x := c.code())[0], desc=x[1], lab=c.lab())
@@ -345,6 +374,8 @@ def psych(c: Ctx, d: Doc):
     d.w("PSYCHIATRIC INTAKE  {dt}  {fac}\n[[IDENTIFYING DATA:]] {name}, {age} y.o. {sx}, referred by {dr}.\n",
         dt=c.d(c.date, "dotted", "slash"), fac=P("HOSPITAL", "New Horizons Counseling"), name=c.pn("nick", "fl", "suffix"), age=P("AGE", str(c.age)),
         sx={"M": "man", "F": "woman"}[c.p.sex], dr=c.cn(c.doc, "flc"))
+    if c.script:
+        d.w("Name as written on passport: {s}. Prefers to be addressed by first name.\n", s=P("PATIENT_NAME", c.script))
     d.w("[[SOCIAL HISTORY:]] Born in {bc}, came to the US in {yr} as a refugee and settled in {city}. Lives with {rel_role} {rel} in a rented apartment at {st}. Works nights at {emp}. Drives a {car} (plate {pl}). Attends {church}.\n",
         bc=P("CITY", r.choice(["Mogadishu", "Port-au-Prince", "Addis Ababa", "Vientiane", "Thessaloniki", "Osaka", "Cork", "Kuala Lumpur", "Hargeisa"])),
         yr=P("DATE", f"{MONTHS[r.randint(0, 11)]} {c.date.year - r.randint(3, 30)}") if r.random() < 0.4 else T(str(c.date.year - r.randint(3, 30))), city=P("CITY", c.city), rel_role=c.rel.role,
@@ -442,7 +473,7 @@ def main():
         for _ in range(min(r.choice([1, 2, 3, 4]), N - len(records))):
             c = Ctx(r, POOLS, doctors, nurses)
             # the same person across notes: keep the patient's identity, new visit details
-            for attr in ("p", "old", "dob", "mrn", "acct", "phone", "city", "state", "street", "zip", "email", "rel"):
+            for attr in ("p", "script", "old", "dob", "mrn", "acct", "phone", "city", "state", "street", "zip", "email", "rel"):
                 setattr(c, attr, getattr(base, attr))
             c.date = base.date + dt.timedelta(days=r.randint(0, 200))
             c.age = c.date.year - c.dob.year - ((c.date.month, c.date.day) < (c.dob.month, c.dob.day))
