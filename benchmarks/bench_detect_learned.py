@@ -113,6 +113,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--repeat", type=int, default=3, help="median of this many passes")
     ap.add_argument("--no-presidio", action="store_true")
+    ap.add_argument("--lengths", action="store_true", help="also CPU ms per 1,000 characters "
+                    "of one text of 1k, 5k, 20k and 80k characters (the notes end to end)")
     ap.add_argument("--spacy-ner", action="store_true", help="also time the spaCy NER "
                     "alternative (untrained, same labels)")
     args = ap.parse_args(argv)
@@ -139,6 +141,20 @@ def main(argv=None) -> int:
         pres = sorted(rate(run, texts) for _ in range(args.repeat))[args.repeat // 2]
         out["presidio_notes_per_cpu_s"] = round(pres, 1)
         out["learned_over_presidio"] = round(learned / pres, 2)
+    if args.lengths:
+        joined = "\n".join(texts)
+        while len(joined) < 80_000:
+            joined += "\n" + joined
+        per = {}
+        for n in (1_000, 5_000, 20_000, 80_000):
+            text = joined[:n]
+            det.find(text)
+            reps = max(1, 80_000 // n)
+            t0 = time.process_time()
+            for _ in range(reps):
+                det.find(text)
+            per[n] = round((time.process_time() - t0) / reps / n * 1e6, 2)
+        out["learned_cpu_ms_per_1000_chars"] = per
     if args.spacy_ner:
         nlp = spacy_ner()
 

@@ -122,10 +122,13 @@ def test_find_many_equals_find_one_by_one(detector):
 # The held-out set (benchmarks/train_detector_recall.jsonl, written by
 # `benchmarks/train_detector.py --write-heldout`): 80 notes of a seed training never used
 # (training draws 1 and 2), whose people bear names of names-dataset ranked 301-400 in their
-# country, none of them in the training pools. RECALL_SEEN: the share of its gold spans the
-# shipped weights touched when they were trained. The bound is 4 binomial standard errors
-# below it (sqrt(p(1-p)/N), N >= 900 spans): a detector as good fails with probability < 1e-4.
-RECALL_SEEN = 0.992
+# country, none of them in the training pools. RECALL_SEEN: the share of its 1,299 gold spans
+# the shipped weights touched when they were trained (1,298). The bound is 4 binomial standard
+# errors below it (sqrt(p(1-p)/N)): 0.9955, at most 5 spans missed. For the shipped weights the
+# test is exact (the set is fixed); for weights retrained elsewhere, a detector that truly
+# misses 1 span in 1,000 fails it with probability 0.002 and one that misses 1 in 100 passes it
+# with probability 0.01 (binomial, N = 1,299).
+RECALL_SEEN = 0.999
 HELDOUT = Path(__file__).resolve().parents[1] / "benchmarks" / "train_detector_recall.jsonl"
 
 
@@ -137,7 +140,7 @@ def test_recall_on_a_fixed_synthetic_set(detector):
         for a, b, _ in note["labels"]:
             total += 1
             hit += any(s.start < b and a < s.end for s in spans)
-    assert total >= 900
+    assert total >= 1200
     bound = RECALL_SEEN - 4 * math.sqrt(RECALL_SEEN * (1 - RECALL_SEEN) / total)
     assert hit / total >= bound, (hit, total, bound)
 
