@@ -141,3 +141,19 @@ def test_the_command_line_shifts_a_persons_dates_and_links_column_and_note(tmp_p
     assert again.returncode == 0, again.stderr
     out2 = list(csv.DictReader(open(tmp_path / "again.csv", newline="")))
     assert out2[0]["note"].count(a) == 1  # one key: the same shift in every release
+
+
+def test_the_leak_check_does_not_count_a_value_released_by_design(space, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.setenv("DPTEXT_CACHE", str(tmp_path))
+    text = "a 67 y/o seen on March 3, 2024"
+    spans = _spans(text, {"67 y/o": "AGE", "March 3, 2024": "DATE"})
+    for dates, want in (("year", "a 67 y/o seen on 2024"), ("shift", None)):
+        m = TargetedMechanism(mechanism("custext", epsilon=2, k=5, space=space),
+                              detector=None, dates=dates, ages="keep", check=True)
+        r = m.privatize_spans([text], [spans], rng=0)[0]
+        assert r.report.withheld is None and r.text.startswith("a 67 y/o seen on ")
+        assert want is None or r.text == want
+    m = TargetedMechanism(mechanism("custext", epsilon=2, k=5, space=space), detector=None,
+                          ages="placeholder", check=True)
+    assert m.privatize_spans([text], [spans], rng=0)[0].text == "a [AGE] seen on [DATE]"

@@ -230,7 +230,8 @@ def cmd_sanitize(args) -> int:
 
         html = write_report_html(
             result.report_path, Path(f"{output}.report.html"), output=result.output,
-            rejects=Path(args.rejects or f"{output}.rejects.jsonl"), fields=args.field)
+            rejects=Path(args.rejects or f"{output}.rejects.jsonl"), fields=args.field,
+            leak_check={"before_release": True} if getattr(args, "check", False) else None)
         print(f"wrote {html} (the release report a reviewer reads)", file=sys.stderr)
     # to stdout without --report: the short summary below only (the JSON is --report FILE's)
     from dptext.corpus.text_report import text_report

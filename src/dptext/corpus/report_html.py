@@ -25,6 +25,7 @@ _PLAIN = {
     "name surrogate": "replaced by a made-up name of the same shape",
     "word surrogate": "replaced by a made-up place or organisation of the same kind",
     "surrogate": "replaced by a made-up value of the same type",
+    "realistic surrogate": "replaced by a realistic made-up value of the same shape",
 }
 
 
@@ -105,7 +106,12 @@ def render(summary: dict, *, rejects: list[dict] = (), examples: list[str] = (),
     else:
         parts.append("<p class=ok>None: every record was released.</p>")
     parts.append("<h2>Leak check</h2>")
-    if leak_check and leak_check.get("ran"):
+    if leak_check and leak_check.get("before_release"):
+        n = sum("surviving identifier" in str(r.get("reason", "")) for r in rejects)
+        parts.append(f"<p class=ok>Ran on every record before release (--check): {n} "
+                     "records in which an identifier survived were withheld (above); every "
+                     "released record passed it.</p>")
+    elif leak_check and leak_check.get("ran"):
         leaks = leak_check.get("leaks", 0)
         cls = "ok" if not leaks else "bad"
         by = ", ".join(f"{k} {v}" for k, v in (leak_check.get("by_category") or {}).items())

@@ -163,9 +163,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("placeholder", "text", "[{category}]", None,
        "the replacement text of a placeholder, {category} filled in", surface=False),
     _O("word_policy", "choice", "mechanism", ("surrogate", "placeholder", "mechanism"),
-       "places and organisations (GPE, LOC, FAC, ORG): a public surrogate sharing no word with "
-       "the input (placeholder when name_policy is placeholder), a placeholder, or privatized "
-       "word by word by the mechanism (which returns some unchanged: the report counts them)",
+       "places and organisations (GPE, LOC, FAC, ORG): a public surrogate of the same kind "
+       "drawn independently of the input (placeholder when name_policy is placeholder), a "
+       "placeholder, or privatized word by word by the mechanism (which returns some "
+       "unchanged: the report counts them)",
        deid=_word_policy),
     _O("recognizers", "bool", False, None, "the built-in rule recognizers (phones, IDs, "
        "dates, ages, addresses, ...)", deid=True, surface=False),

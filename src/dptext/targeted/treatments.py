@@ -12,8 +12,8 @@ placeholder (last) takes every category replaced whole that no other takes.
 - ``name-surrogate``: names replaced whole by a public name drawn independently of the input;
 - ``pattern-surrogate``: contact details, IDs, dates replaced by a surrogate drawn by the
   exponential mechanism (``surrogate_epsilon`` per span);
-- ``word-surrogate``: places and organisations replaced whole by a public value sharing no
-  word with the input (the placeholder where every value shares one);
+- ``word-surrogate``: places and organisations replaced whole by a public value of the same
+  kind (a hospital by a hospital, a city by a city), drawn independently of the input's words;
 - ``date-shift``, ``date-year``: dates moved by the person's secret offset, or cut to their
   year (:mod:`dptext.targeted.dates`; ``dates`` option); ``age-keep``: ages up to 89 as
   written, 90 and over "90+" (``ages`` option) - released values, not DP: the report says so;
@@ -146,6 +146,9 @@ class Treatment(ABC):
     reason: ClassVar[str] = ""
     #: :meth:`replace` takes the text's :class:`Context` (keyword ``ctx``)
     takes_context: ClassVar[bool] = False
+    #: the replacement releases (part of) the value by design (an age kept, a year): the leak
+    #: check does not count it
+    released: ClassVar[bool] = False
 
     def __init__(self, m: Wrapper, category: str) -> None:
         self.m, self.category = m, category
@@ -296,7 +299,8 @@ class Placeholder(Treatment):
 
 
 class WordSurrogate(Treatment):
-    """Places and organisations: a public value sharing no word with the input
+    """Places and organisations: a public value of the input's kind, drawn independently of
+    its words
     (:func:`surrogate_word`), the placeholder where every value shares one."""
 
     name = "word-surrogate"
@@ -322,6 +326,7 @@ class _Released(Treatment):
 
     whole = True
     takes_context = True
+    released = True
     option: ClassVar[str]
     choice: ClassVar[str]
     categories: ClassVar[frozenset[str]]
