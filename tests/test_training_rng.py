@@ -151,9 +151,11 @@ def test_seeded_secure_run_resumes_bit_for_bit(data, tmp_path):
 
 def test_unseeded_secure_run_continues_its_checkpointed_generators(data, tmp_path):
     with pytest.raises(Killed):
-        _job(data, seed=None).run(tmp_path, on_round=kill_at(3))
+        # a public population: the released count of a 12-user corpus can be a fraction of it
+        # (the count-release path across a resume: test_training_denominator.py)
+        _job(data, seed=None, population=20).run(tmp_path, on_round=kill_at(3))
     before = json.loads((tmp_path / "metrics.json").read_text())
-    resumed = _job(data, seed=None).run(tmp_path, resume=True)
+    resumed = _job(data, seed=None, population=20).run(tmp_path, resume=True)
     # round 3 is replayed from the round-2 state: the same coins and noise, hence the same row
     assert stable(resumed["rounds"][:3]) == stable(before["rounds"])
 
