@@ -30,6 +30,21 @@ def nearest_rank(sorted_values: list[float], q: float) -> float:
     return sorted_values[max(0, math.ceil(q * len(sorted_values)) - 1)]
 
 
+def add_unit_cost(totals: dict, unit: str, epsilon: float, delta: float,
+                  records: int = 1) -> None:
+    """Add ``records`` records' cost (basic composition: ``epsilon``, ``delta``) to
+    ``totals[unit]``, kept as ``[epsilon, delta, records]`` - the per-person sums a batch, a
+    shard and a release carry between processes and in the work directory's manifests (the
+    light form of :class:`UnitTotal`, whose events the ledger and the summary compose)."""
+    t = totals.get(unit)
+    if t is None:
+        totals[unit] = [0.0 + epsilon, 0.0 + delta, records]  # floats, as sums of none
+    else:
+        t[0] += epsilon
+        t[1] += delta
+        t[2] += records
+
+
 @dataclass
 class UnitTotal:
     """One unit's records in a release and their composed cost."""

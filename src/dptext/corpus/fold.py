@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dptext.accounting.units import add_unit_cost
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import JobAggregate, combine
 from dptext.corpus.draws import SharedDraws
@@ -41,11 +42,7 @@ class Fold:
                 events = self.draws.cost(own, out.draws[i])
                 shard.paid.extend(self.draws.settle(out.draws[i], True))
                 out.items[i] = (key, unit, events)
-                eps, delta = budget_mod.event_totals(events)
-                t = units.setdefault(unit, [0.0, 0.0, 0])
-                t[0] += eps
-                t[1] += delta
-                t[2] += 1
+                add_unit_cost(units, unit, *budget_mod.event_totals(events))
         if ledger is not None and out.items:
             if decisions is None:
                 decisions = ledger.reserve(out.items)
@@ -91,21 +88,14 @@ class Fold:
                     tot = totals.get(id(events))
                     if tot is None:
                         tot = totals[id(events)] = budget_mod.event_totals(events)
-                    eps, delta = tot
-                    t = units.setdefault(unit, [0.0, 0.0, 0])
-                    t[0] += eps
-                    t[1] += delta
-                    t[2] += 1
+                    add_unit_cost(units, unit, *tot)
         for f, r in zip(self.fields, parts, strict=True):  # the report counts what is released
             if r is not None:
                 agg.add(f, r)
         if max_eps is not None:
             agg.note_record_epsilon(max_eps)
         for unit, (eps, delta, n) in (units or {}).items():
-            t = shard.units.setdefault(unit, [0.0, 0.0, 0])
-            t[0] += eps
-            t[1] += delta
-            t[2] += n
+            add_unit_cost(shard.units, unit, eps, delta, n)
         shard.rejected += out.records_in - out.written
         shard.records += released
         return payload

@@ -19,6 +19,7 @@ from typing import Any
 
 from dptext.accounting.events import PrivacyEvent
 from dptext.accounting.report import PrivacyReport
+from dptext.accounting.units import add_unit_cost
 from dptext.corpus import budget as budget_mod
 from dptext.corpus.aggregate import combine
 from dptext.corpus.columns import ColumnPlan
@@ -316,11 +317,8 @@ class Worker:
                 if unit is None:
                     continue
                 rec = reports[0][i] if n_fields == 1 else combine([c[i] for c in reports])
-                eps, delta = budget_mod.event_totals(budget_mod.privacy_events(rec))
-                t = totals.setdefault(unit, [0.0, 0.0, 0])
-                t[0] += eps
-                t[1] += delta
-                t[2] += 1
+                add_unit_cost(totals, unit,
+                              *budget_mod.event_totals(budget_mod.privacy_events(rec)))
             out.units = totals
         return out
 
