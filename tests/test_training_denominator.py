@@ -124,3 +124,13 @@ def test_the_secure_generator_draws_the_count_too():
     a = released_population(100, config, config.privacy(), secure_generator(5))
     b = released_population(100, config, config.privacy(), secure_generator(5))
     assert a == b != 100
+
+
+def test_a_public_population_is_zero_out_adjacency_with_the_same_epsilon():
+    """With |U| public the neighbour of D is D with u' present and its data removed (zero-out,
+    dp_accounting's REPLACE_SPECIAL): its Poisson-sampled Gaussian is the add/remove one."""
+    p = TrainingPrivacy("userdp", 0.1, 1.3)
+    acc = rdp.RdpAccountant(list(RDP_ORDERS),
+                            neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_SPECIAL)
+    acc.compose(p.event(50))
+    assert acc.get_epsilon(1e-5) == pytest.approx(p.epsilon(50, 1e-5), rel=1e-12)
