@@ -16,7 +16,8 @@ small LSTM over 300 public words) and its 4 rounds, with:
   noiseless FedAvg with Gaussian weight noise, the regularised baseline;
 * the private runs at epsilon 10, 3, 1 (delta 1e-10) at server-lr 1 and at the tuned step;
 * longer training: 12 rounds noiseless, with the weight noise, and at epsilon 1 (server-lr 1
-  and 2).
+  and 2);
+* UeDP f_E+ at epsilon 10 and 3 and its epsilon-3 noise without clipping or privacy.
 
 Every private run passes ``--population 182`` (the training speakers, declared public for this
 experiment) so that the denominator is the same in every row (docs/uedp.md, "Dividing by
@@ -38,6 +39,8 @@ PUBLIC = ["--population", "182"]
 # the epsilon-1 userdp runs' noise multiplier (delta 1e-10, q_u 1, public population: the
 # accountant's calibration for 4 and 12 rounds)
 EPS1_Z = {4: 12.2896, 12: 21.2862}
+# f_E+ at epsilon 3, 4 rounds, q_eff 1 (q_s = 1), public population
+UEDP_EPS3_Z = 4.3064
 
 
 def noise_only(rounds: int, lr: int, local: list[str]) -> list[str]:
@@ -69,6 +72,15 @@ def jobs() -> dict[str, list[str]]:
                     "--algo", "userdp", "--rounds", "12", "--epsilon", "1", "--delta", "1e-10",
                     "--server-lr", str(lr), *PUBLIC]
                 out[f"fedavg-noise-only-12rounds-lr{lr}"] = noise_only(12, lr, [])
+    # UeDP f_E+ (the comparison's q_e 0.5, q_s 1; sensitivity 3 beta): the epsilon-10 and -3
+    # rows at both steps, and the epsilon-3 noise without clipping or privacy
+    uedp = ["--algo", "uedp", "--q-e", "0.5", "--q-s", "1", "--rounds", "4", *PUBLIC]
+    for lr in (1, 2):
+        for eps in (10, 3):
+            out[f"uedp-eps{eps}-lr{lr}"] = BASE + uedp + [
+                "--epsilon", str(eps), "--delta", "1e-10", "--server-lr", str(lr)]
+        out[f"uedp-noise-only-eps3-lr{lr}"] = BASE + uedp + [
+            "--beta", "1000", "--z", f"{UEDP_EPS3_Z / 1000:.6g}", "--server-lr", str(lr)]
     return out
 
 
