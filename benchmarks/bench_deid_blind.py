@@ -760,6 +760,12 @@ def main(argv=None):
         "note,doctor --keep id --user-field patient_id' with --extra-args='--consistent unit')",
     )
     ap.add_argument(
+        "--selftest",
+        action="store_true",
+        help="score the set's own text (recall 0) and the clean release built from gold "
+        "(recall and readability 1, up to chance survivors of the fakes)",
+    )
+    ap.add_argument(
         "--rescore",
         nargs=2,
         metavar=("RELEASE_JSONL", "RESULT_JSON"),
@@ -791,7 +797,7 @@ def main(argv=None):
             res = pool(res)
         print(markdown(res), end="")
         return
-    if not a.tool and not a.leak_check and not a.rescore:
+    if not a.tool and not a.leak_check and not a.rescore and not a.selftest:
         ap.error("--tool, --leak-check or --rescore")
     if not a.set:
         ap.error("--set is required")
@@ -804,6 +810,22 @@ def main(argv=None):
     wd.mkdir(parents=True, exist_ok=True)
     out_dir = Path(a.results)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if a.selftest:
+        ident = {r["id"]: {"id": r["id"], "note": r["note"]} for r in records}
+        rnd = random.Random(0)
+        clean = {r["id"]: {"id": r["id"], "note": clean_release(r, rnd)} for r in records}
+        for name, rel in (
+            ("identity (nothing removed)", ident),
+            ("clean (every gold span faked)", clean),
+        ):
+            res = score(records, rel)
+            print(
+                f"{name}: token recall {res['token_recall']:.4f}, "
+                f"survivors {res['identifiers_surviving']}, "
+                f"readability {res['readability']:.4f}, look-alikes kept "
+                f"{min(v['frac'] for v in res['keep_by_kind'].values()):.4f} (lowest kind)"
+            )
+        return
     if a.rescore:
         old = json.loads(Path(a.rescore[1]).read_text())
         rel = {r["id"]: r for r in load(a.rescore[0])}
