@@ -760,6 +760,11 @@ def main(argv=None):
         "note,doctor --keep id --user-field patient_id' with --extra-args='--consistent unit')",
     )
     ap.add_argument(
+        "--releases",
+        default="presidio,dptext",
+        help="with --leak-check: labels of the saved releases in --workdir (default: %(default)s)",
+    )
+    ap.add_argument(
         "--selftest",
         action="store_true",
         help="score the set's own text (recall 0) and the clean release built from gold "
@@ -854,12 +859,13 @@ def main(argv=None):
         return
     if a.leak_check:
         releases = {}
-        for tool in ("presidio", "dptext"):
+        for tool in a.releases.split(","):
             f = wd / f"{tool}.release.jsonl"
             if f.exists():
                 releases[tool] = {r["id"]: r for r in load(f)}
         res = leak_eval(records, releases, a.dptext_src, wd)
-        (out_dir / f"blind_{setname}_leakcheck.json").write_text(json.dumps(res, indent=1))
+        name = f"blind_{setname}_leakcheck{'_' + a.label if a.label else ''}.json"
+        (out_dir / name).write_text(json.dumps(res, indent=1))
         print(json.dumps(res, indent=1))
         return
     label = a.label or a.tool
