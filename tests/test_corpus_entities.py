@@ -160,7 +160,7 @@ def test_without_units_the_same_records_draw_per_record(tmp_path, space_path):
 
 def test_consistent_unit_needs_a_unit_field(tmp_path, space_path, capsys):
     src = _write(tmp_path / "in.jsonl", [{"pid": "u1", "text": "Anna waved."}])
-    with pytest.raises(DPTextError, match="consistent='unit' needs a unit field"):
+    with pytest.raises(DPTextError, match="consistent= unit needs a unit field: give user_field="):
         sanitize(_targeted(space_path), src, tmp_path / "o.jsonl", keep="pid")
     code = main(["sanitize", "-m", "custext", "-e", "2", "--entities", "PERSON",
                  "--consistent", "unit", "-i", str(src), "--keep", "pid", "-o",

@@ -191,9 +191,9 @@ def test_resume_never_charges_twice(mech, tmp_path):
 
 def test_ledger_needs_owner_and_dataset(mech, tmp_path):
     src = write(tmp_path / "in.jsonl", 3)
-    with pytest.raises(DPTextError, match="--owner and --dataset"):
+    with pytest.raises(DPTextError, match="owner= and dataset="):
         run(CorpusJob(mech, str(src), str(tmp_path / "o.jsonl"), ledger=FakeLedger()))
-    with pytest.raises(DPTextError, match="--budget needs --ledger"):
+    with pytest.raises(DPTextError, match="budget= needs ledger="):
         run(CorpusJob(mech, str(src), str(tmp_path / "o.jsonl"), budget=1.0))
 
 
@@ -347,7 +347,7 @@ def test_once_refuses_a_job_released_before(mech, tmp_path):
     assert ledger.spent("u0", owner="clinic", dataset="notes",
                         pld=False).epsilon_basic == before
     assert len(ledger.releases()) == 1
-    with pytest.raises(DPTextError, match="--once needs --ledger"):
+    with pytest.raises(DPTextError, match="once= needs ledger="):
         run(job(mech, src, out, None, once=True))
 
 

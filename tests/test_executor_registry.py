@@ -64,7 +64,7 @@ def test_a_registered_executor_is_an_engine_and_runs_the_batches(custext, tmp_pa
 
 
 def test_an_unknown_engine_is_refused_and_the_interface_is_abstract(custext, tmp_path):
-    with pytest.raises(DPTextError, match="--engine must be one of local, ray"):
+    with pytest.raises(DPTextError, match="engine= must be one of local, ray"):
         run(_job(custext, tmp_path, "x", engine="nope"))
 
     class Half(Executor):

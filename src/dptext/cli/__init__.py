@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 
-from dptext.cli.common import Parser, mechanism_options
+from dptext.cli.common import Parser, flag_of, mechanism_options
 from dptext.errors import DPTextError
 
 #: every command, in ``dptext --help``'s order, with the module of this package registering it
@@ -138,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(f"unrecognized arguments: {' '.join(extra)}")
             args.extra_params = mechanism_options(extra)
         return args.func(args)
-    except DPTextError as err:
-        print(f"dptext: error: {' '.join(str(err).split())}", file=sys.stderr)
+    except DPTextError as err:  # an engine's parameters named by their flags
+        print(f"dptext: error: {' '.join(err.spelled(flag_of).split())}", file=sys.stderr)
         return 2
     except OSError as err:  # e.g. disk full, permission denied: one line, no traceback
         where = f"{err.filename}: " if err.filename else ""

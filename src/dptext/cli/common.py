@@ -42,6 +42,16 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"dptext: error: {' '.join(message.split())}\n")
 
 
+#: the library's parameters whose flag is not ``--name-with-dashes`` (:func:`flag_of`)
+FLAG_OF = {"fields": "--field", "input": "--input", "output": "--output"}
+
+
+def flag_of(parameter: str) -> str:
+    """The command line's flag of a library parameter an engine error names
+    (:class:`dptext.errors.ParameterError`): ``user_field`` -> ``--user-field``."""
+    return FLAG_OF.get(parameter) or "--" + parameter.replace("_", "-")
+
+
 def add_command(subparsers, name: str, **kwargs) -> Parser:
     """A subcommand parser with the package's conventions (see :class:`Parser`)."""
     return subparsers.add_parser(name, **kwargs)

@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Sequence
 
 from dptext.accounting.report import PrivacyReport
-from dptext.errors import DPTextError
+from dptext.errors import DPTextError, ParameterError
 
 
 def privacy_events(report: PrivacyReport) -> list:
@@ -56,7 +56,7 @@ class LedgerSession:
         key used (the job keeps it for a resume). ``origin``: what releases it, kept in the
         ledger's entry (the service's text endpoint: ``service-privatize``)."""
         if not owner or not dataset:
-            raise DPTextError("a ledger needs --owner and --dataset")
+            raise ParameterError("a ledger needs `owner` and `dataset`")
         if release_key is None and job_key is None:
             raise DPTextError("a ledger session needs a release key or a job key")
         self.ledger = ledger

@@ -130,20 +130,20 @@ def reserve_in_order(book: SharedDraws, records: list, reserve) -> list:
 def shared_draws(m, user_field: str | None) -> SharedDraws | None:
     """A book for an entity-targeted mechanism with ``consistent="unit"`` (which needs the
     person of each record, and a word mechanism); else None."""
-    from dptext.errors import DPTextError
+    from dptext.errors import ParameterError
     from dptext.mechanisms.word import WordMechanism
     from dptext.targeted import TargetedMechanism
 
     if not isinstance(m, TargetedMechanism) or m.consistent != "unit":
         return None
     if not user_field:
-        raise DPTextError("consistent='unit' needs a unit field: give --user-field (in Python "
-                          "user_field=) naming each record's person; without one every record "
-                          "is its own person (use --consistent document)")
+        raise ParameterError("`consistent` unit needs a unit field: give `user_field` naming "
+                             "each record's person; without one every record is its own person "
+                             "(use `consistent` document)")
     if not isinstance(m.mechanism, WordMechanism):
-        raise DPTextError(f"--consistent unit needs a word mechanism, not {m.mechanism.name}: "
-                          f"its draw depends on the sentence around the entity (use "
-                          f"--consistent document)")
+        raise ParameterError(f"`consistent` unit needs a word mechanism, not "
+                             f"{m.mechanism.name}: its draw depends on the sentence around the "
+                             f"entity (use `consistent` document)")
     return SharedDraws()
 
 

@@ -61,7 +61,7 @@ from dptext.corpus.stream import run_stream
 from dptext.corpus.work import BatchResult, BatchTask, JobLayout
 from dptext.corpus.workdir import RELEASE, WorkDir, changed_input, changed_settings
 from dptext.corpus.writers import RecordWriter, output_format
-from dptext.errors import DPTextError
+from dptext.errors import DPTextError, ParameterError
 from dptext.mechanisms.word import WordMechanism
 from dptext.targeted import TargetedMechanism
 
@@ -86,17 +86,17 @@ class Driver:
             j.fields = [f.strip() for f in j.fields.split(",")]
         self.fields = list(j.fields)
         if not self.fields or not all(isinstance(f, str) and f for f in self.fields):
-            raise DPTextError("give at least one field name (--field)")
+            raise ParameterError("give at least one field name (`fields`)")
         dup = {f for f in self.fields if self.fields.count(f) > 1}
         if dup:
             raise DPTextError(f"field {sorted(dup)[0]!r} given twice: it can be privatized "
                               f"only once")
         if j.on_error not in ON_ERROR:
-            raise DPTextError(f"--on-error must be one of {', '.join(ON_ERROR)}, "
-                              f"got {j.on_error!r}")
+            raise ParameterError(f"`on_error` must be one of {', '.join(ON_ERROR)}, "
+                                 f"got {j.on_error!r}")
         if j.engine not in engines():
-            raise DPTextError(f"--engine must be one of {', '.join(engines())}, got "
-                              f"{j.engine!r}")
+            raise ParameterError(f"`engine` must be one of {', '.join(engines())}, got "
+                                 f"{j.engine!r}")
         for name, value in (("workers", j.workers), ("batch_size", j.batch_size),
                             ("shard_records", j.shard_records),
                             ("max_record_bytes", j.max_record_bytes),
@@ -115,19 +115,19 @@ class Driver:
         self.in_fmt = self.sources[0].fmt
         if self.in_fmt == "txt":
             if self.fields != [TEXT_FIELD]:
-                raise DPTextError(f"plain-text input has no fields (one record per line): "
-                                  f"--field {','.join(self.fields)} cannot be honoured")
+                raise ParameterError(f"plain-text input has no fields (one record per line): "
+                                     f"`fields` {','.join(self.fields)} cannot be honoured")
             if j.user_field:
-                raise DPTextError("plain-text input has no fields: --user-field cannot be "
-                                  "honoured")
+                raise ParameterError("plain-text input has no fields: `user_field` cannot be "
+                                     "honoured")
         if j.user_field and j.user_field in self.fields:
-            raise DPTextError(f"--user-field {j.user_field!r} is also a privatized field")
+            raise ParameterError(f"`user_field` {j.user_field!r} is also a privatized field")
         self.out_fmt = output_format(j.output, self.in_fmt, j.output_format)
         self.columns, self.columns_seen = plan_columns(j, self.fields, self.in_fmt,
                                                        self.sources[0])
         self.writer = RecordWriter(self.in_fmt, self.out_fmt, self.fields, self.columns)
         if j.output == "-" and self.skip and not j.rejects:
-            raise DPTextError("--on-error skip with --output - needs --rejects FILE")
+            raise ParameterError("`on_error` skip with `output` - needs `rejects` FILE")
         inputs = [s.path for s in self.sources if s.path is not None]
         if j.input != "-" and Path(j.input).is_dir():
             inputs.append(Path(j.input))
@@ -135,14 +135,14 @@ class Driver:
                                     inputs=inputs, output_dir=j.output_dir)
         if j.output_dir and self.plan.output.is_dir() and any(self.plan.output.iterdir()) \
                 and not (self.plan.output / "_provenance.json").is_file():
-            raise DPTextError(f"--output-dir {self.plan.output} exists and is not empty (and "
-                              f"is not a dptext output); give a new directory")
+            raise ParameterError(f"`output_dir` {self.plan.output} exists and is not empty "
+                                 f"(and is not a dptext output); give a new directory")
         if j.budget is not None and j.ledger is None:
-            raise DPTextError("--budget needs --ledger")
+            raise ParameterError("`budget` needs `ledger`")
         if j.once and j.ledger is None:
-            raise DPTextError("--once needs --ledger")
+            raise ParameterError("`once` needs `ledger`")
         if j.ledger is not None and not (j.owner and j.dataset):
-            raise DPTextError("--ledger needs --owner and --dataset")
+            raise ParameterError("`ledger` needs `owner` and `dataset`")
         self.units_tracked = j.user_field is not None or j.ledger is not None
         self.agg = JobAggregate(self.fields)
         # --consistent unit: one draw per entity per person, keyed (corpus/draws.py)
@@ -353,8 +353,8 @@ class Driver:
                         f"cannot resume {plan.workdir}: it was started with another {key}; "
                         f"rerun the same command to continue, or start again with --restart")
             elif j.resume:
-                raise DPTextError(f"--resume: there is no interrupted run of this job "
-                                  f"({plan.workdir} has no manifest)")
+                raise ParameterError(f"`resume`: there is no interrupted run of this job "
+                                     f"({plan.workdir} has no manifest)")
             else:
                 manifest = {"settings": settings, "inputs": fingerprints, "shards": [],
                             "next_batch": 0, "aggregate": None, "started": self.started,
