@@ -40,7 +40,9 @@ class Fold:
             units = {}  # every written record is released: each pays its draws not paid yet
             for i, (key, unit, own) in enumerate(out.items):
                 events = self.draws.cost(own, out.draws[i])
-                shard.paid.extend(self.draws.settle(out.draws[i], True))
+                paid = self.draws.settle(out.draws[i], True)
+                shard.paid.extend(paid)
+                _count_paid(parts, out, i, paid)
                 out.items[i] = (key, unit, events)
                 add_unit_cost(units, unit, *budget_mod.event_totals(events))
         if ledger is not None and out.items:
@@ -78,6 +80,8 @@ class Fold:
                 rec_eps = None if out.record_epsilon is None else \
                     [out.record_epsilon[i] for i in keep]
                 max_eps = max_record_epsilon(parts, rec_eps) if keep else None
+            for i in sorted(out.paid or ()):  # each shared draw counted once, where paid
+                _count_paid(parts, out, i, out.paid[i])
             if self.units_tracked:
                 units = {}
                 totals = {}  # id of an events list (shared by equal ones) -> its totals
@@ -99,3 +103,14 @@ class Fold:
         shard.rejected += out.records_in - out.written
         shard.records += released
         return payload
+
+
+def _count_paid(parts: list, out: BatchResult, i: int, paid) -> None:
+    """Add to the batch's field reports the token events of the shared draws record ``i`` paid
+    for (``--consistent unit``: the worker took them out of every record's report, so the
+    job's report counts each draw once - by the record that paid for it)."""
+    events = out.draw_events[i] if out.draw_events else {}
+    for k in paid:
+        for f, tokens in events.get(k, ())[:1]:  # one draw, in the first field that shows it
+            if parts[f] is not None:
+                parts[f].draws = list(parts[f].draws) + list(tokens)

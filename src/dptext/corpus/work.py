@@ -68,6 +68,22 @@ class BatchTask:
 # every field of an event: equal keys, equal events (a ledger's items share their lists)
 _event_key = attrgetter(*(f.name for f in dataclasses.fields(PrivacyEvent)))
 
+def _without(draws: list, shared) -> list:
+    """Token events ``draws`` less every event of the ``shared`` lists (by guarantee and
+    reason)."""
+    from collections import Counter
+
+    from dptext.accounting.events import TokenEvent
+
+    left: Counter = Counter()
+    for e in draws:
+        left[(e.guarantee, e.reason)] += e.count
+    for events in shared:
+        for e in events:
+            left[(e.guarantee, e.reason)] -= e.count
+    return [TokenEvent(g, c, r) for (g, r), c in left.items() if c > 0]
+
+
 @dataclass
 class BatchResult:
     """What comes back for one batch. ``data`` holds the encoded output of every written
@@ -99,6 +115,9 @@ class BatchResult:
     # set in the driver (corpus/draws.py reserve_in_order): written record -> the draw ids
     # it paid for, when released with a ledger
     paid: dict[int, list[bytes]] | None = None
+    # consistent="unit": per written record, draw id -> [(field, its token events)], for the
+    # report of the record that pays for the draw (the report counts each draw once)
+    draw_events: list[dict[bytes, list]] | None = None
 
 
 def reject_line(source: Source, ordinal: int, line: int, reason: str) -> bytes:
@@ -275,20 +294,29 @@ class Worker:
         if shared:  # each record's shared draws out of its own cost (corpus/draws.py)
             out.draws = []
             own = []
+            out.draw_events = []
             for i in range(len(kept)):
                 mine: dict[bytes, list] = {}
+                tokens: dict[bytes, list] = {}
                 events: list = []
-                for col in reports:
+                for f, col in enumerate(reports):
                     r = col[i]
                     if not getattr(r, "shared_draws", None):  # none (or not entity mode)
                         events += budget_mod.privacy_events(r)
                         continue
                     for name, draw in r.shared_draws.items():
-                        mine[draw_id(lay.draw_key, name)] = r.events_of(draw)
+                        k = draw_id(lay.draw_key, name)
+                        mine[k] = r.events_of(draw)
+                        tokens.setdefault(k, []).append((f, list(draw)))
                     events += r.own_events()
+                    # the report counts the record's own draws; a shared draw is added once,
+                    # by the record that pays for it (corpus/fold.py)
+                    r.draws = _without(r.draws, r.shared_draws.values())
                     r.shared_draws = {}  # never serialized with the report
                 out.draws.append(mine)
+                out.draw_events.append(tokens)
                 own.append(events)
+            out.field_reports = [combine(col) if col else None for col in reports]
         if lay.ledger or shared:
             out.reports, out.record_epsilon = reports, rec_eps
             out.where = ([good[n].ordinal for n in kept], [good[n].line for n in kept])
