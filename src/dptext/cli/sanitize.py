@@ -178,7 +178,7 @@ def cmd_sanitize(args) -> int:
         m = build_mechanism(args)
         m = _targeted(args, m)
         result = m.privatize(args.text, rng=rng_choice(args))
-        withheld = getattr(result.report, "withheld", None)
+        withheld = result.report.withheld  # declared by every PrivacyReport
         if withheld:
             print(f"dptext: the text was withheld: {withheld}", file=sys.stderr)
             return 1
