@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -105,39 +105,38 @@ class LearnedDetector:
                 raise DPTextError(f"learned detector: texts must be str, not "
                                   f"{type(t).__name__}")
         self.load()
-        encoded = [self._featurizer.encode(t) for t in texts]
         out: list[list[LearnedSpan]] = [[] for _ in texts]
-        batch: list[int] = []
+        batch: list[tuple[int, tuple]] = []  # (index, encoded text): at most batch_tokens rows
         rows = 0
-        for i, (ids, _, _) in enumerate(encoded):
-            if batch and rows + len(ids) > self.batch_tokens:
-                self._tag(encoded, batch, out)
+        for i, text in enumerate(texts):
+            enc = self._featurizer.encode(text)
+            if batch and rows + len(enc[0]) > self.batch_tokens:
+                self._tag(batch, out)
                 batch, rows = [], 0
-            batch.append(i)
-            rows += len(ids) + REACH
+            batch.append((i, enc))
+            rows += len(enc[0]) + REACH
         if batch:
-            self._tag(encoded, batch, out)
+            self._tag(batch, out)
         return out
 
-    def _tag(self, encoded: Sequence, batch: list[int], out: list) -> None:
+    def _tag(self, batch: list[tuple[int, tuple]], out: list) -> None:
         gap_ids = np.zeros((REACH, FEATURES), dtype=np.int64)
         gap_dense = np.zeros((REACH, POSITION), dtype=np.float32)
         parts_ids, parts_dense, parts_mask, bounds = [], [], [], []
         row = 0
-        for i in batch:
-            ids, dense, _ = encoded[i]
+        for _, (ids, dense, _) in batch:
             parts_ids += [ids, gap_ids]
             parts_dense += [dense, gap_dense]
             parts_mask += [np.ones(len(ids), np.float32), np.zeros(REACH, np.float32)]
             bounds.append((row, row + len(ids)))
             row += len(ids) + REACH
         logits = forward_chunked(self._params, np.concatenate(parts_ids),
-                               np.concatenate(parts_dense), np.concatenate(parts_mask))
+                                 np.concatenate(parts_dense), np.concatenate(parts_mask))
         logits -= logits.max(1, keepdims=True)
         probs = np.exp(logits)
         probs /= probs.sum(1, keepdims=True)
         tags = probs.argmax(1)
         best = probs.max(1)
-        for i, (lo, hi) in zip(batch, bounds, strict=True):
-            spans = decode(tags[lo:hi], best[lo:hi], encoded[i][2])
+        for (i, (_, _, token_spans)), (lo, hi) in zip(batch, bounds, strict=True):
+            spans = decode(tags[lo:hi], best[lo:hi], token_spans)
             out[i] = [s for s in spans if s.score >= self.threshold]
