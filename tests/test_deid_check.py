@@ -71,15 +71,15 @@ def test_check_raises_no_alarm_on_clinical_codes_and_times():
 
 def test_independent_evidence_finds_names_the_detectors_missed():
     original = ("Pt seen by Thornbury today. Daughter Okonkwo called. The patient is stable. "
-                "Kayode visited; stiallfentiall noted.")
+                "Then Kayode visited; spoke with stiallfentiall, typo pateint.")
     released = ("Pt seen by Thornbury today. Daughter [PERSON] called. The patient is stable. "
-                "Kayode visited; stiallfentiall noted.")
+                "Then Kayode visited; spoke with stiallfentiall, typo pateint.")
     got = {(s.category, original[s.start:s.end]) for s in survivors(original, released, [])}
     assert got == {("CAPITALISED", "Thornbury"), ("NAME_LIST", "Kayode"),
                    ("RARE_WORD", "stiallfentiall")}
     # nothing leaks when the names are replaced: no false alarm on ordinary words
     clean = ("Pt seen by [PERSON] today. Daughter [PERSON] called. The patient is stable. "
-             "[PERSON] visited; [RESIDUAL] noted.")
+             "Then [PERSON] visited; spoke with [RESIDUAL], typo pateint.")
     assert evidence_survivors(original, clean) == []
 
 

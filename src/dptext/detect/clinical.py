@@ -12,7 +12,8 @@ capitalised surname. :func:`clinical_spans` finds them, by rules over public voc
   98,225 codes of simple-icd-10-cm 1.5.0, MIT; the classification is CMS/NCHS's, public domain;
   ``tools/build_icd10cm_codes.py``), the dot optional in the text ("I4891");
 - CPT and HCPCS codes: five characters (``99213``, ``0001F``, ``J1100``) after "CPT", "HCPCS",
-  "procedure code" or in a run of them after one ("CPT 99213, 93000");
+  "procedure code" or in a run of them after one ("CPT 99213, 93000"), or before a diagnosis
+  code on a billing line ("99285   O24.419"); and money ("$580.00");
 - doses: a number with a dose or volume unit ("40 mg", "0.5mg/kg", "2 units", "1/2 tab", "10 mL");
 - lab values and vital signs: a lab or vital abbreviation of :data:`LABS` or :data:`VITALS`
   with its value ("Na 138", "Cr: 1.2", "BP 128/76", "HR 88", "SpO2 97%", "T 37.2"), and the
@@ -77,7 +78,8 @@ _NUMBER = (r"[<>]?=?[ \t]?\d{1,4}(?:\.\d+)?(?:/\d{1,3}(?:\.\d+)?)?"
 
 #: disease eponyms: the names of physicians and patients a disease, sign or test keeps
 EPONYMS = (
-    "Addison", "Alzheimer", "Apgar", "Apley", "Asperger", "Babinski", "Baker", "Barrett",
+    "Addison", "Alzheimer", "Apgar", "Apley", "Asperger", "Austin Flint", "Babinski", "Baker",
+    "Barrett", "Osler", "Janeway", "Roth", "Levine", "Kehr", "Grey-Turner", "Virchow's",
     "Beck", "Behcet", "Behçet", "Bell", "Bence Jones", "Billroth", "Boerhaave", "Bouchard",
     "Braden", "Brudzinski", "Brugada", "Buerger", "Burkitt", "Chagas", "Cheyne-Stokes",
     "Child-Pugh", "Chvostek", "Colles", "Conn", "Crigler-Najjar", "Crohn", "Cullen",
@@ -88,7 +90,7 @@ EPONYMS = (
     "Heberden", "Heimlich", "Henoch-Schonlein", "Henoch-Schönlein", "Hirschsprung", "Hodgkin",
     "Hoffmann", "Holter", "Homan", "Homans", "Horner", "Huntington", "Jackson-Pratt",
     "Kaposi", "Kawasaki", "Kernig", "Killip", "Klinefelter", "Korsakoff", "Kussmaul",
-    "Lachman", "Lasegue", "Legionnaires", "Lhermitte", "Lou Gehrig", "Ludwig",
+    "Lachman", "Lasegue", "Legionnaires", "Lyme", "Lhermitte", "Lou Gehrig", "Ludwig",
     "Mallampati", "Mallory-Weiss", "Marfan", "McBurney", "McMurray", "Meckel", "Meniere",
     "Ménière", "Mobitz", "Morse", "Murphy", "Nissen", "Osgood-Schlatter", "Paget", "Pap",
     "Parkinson", "Patrick", "Pfannenstiel", "Phalen", "Prinzmetal", "Ranson", "Raynaud",
@@ -116,6 +118,7 @@ _EPONYM_NOUNS = (
     "aneurysm", "hernia", "virus", "bodies", "body", "repair", "pouch", "point", "nodes",
     "nodules", "tenosynovitis", "thyroid", "ophthalmopathy", "gangrene", "neuralgia",
     "ileus", "exam", "examination", "coma scale", "drain", "bypass", "anastomosis",
+    "lesions", "lesion", "spots", "murmur", "fall scale", "fall risk", "maneuvers",
 )
 _FINDINGS = ("negative", "positive", "neg", "pos", "equivocal", "present", "absent",
              "upgoing", "downgoing", "intact", "bilaterally", "normal", "abnormal", "+", "-")
@@ -136,7 +139,7 @@ _EPONYM_RE = re.compile(
     rf"(?<![\w'-])(?:{_alts(EPONYMS)})(?:'s|’s|s'|s)?[ \t]+"
     rf"(?i:(?:{_alts(_EPONYM_NOUNS)})(?![\w])|(?:{_alts(_FINDINGS[:-2])})(?![\w])|[+-](?![\w]))")
 _POSSESSIVE_RE = re.compile(
-    rf"(?<![\w'-])(?:{_alts(DISEASE_POSSESSIVES)})(?:'s|’s|s')(?![\w])"
+    rf"(?<![\w'-])(?:{_alts(DISEASE_POSSESSIVES)})(?:'s|’s|s'|')(?![\w])"
     rf"(?![ \t]+(?i:{_alts(_PERSON_AFTER)})\b)")
 _ICD = re.compile(r"(?<![\w.-])(?P<c>[A-TV-Z]\d[0-9A-Z])(?:(?P<dot>\.)?(?P<s>[0-9A-Z]{1,4}))?"
                   r"(?![\w-]|\.\w)")
@@ -144,6 +147,11 @@ _CPT_CONTEXT = re.compile(r"(?i)\b(?:cpt|hcpcs|procedure code|proc code|px code)
 _CPT = re.compile(r"(?<![\w-])(?:\d{4}[0-9FTU]|[A-V]\d{4})(?:-\d{2}|-[A-Z]{2})?(?![\w])")
 _CPT_RUN = re.compile(r"[ \t]*(?:[:#,;/&]|and|-)?[ \t]*")
 _DOSE_RE = re.compile(_DOSE)
+# a procedure code on a billing line: five characters before a diagnosis code ("99285
+# O24.419"), and money ("$580.00": no identifier)
+_CPT_BEFORE_ICD = re.compile(r"(?<![\w-])(?:\d{4}[0-9FTU]|[A-V]\d{4})(?:-\w{2})?(?=[ \t|,;]+"
+                             r"[A-TV-Z]\d[0-9A-Z](?:\.[0-9A-Z]{1,4})?(?![\w.-]))")
+_MONEY = re.compile(r"\$[ \t]?\d[\d,]*(?:\.\d\d)?")
 _MEASURE_RE = re.compile(
     rf"(?i)(?<![\w/])(?P<w>{_alts(LABS + VITALS)})(?![\w/])[ \t]*(?:[:=]|of|is|was)?[ \t]*"
     rf"(?P<v>{_NUMBER})(?![\w/])")
@@ -162,7 +170,8 @@ _MILITARY = re.compile(r"(?<![\w:/.,])(?:(?<!-)|(?<=(?<!\d)\d{4}-))(?:[01]\d|2[0
                        r"(?![\w:/]|-(?!\d{4}(?!\d))|\.\d)")
 _TIME_BEFORE = re.compile(r"(?i)(?:\b(?:at|@|by|until|till|til|from|to|between|and|around|"
                           r"approx|approximately|since|before|after|starting|start|time|"
-                          r"hrs|scheduled|given|due|q)|@|~|-)[ \t]*:?[ \t]*$")
+                          r"hrs|scheduled|given|due|q)|@|~|-|"
+                          r"\d{1,4}[/-]\d{1,2}[/-]\d{2,4})[ \t]*:?[ \t]*$")  # "1/21/21 0400"
 _TIME_AFTER = re.compile(r"(?i)[ \t]*(?:h|hr|hrs|hours|hours'|military|-[ \t]*(?:[01]\d|2[0-3])"
                          r"[0-5]\d|(?:and|to)[ \t]+(?:[01]\d|2[0-3])[0-5]\d)\b")
 _HEADER = re.compile(r"(?m)(?:^|(?<=[ \t]{2})|(?<=[|\t;]))[ \t]*"
@@ -172,7 +181,7 @@ _HEADER = re.compile(r"(?m)(?:^|(?<=[ \t]{2})|(?<=[|\t;]))[ \t]*"
 @dataclass(frozen=True, slots=True)
 class ClinicalSpan:
     """A span of clinical content: ``[start, end)`` and its kind (``icd``, ``cpt``, ``dose``,
-    ``lab``, ``vital``, ``time``, ``header``, ``eponym``)."""
+    ``lab``, ``vital``, ``time``, ``header``, ``eponym``, ``money``)."""
 
     start: int
     end: int
@@ -221,6 +230,10 @@ def clinical_spans(text: str) -> list[ClinicalSpan]:
                 break
             add(ClinicalSpan(m.start(), m.end(), "cpt"))
             pos = m.end()
+    for m in _CPT_BEFORE_ICD.finditer(text):
+        add(ClinicalSpan(m.start(), m.end(), "cpt"))
+    for m in _MONEY.finditer(text):
+        add(ClinicalSpan(m.start(), m.end(), "money"))
     for m in _DOSE_RE.finditer(text):
         add(ClinicalSpan(m.start(), m.end(), "dose"))
     for m in _MEASURE_RE.finditer(text):

@@ -22,20 +22,27 @@ spots, so every token of the original that survives verbatim in the release is a
 by evidence those detectors did not use, each a category of its own:
 
 - ``NAME_LIST``: a name of the 105 countries' lists (:mod:`dptext.detect.namelists`) outside
-  the frequent English words, or of Faker's outside the 3,000 most frequent (in lower case:
-  the 25,000) ("Okonkwo", "Kayode");
+  the frequent English words, or of Faker's outside the 3,000 most frequent, capitalised away
+  from the start of a sentence, a line or a field, or in lower case right after a word that
+  announces a name ("seen by Kayode", "pt chidi");
 - ``CAPITALISED``: a capitalised word away from the start of a sentence, a line or a field,
-  outside the frequent English words and the clinical and medical vocabulary ("seen by
-  Thornbury");
-- ``RARE_WORD``: a word of four letters or more that public English text does not know
-  (wordfreq's ~320,000 words; not of a medical shape);
+  none of whose parts is among the 25,000 most frequent English words or clinical or medical
+  vocabulary ("seen by Thornbury");
+- ``RARE_WORD``: a lower-case word of four letters or more that public English text does not
+  know (wordfreq's ~320,000 words; not of a medical shape) right after such a word (a typo
+  elsewhere is no identifier);
 - ``NUMBER``: a run of four digits or more, as above;
 - ``LEARNED``: a span of the learned detector (:mod:`dptext.detect.learned`), where it is
   installed and asked for.
 
 Clinical content is never evidence (:func:`dptext.detect.clinical.clinical_spans`: "I48.91",
-"CPT 99213", "0800", "K 3.9", "Crohn's disease" are kept by design), nor a title or a
-section header.
+"CPT 99213", "0800", "K 3.9", "Crohn's disease" are kept by design), nor a title, a month or
+a section header. In this mode the detectors' own survivors are kept only where they are
+credible identifiers (:func:`_credible`): a date with a year or a month name, an age over 89,
+four digits or more, an address, e-mail, URL or IP, a name, place or organisation with a word
+that may name someone (:func:`_name_like`: not an ordinary English word, or a name of the
+lists capitalised away from a sentence's start) - a check must not cry wolf on every
+ordinary word a detector over-reached on ("Trace", "MD", "pain 10/10").
 """
 
 from __future__ import annotations
@@ -127,18 +134,112 @@ def survivors(original: str, released: str, entities: Iterable, *,
                     UNIT_AFTER.match(view.text, m.end()):
                 continue
             start, end = view.to_original(*m.span())
-            if cov.inside(start, end):
-                continue
+            if sum(c.isdigit() and not cov.mask[i] for i, c in
+                   enumerate(original[start:end], start)) < 4:
+                continue  # four digits or more outside clinical content ("O24.419   3")
             if any(s.start <= start < s.end for s in out):
                 continue
             if digits_survive(value):
                 out.append(Survivor(NUMBER, start, end))
     if evidence:
+        out = _credible(original, out)
         taken = bytearray(len(original))
         for s in out:
             taken[s.start:s.end] = b"\x01" * (s.end - s.start)
         out += [s for s in evidence_survivors(original, released, learned=learned)
                 if taken.find(1, s.start, s.end) < 0]
+    return out
+
+
+_MONTHS = frozenset("january february march april may june july august september october "
+                    "november december jan feb mar apr jun jul aug sep sept oct nov dec "
+                    "monday tuesday wednesday thursday friday saturday sunday".split())
+_DATE_SHAPE = re.compile(r"(?i)\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}|\d{8}|"
+                         r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?[\s-]*\d|"
+                         r"\d[\s-]*(?:st|nd|rd|th)?\s*(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|"
+                         r"aug|sep|oct|nov|dec)|(?:first|second|third|\w+th)\s+of\s+[a-z]")
+_DIGITS4 = re.compile(r"\d(?:\D?\d){3}")
+_ANNOUNCED_BEFORE = re.compile(
+    r"(?i)\b(?:pt|pt's|patient|per|seen by|spoke with|spoke to|called|wife|husband|spouse|"
+    r"partner|son|daughter|mother|father|mom|dad|sister|brother|niece|nephew|aunt|uncle|cousin|grandson|granddaughter|"
+    r"friend|dr|mr|mrs|ms|rn|np|md|attending|resident|name|contact|"
+    r"(?:dictated|transcribed|typed|entered|signed|reviewed|written)[ \t]+by)[.:,]?[ \t]+$")
+
+
+def _name_like(text: str, start: int, end: int, place: bool = False,
+               person: bool = True) -> bool:
+    """Whether a word a detector found may name someone or somewhere - every word but the
+    ordinary ones: clinical, medical or title words, months, an English word (wordfreq's
+    25,000 most frequent) that no name list holds (for a place: unless capitalised within a
+    sentence and not among the 3,000 most frequent), a known English word in capitals ("TRIAGE")
+    or opening a sentence, a line or a field ("Osseous", "Trace") that no list holds, and a
+    listed name that is among the 3,000 most frequent English words opening one."""
+    from dptext.detect.namelists import english_top, everyday_words, rare_listed
+    from dptext.detect.vocabulary import (
+        TITLE_WORDS,
+        is_clinical,
+        is_medical_word,
+        known_words,
+        name_list,
+    )
+
+    word = fold_text(text[start:end]).strip(".'’-")  # "Sm\u200bith" is "Smith"
+    low = word.casefold()
+    if len(word) < 2 or low in TITLE_WORDS or low in _MONTHS or is_clinical(word) or \
+            not word.replace("-", "").isalpha():
+        return False
+    parts = [p for p in low.split("-") if p]
+    if any(is_clinical(p) or is_medical_word(p) for p in parts):
+        return False
+    if word.isupper() and len(word) <= 3:
+        return person  # a person's initials ("JQ"; "MD", "ED" are clinical above)
+    named = low in name_list() or low in rare_listed()
+    opening = word[0].isupper() and bool(_SENTENCE_START.search(text, max(0, start - 6), start))
+    common = all(p in english_top() for p in parts)
+    if word.islower():  # a name in lower case: after a word that announces one, or listed
+        return bool(_ANNOUNCED_BEFORE.search(text, max(0, start - 24), start)) or (
+            named and not common) or (person and (
+                (named and low not in everyday_words()) or (len(low) <= 3 and common is False)))
+    if named:
+        return not (opening and common) and not (common and low in everyday_words())
+    if common:
+        # a place's name is often an English word too ("Bangor", "Mobile"): capitalised
+        # within a sentence, outside the 3,000 most frequent words, it still names one
+        return place and word[0].isupper() and not opening and low not in everyday_words()
+    if (word.isupper() or opening) and all(p in known_words() for p in parts):
+        return False
+    return True
+
+
+def _credible(original: str, found: list[Survivor]) -> list[Survivor]:
+    """The survivors a check reports (module docstring): not clinical content; a date with a
+    year or a month; an age over 89; a number of four digits or more; an address, e-mail,
+    URL, IP; a name, place or organisation with a name-like word (:func:`_name_like`)."""
+    from dptext.detect.clinical import Coverage
+
+    cov = Coverage(original)
+    view = fold(original)
+    out = []
+    for s in found:
+        value = original[s.start:s.end]
+        if cov.inside(s.start, s.end):
+            continue
+        if s.category == "DATE":
+            ok = bool(_DATE_SHAPE.search(value))
+        elif s.category == "AGE":
+            ok = any(int(d) > 89 for d in re.findall(r"\d+", value))
+        elif s.category in ("EMAIL_ADDRESS", "URL", "IP_ADDRESS", "STREET_ADDRESS"):
+            ok = True
+        elif any(c.isdigit() for c in value):
+            ok = bool(_DIGITS4.search(value)) or s.category == "ZIP_CODE"
+        else:
+            place = s.category in ("GPE", "LOC", "FAC", "ORG", "NORP")
+            a, b = view.to_view(s.start, s.end)  # words read in the view ("Sm\u200bithers")
+            ok = any(_name_like(view.text, a + m.start(), a + m.end(), place,
+                                s.category in ("PERSON", "DENY_LIST"))
+                     for m in _TOKEN.finditer(view.text[a:b]))
+        if ok:
+            out.append(s)
     return out
 
 
@@ -178,15 +279,19 @@ def evidence_survivors(original: str, released: str, *, learned=None) -> list[Su
         if low in TITLE_WORDS or is_clinical(word) or low in frequent:
             continue
         kind = None
-        if low in listed or (low in faker and low not in everyday_words()
-                             and (word[0].isupper() or low not in english_top())):
+        capital = word[0].isupper() and any(c.islower() for c in word) and \
+            not _SENTENCE_START.search(text, max(0, m.start() - 6), m.start())
+        announced = word.islower() and bool(
+            _ANNOUNCED_BEFORE.search(text, max(0, m.start() - 16), m.start()))
+        if low in _MONTHS or is_medical_word(low) or any(
+                is_clinical(p) for p in low.split("-") if p):
+            continue
+        if (low in listed or (low in faker and low not in everyday_words())) and (
+                capital or announced):
             kind = "NAME_LIST"
-        elif word[0].isupper() and any(c.islower() for c in word) and \
-                not _SENTENCE_START.search(text, max(0, m.start() - 6), m.start()) and \
-                not is_medical_word(low):
+        elif capital and all(p not in english_top() for p in low.split("-") if p):
             kind = "CAPITALISED"
-        elif len(word) >= 4 and word.isalpha() and low not in known_words() and \
-                not is_medical_word(low):
+        elif announced and len(word) >= 4 and word.isalpha() and low not in known_words():
             kind = "RARE_WORD"
         if kind is not None:
             out.append(Survivor(kind, *view.to_original(*m.span())))

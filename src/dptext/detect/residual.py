@@ -62,6 +62,7 @@ _AFTER_NAME = re.compile(r"[ \t]*,?[ \t]*")  # "SMITH, JOHN A", "Ruiz, A."
 _BEFORE_NAME = re.compile(r"\.?[ \t]*")  # "J. Smith", "J Smith"
 _EDGE = re.compile(r"^[^\w@+]+|[^\w@]+$")
 _DIGIT_RUN = re.compile(r"\d{3,}")
+_FREQUENCY = re.compile(r"(?i)q\d{1,2}(?:-\d{1,2})?(?:h|hr|hrs|min|d|wk)")  # q6h, q4-6h
 _YEAR = re.compile(r"(?:19|20)\d\d(?:s|'s)?")
 _MEASURE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+")  # 1,000 and 98.6
 _UNITS = ("mg|mcg|ug|g|kg|ml|l|dl|cc|cm|mm|km|m|h|hr|hrs|min|mins|sec|s|x|d|wk|wks|mo|yr|yrs|"
@@ -109,8 +110,9 @@ class ResidualNet:
             return True
         has_digit = any(c.isdigit() for c in token)
         has_alpha = any(c.isalpha() for c in token)
-        if has_digit and has_alpha:
-            return not _WITH_UNIT.fullmatch(token)
+        if has_digit and has_alpha:  # "q6h", "B12": clinical vocabulary is no identifier
+            return not _WITH_UNIT.fullmatch(token) and not is_clinical(token) and \
+                not _FREQUENCY.fullmatch(token)
         if has_digit:
             if not _DIGIT_RUN.search(token):
                 return False

@@ -110,6 +110,7 @@ signed dictated
 b12 d3 k kcl mgso4 nacl d5w ns lr nph ppi ssri snri nsaid nsaids ace arb bb ccb asa apap
 hctz ntg mtx hcq ivig tpa lmwh ufh coumadin lasix
 hx dx tx rx sx fx bx px cpt hcpcs icd icd-10 icd10 drg los
+esi ems bsn lpn cna ppo hmo ssn foley npi w/wo
 """.split())
 # common drug names, generic and brand (public knowledge: the most prescribed medicines) that
 # neither the abbreviations above nor the stems below cover
@@ -136,6 +137,8 @@ wellbutrin lipitor crestor zocor pravachol glucophage coumadin lasix bumex aldac
 potassium magnesium calcium kayexalate miralax colace dulcolax bisacodyl polyethylene
 glycol lactulose rifaximin mesalamine infliximab adalimumab humira remicade stelara
 entyvio methotrexate hydroxychloroquine plaquenil prednisolone fludrocortisone
+medtronic biotronik abbott boston-scientific unitedhealthcare aetna cigna humana anthem bcbs
+tricare medicare medicaid kaiser superbill pharmd tel esi rm
 """.split())
 _DRUG_STEM = re.compile(
     r"(?i)[a-z]{2,}(?:olol|pril|sartan|statin|prazole|oxacin|cillin|mycin|cycline|dipine|"

@@ -134,6 +134,11 @@ RECOGNIZERS: dict[str, Build] = dict((
     _entry(PatternRecognizer, "city-state-zip", "GPE",
            rf"(?P<v>{_NAME_WORD}(?:\s+{_NAME_WORD}){{0,2}}),\s+"
            rf"(?:(?:{_US_STATES.replace(' ', '|')})\s+\d{{5}}\b|{_STATE_NAMES}\b)"),
+    # a city in lower case in an address line ("4478 flatbush blvd, nashua NH 62171")
+    _entry(PatternRecognizer, "city-lower", "GPE",
+           rf"(?:,|\b(?:in|at|from))[ \t]*(?P<v>[a-z][a-z'-]+(?:[ \t][a-z][a-z'-]+){{0,2}}),?[ \t]+"
+           rf"(?:(?:{_US_STATES.replace(' ', '|')})|(?i:{_US_STATES.replace(' ', '|')}))"
+           r"\.?,?[ \t]+\d{5}(?:-\d{4})?\b"),
     _entry(PatternRecognizer, "zip-state", "ZIP_CODE",
            rf"\b(?:{_US_STATES.replace(' ', '|')}|{_STATE_NAMES})\s+"
            r"(?P<v>\d{5}(?:-\d{4})?)\b"),

@@ -308,7 +308,7 @@ class OtherScriptRecognizer(Recognizer):
 _SHORT_DATE = re.compile(
     r"(?i)\b(?:on|since|from|until|till|thru|through|by|before|after|dated|dos|seen|"
     r"admitted|discharged|started|stopped|last|next|to|and)[ \t]+(?P<v>"
-    r"(?:[1-9]|1[0-2])/(?:[1-9]|[12]\d|3[01])(?![\w/.]|[ \t]*(?:tabs?|tablets?|caps?|mg|ml|"
+    r"(?:[1-9]|1[0-2])/(?:[1-9]|[12]\d|3[01])(?![\w/]|\.\d|[ \t]*(?:tabs?|tablets?|caps?|mg|ml|"
     r"units?|strength|dose|ns|nss|normal|of)))")
 _ORDINAL_DATE = re.compile(
     r"(?i)\b(?:(?:on|since|by|until|from|before|after|through|thru)[ \t]+)?the[ \t]+"
