@@ -118,7 +118,8 @@ def test_the_unit_field_is_dropped_unless_named_and_keep_other_is_explicit(servi
 
 @pytest.mark.parametrize("entities, message", [
     ({"entities": "PERSON", "detector": "nope"},
-     "entities.detector must be one of spacy, presidio, both, got 'nope'"),
+     "entities.detector must be one of spacy, presidio, both, spacy+learned, "
+     "presidio+learned, both+learned, got 'nope'"),
     ({"entities": []}, "entities.entities must name the categories"),
     ({"entities": "PERSON", "colour": 1}, "unknown entity parameter 'colour'"),
     # /v1/privatize: "is for file jobs"; a job without a unit_field: "needs a unit_field"

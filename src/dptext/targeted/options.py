@@ -147,8 +147,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _O("entities", "categories", None, None, "the categories to replace: names or groups, e.g. "
        "PHI (HIPAA Safe Harbor's identifiers), PII, IDS, CONTACT, ALL or PERSON,GPE,EMAIL",
        deid="PHI", command=REQUIRED),
-    _O("detector", "detector", "spacy", ("spacy", "presidio", "both"),
-       "entity detector (contact details need presidio or the rule recognizers)", deid="both",
+    _O("detector", "detector", "spacy", ("spacy", "presidio", "both", "spacy+learned",
+                                         "presidio+learned", "both+learned"),
+       "entity detector (contact details need presidio or the rule recognizers; +learned: "
+       "the learned detector beside it)", deid="both",
        command="spacy"),
     _O("pattern_policy", "choice", "placeholder", ("placeholder", "surrogate", "realistic"),
        "e-mails, phones, IDs, addresses, dates: a type placeholder (0-DP), a surrogate drawn "
