@@ -50,7 +50,7 @@ def old_custext_sample(cum, members, set_of, rows, rng):
 
 def glue_letters(n: int = 10_000) -> None:
     """Letters/marks the tokenizer leaves in the (released) glue of n fuzzed records."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
     import fuzz_corpus as fc
 
     from dptext.text import split_words

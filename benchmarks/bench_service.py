@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from service_helpers import Server  # noqa: E402
 
 from dptext.ledger import Ledger  # noqa: E402

@@ -3,7 +3,7 @@
     python benchmarks/fuzz_campaign.py [--records 10000] [--space default|tiny]
                                        [--rss 100000,1000000] [--seed 0]
 
-1. Fuzzed records (tests/fuzz_corpus.py) in txt, JSONL, CSV (CRLF) and CSV (CR-only), through
+1. Fuzzed records (tests/support/fuzz_corpus.py) in txt, JSONL, CSV (CRLF) and CSV (CR-only), through
    every word mechanism with ``dptext.sanitize``: crashes (any exception but DPTextError),
    records in = out, raw releases (an output word that is neither a vocabulary word nor the
    placeholder, or glue that differs from the input's), letters in glue, other JSONL/CSV fields
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import fuzz_corpus as fc  # noqa: E402
 

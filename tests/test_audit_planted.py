@@ -1,4 +1,4 @@
-"""The mutation suite: each planted bug (tests/planted_bugs.py) is flagged VIOLATION by the
+"""The mutation suite: each planted bug (tests/support/planted_bugs.py) is flagged VIOLATION by the
 quick audit, while the real mechanism at the same settings and seed comes out consistent.
 Samples and times: docs/audit.md ("Planted bugs"), measured by benchmarks/bench_audit.py."""
 
