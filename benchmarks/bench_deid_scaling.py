@@ -6,9 +6,9 @@ mode on a real `dptext serve`, uvicorn on 127.0.0.1).
     .venv/bin/python benchmarks/bench_deid_scaling.py [--sizes 1000,5000,20000,80000]
         [--surfaces inprocess,cli,service]
 
-A record of N characters is the generated notes of `dptext.deid.notes` (seed 0) joined by
-blank lines and cut at N (every size a prefix of the same text: no repetition that would
-favour or penalise an algorithm). CPU seconds, not wall time: in-process the process's CPU
+A record of N characters is characters N to 2N of the generated notes of `dptext.deid.notes`
+(seed 0) joined by blank lines (no repetition that would favour or penalise an algorithm, and
+no size's text another's). CPU seconds, not wall time: in-process the process's CPU
 time of one `privatize` after a warm-up on the 5k record; the CLI's child CPU time (user+sys)
 of a run on the N-character record minus that of a run on a short record that loads every
 list (``WARM``: start-up and first loads cancel); the service's CPU time (psutil, server
@@ -43,18 +43,21 @@ def record(n: int) -> str:
     from dptext.deid.notes import generate_notes
 
     parts, size, count = [], 0, 64
-    while size < n:
+    while size < 2 * n:
         parts = [r.text for r in generate_notes(count, seed=0)]
         size = sum(len(p) + 2 for p in parts)
         count *= 2
-    return "\n\n".join(parts)[:n]
+    return "\n\n".join(parts)[n:2 * n]  # each size its own text (no detector memory helps)
 
 
 def inprocess(sizes: list[int]) -> dict[int, float]:
     from dptext.targeted import build_deid
 
     m = build_deid("custext", epsilon=2, detector="both")
-    m.privatize(record(5000))  # loads the engines, the lists, the gazetteer and the space
+    # loads the engines, the lists, the gazetteer and the space; a text measured below is
+    # never the warm-up's (a detector remembers its last texts)
+    m.privatize(WARM)
+    m.privatize(record(3000))
     out = {}
     for n in sizes:
         text = record(n)
@@ -118,7 +121,7 @@ def service(sizes: list[int]) -> dict[int, float]:
                 raise SystemExit(f"/v1/privatize: {r.status_code} {r.text[:300]}")
             return cpu() - before
 
-        post(record(5000))  # loads the mechanism, the detectors and the gazetteer
+        post(record(3000))  # loads the mechanism, the detectors and the gazetteer
         base = post(WARM)
         return {n: max(0.0, post(record(n)) - base) for n in sizes}
     finally:
