@@ -165,6 +165,10 @@ def run_dptext(records, extra, dptext_src=None, workdir=None, warm_runs=1, colum
         env["PYTHONPATH"] = str(dptext_src) + os.pathsep + env.get("PYTHONPATH", "")
     exe = str(Path(sys.executable).with_name("dptext"))
     wd = Path(workdir or tempfile.mkdtemp(prefix="blind_dptext_"))
+    detector = "both"
+    if "--detector" in extra:  # --extra-args '--detector both+learned' replaces the default
+        i = extra.index("--detector")
+        detector, extra = extra[i + 1], extra[:i] + extra[i + 2:]
 
     def one(recs, tag):
         inp, out = wd / f"{tag}.in.jsonl", wd / f"{tag}.out.jsonl"
@@ -188,7 +192,7 @@ def run_dptext(records, extra, dptext_src=None, workdir=None, warm_runs=1, colum
                 "--entities",
                 "PHI",
                 "--detector",
-                "both",
+                detector,
                 "--input",
                 str(inp),
                 "--output",
