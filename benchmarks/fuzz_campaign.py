@@ -3,8 +3,8 @@
     python benchmarks/fuzz_campaign.py [--records 10000] [--space default|tiny]
                                        [--rss 100000,1000000] [--seed 0]
 
-1. Fuzzed records (tests/support/fuzz_corpus.py) in txt, JSONL, CSV (CRLF) and CSV (CR-only), through
-   every word mechanism with ``dptext.sanitize``: crashes (any exception but DPTextError),
+1. Fuzzed records (tests/support/fuzz_corpus.py) in txt, JSONL, CSV (CRLF) and CSV (CR-only),
+   through every word mechanism with ``dptext.sanitize``: crashes (any exception but DPTextError),
    records in = out, raw releases (an output word that is neither a vocabulary word nor the
    placeholder, or glue that differs from the input's), letters in glue, other JSONL/CSV fields
    changed.
@@ -12,7 +12,7 @@
    non-zero with exactly one ``dptext: error:`` line naming the problem and leave no output.
 3. Peak RSS of ``sanitize`` (custext) for N plain records, each N in its own process.
 
-tests/test_reliability_fuzz.py runs a short version in ``make test``.
+tests/core/test_reliability_fuzz.py runs a short version in ``make test``.
 """
 
 from __future__ import annotations

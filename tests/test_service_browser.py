@@ -283,7 +283,8 @@ def whole_text_flow(page, shots) -> None:
 # ---------------------------------------------------------------------------- helpers
 def declared_range(name: str) -> str:
     """The typical epsilon range the mechanism declares (README.md's table, docs/privacy.md
-    and ``dptext mechanisms`` print the same; tests/test_typical_epsilon.py checks them)."""
+    and ``dptext mechanisms`` print the same; tests/accounting/test_typical_epsilon.py checks
+    them)."""
     from dptext.mechanisms.registry import registered
 
     return registered()[name].typical_epsilon.text

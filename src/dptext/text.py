@@ -157,8 +157,8 @@ def _fold_word_chars() -> set[str]:
 # ---------------------------------------------------------------- batches
 # split_batch() splits a whole batch in a few numpy passes (each character classified by a table
 # of code points, then one str.split) and gives exactly split_words() of every text
-# (tests/test_text_batch.py checks it on arbitrary Unicode). _WORD_SPLIT matches maximal runs of
-# characters that are "in a word": a word character always is; a variation selector is when the
+# (tests/core/test_text_batch.py checks it on arbitrary Unicode). _WORD_SPLIT matches maximal runs
+# of characters that are "in a word": a word character always is; a variation selector is when the
 # nearest character before it that is not a selector is a word character; a joiner
 # (' \u2019 ZWNJ ZWJ) is when the character before it is in a word and the one after it is a
 # word character.

@@ -1,4 +1,4 @@
-"""A fuzz corpus for dptext's inputs (used by tests/test_reliability_fuzz.py and
+"""A fuzz corpus for dptext's inputs (used by tests/core/test_reliability_fuzz.py and
 benchmarks/fuzz_campaign.py): hostile texts, the three file formats written around them, and
 bad-input files each of which must give a one-line error.
 

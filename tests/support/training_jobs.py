@@ -1,5 +1,5 @@
 """A small UeDP TrainJob and a way to kill it after a round, shared by the resume and the
-randomness tests (tests/test_training_resume.py, tests/test_training_rng.py)."""
+randomness tests (tests/training/test_training_resume.py, tests/training/test_training_rng.py)."""
 
 from __future__ import annotations
 

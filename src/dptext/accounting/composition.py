@@ -221,7 +221,7 @@ def per_token_epsilon(document_epsilon: float, tokens: int, *, cost_per_epsilon:
 #
 # The optimal *non-adaptive* composition of eps-BR mechanisms (DDR 2020 Thm. 3) is smaller
 # still; it is not claimed here (it does not hold for adaptive draws) and serves as the exact
-# reference in tests/test_br_composition.py.
+# reference in tests/accounting/test_br_composition.py.
 
 
 def br_kl(epsilon: float) -> float:

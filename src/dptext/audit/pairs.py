@@ -15,7 +15,7 @@
   its lower-case form (the vocabulary is lower case). In the sampled audit the last pair is
   replaced by its capitalised form and, with four pairs or more, the one before by its upper-case
   form (:func:`case_variants`), with the same distance: a mechanism that leaks only capitalised
-  words is then seen (tests/test_audit_planted.py).
+  words is then seen (tests/audit/test_audit_planted.py).
 
 Both directions of each pair are tried. Only inputs whose report says the word was privatized
 under the mechanism's guarantee are used (SanText+ keeps non-sensitive words; CusText+ keeps

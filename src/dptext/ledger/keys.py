@@ -118,7 +118,7 @@ class Keyring:
         """:meth:`record` of many keys of one release: HMAC-SHA256 (RFC 2104) computed from
         the inner and outer hash states of the key and the release's prefix, taken once per
         call and copied per key (the one-shot ``hmac.digest`` sets up both per key: 2.5x
-        slower). Equal to :meth:`record` (tests/test_ledger_speed.py)."""
+        slower). Equal to :meth:`record` (tests/ledger/test_ledger_speed.py)."""
         inner, outer = self._pads()
         inner = inner.copy()
         inner.update(b"record\x00" + release_id.encode() + b"\x00")

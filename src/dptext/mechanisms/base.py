@@ -43,7 +43,7 @@ CAPABILITIES = frozenset({"distribution", "likelihood_matrix", "sample_rows", "f
 class TypicalEpsilon:
     """The per-token epsilons that give useful text, as measured (the one source for the README
     table, docs/privacy.md, ``dptext mechanisms``, ``GET /v1/mechanisms`` and the web page;
-    ``tests/test_typical_epsilon.py`` fails when one of them disagrees).
+    ``tests/accounting/test_typical_epsilon.py`` fails when one of them disagrees).
 
     ``low``-``high`` is the measured useful range (``high`` None: open upwards, e.g. above
     truncated Gumbel's bound); ``evidence`` says what was measured
