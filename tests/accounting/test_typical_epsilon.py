@@ -15,7 +15,7 @@ import pytest
 from dptext.mechanisms.base import TypicalEpsilon
 from dptext.mechanisms.registry import REQUIRED, parameters, registered
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _table_rows(text: str, first_header: str) -> dict[str, list[str]]:

@@ -19,7 +19,7 @@ import dptext
 from dptext import DPTextError, EmbeddingSpace
 from dptext import cache as cache_files
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
 
 pytestmark = pytest.mark.slow  # the default space (built once, about 2.5 min, then cached)

@@ -25,7 +25,7 @@ from dptext.errors import DPTextError  # noqa: E402
 from dptext.integrations.hf import _Privatizer, load_report, privatize  # noqa: E402
 from dptext.text import split_words  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alice", "bob", "paris", "london", "anna", "lee", "john", "smith", "met", "in",
          "the", "note", "title", "a", "visit", "report", "rowan", "kim", "ash", "sky"]
 ROWS = {"title": ["Alice visit", "A note", None, "Report", "Bob in London", "Sky"],

@@ -18,7 +18,7 @@ from dptext import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.text import split_words
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alice", "bob", "paris", "london", "anna", "lee", "john", "smith", "met", "in",
          "lives", "rowan", "kim", "ash", "sky", "river"]
 

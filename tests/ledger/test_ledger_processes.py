@@ -19,7 +19,7 @@ import dptext
 from dptext.accounting.events import PrivacyEvent
 from dptext.ledger import Ledger
 
-WORKER = Path(__file__).with_name("ledger_worker.py")
+WORKER = Path(__file__).resolve().parents[1] / "support" / "ledger_worker.py"
 SRC = str(Path(dptext.__file__).resolve().parents[1])
 
 

@@ -23,7 +23,7 @@ from dptext.mechanisms import custext as custext_module
 from dptext.mechanisms.custext import _output_sets_path, build_output_sets
 from dptext.mechanisms.frequency import frequency_order
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 WORDS = ["the", "of", "and", "to", "in", "is", "for", "on", "that", "with", "as", "was",
          "at", "by", "from", "this", "be", "are", "or", "an"]
 

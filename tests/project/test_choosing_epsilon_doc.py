@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dptext.mechanisms.registry import registered
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
