@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the service extra (fastapi) is not installed")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from service_helpers import wait_for_job  # noqa: E402
 
 from dptext.service.app import Settings, create_app  # noqa: E402
 from dptext.service.limits import Limits  # noqa: E402
@@ -50,8 +51,6 @@ NOTES = ("patient_id,note,doctor\n"
 
 
 def test_a_file_job_writes_the_release_report_beside_its_output(service):
-    from service_helpers import wait_for_job
-
     app, client, a, _ = service
     r = client.post("/v1/jobs", headers=a, files={"file": ("notes.csv", NOTES.encode())},
                     data={"params": json.dumps({"epsilon": 2}), "fields": "note,doctor",
