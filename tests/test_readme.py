@@ -12,42 +12,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from readme_blocks import readme_blocks, readme_commands
 
-ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 NOTES = [
     ("p1", "Alice Smith, 54, was seen by Dr. Jones on 2024-03-02 for chest pain."),
     ("p2", "Bob Lee called from 555-123-4567 about his insulin dose."),
     ("p1", "Alice returned; the pain in her left arm had eased."),
 ]
-
-
-def readme_blocks() -> list[list[str]]:
-    """The shell lines of each ```bash block of the README that run dptext (comments
-    stripped); a block's lines run in order in one directory (a later line may use what an
-    earlier one wrote, e.g. the ledger)."""
-    text = README.read_text(encoding="utf-8")
-    blocks = []
-    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-        lines = []
-        for line in block.splitlines():
-            line = re.sub(r"\s+#.*$", "", line).strip()
-            if re.search(r"(^|\|\s*)dptext\s", line):
-                lines.append(line)
-        if lines:
-            blocks.append(lines)
-    return blocks
-
-
-def readme_commands() -> list[str]:
-    return [line for block in readme_blocks() for line in block]
 
 
 def write_inputs(d: Path) -> None:
