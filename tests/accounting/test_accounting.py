@@ -119,6 +119,7 @@ def test_epsilon_for_delta_rejects_bad_delta(delta: float) -> None:
         epsilon_for_delta([TokenEvent(PURE_1, 1, "m")], delta)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("groups", "delta"),
     [

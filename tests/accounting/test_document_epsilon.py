@@ -115,6 +115,7 @@ def _cli(work: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_document_epsilon(tmp_path, space):
     space.save(tmp_path / "space.npz")
     rows = [{"text": " ".join(WORDS[: n])} for n in (3, 9, 30, 2)]
@@ -156,6 +157,7 @@ def test_custext_builds_its_output_sets_once_for_every_epsilon(space):
     assert other_k._tables["members"].shape[1] == 4
 
 
+@pytest.mark.slow
 def test_demo_takes_a_document_epsilon(tmp_path, space):
     space.save(tmp_path / "space.npz")
     r = _cli(tmp_path, "demo", "-m", "custext", "-p", "k=5", "--space",

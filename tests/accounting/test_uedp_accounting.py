@@ -79,6 +79,7 @@ def test_pld_and_rdp_agree_roughly_and_rdp_is_looser():
     assert e_pld <= e_rdp < 1.5 * e_pld
 
 
+@pytest.mark.slow
 def test_pld_counts_self_composition():
     p = TrainingPrivacy("userdp", 0.1, 1.0)
     acc = pld.PLDAccountant(value_discretization_interval=1e-3)
@@ -87,6 +88,7 @@ def test_pld_counts_self_composition():
     assert p.epsilon(5, 1e-5, accountant="pld") == pytest.approx(acc.get_epsilon(1e-5), rel=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["uedp", "userdp"])
 def test_calibration_inverts_the_accountant(algo):
     p = TrainingPrivacy(algo, 0.05, 1.0, 0.5, 1.0)

@@ -302,6 +302,7 @@ _SLOW_BUILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_concurrent_builds_of_one_entry_happen_once(cache_dir, tmp_path):
     log = tmp_path / "builds.log"
     env = {**os.environ, "PYTHONPATH": SRC, "DPTEXT_CACHE": str(cache_dir),

@@ -52,6 +52,7 @@ def test_rotten_tomatoes_excludes_plots_and_splits_80_20():
     assert again.texts[:50] == test.texts[:50]
 
 
+@pytest.mark.slow
 def test_author_corpora_expose_authors():
     tweets = load_dataset("health_tweets", split="test")
     assert tweets.authors == tweets.labels and len(set(tweets.labels)) == 16

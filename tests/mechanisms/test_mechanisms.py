@@ -394,6 +394,7 @@ def test_gumbel_mechanism_output_law():
         assert chi2_pvalue(counts, law) > P_MIN
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 10, 70])  # 70 > the 64-column kNN table
 def test_gumbel_fixed_k_candidates(monkeypatch, k):
     space = make_space(70, 4, seed=43)

@@ -275,6 +275,7 @@ def test_draw_pool_sessions_read_the_same_sequence_and_draw_once(space):
     assert pool.drawn == 6 and one.draw(np.array([0]), np.array([1])).tolist() == more.tolist()
 
 
+@pytest.mark.slow
 def test_draw_pool_draws_follow_the_mechanism_distribution(space):
     """4,000 successive pool draws of one word against truncated Gumbel's exact distribution;
     each frequency within 5 standard errors (sqrt(p(1-p)/n)) of its probability."""
@@ -330,6 +331,7 @@ def toy_sentiment(n: int, seed: int) -> Dataset:
     return Dataset("toy", texts, labels)
 
 
+@pytest.mark.slow
 def test_tiny_end_to_end_run(space, tmp_path):
     config = ExperimentConfig(
         mechanism="laplace", epsilons=(2.0, 50.0), train_size=300, attack_size=40, copies=2,
@@ -360,6 +362,7 @@ def test_tiny_end_to_end_run(space, tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_cli_robustness_runs_and_rejects_bad_input(space, tmp_path, capsys):
     from dptext.resources import package_dir
 

@@ -107,9 +107,10 @@ def pg_url(pg_server):
         c.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def ledger_url(request, tmp_path):
-    """The same test on a SQLite file and on a real PostgreSQL database."""
+    """The same test on a SQLite file and on a real PostgreSQL database (a server of its own,
+    started once a session: slow, outside the fast tier)."""
     if request.param == "sqlite":
         return str(tmp_path / "ledger.sqlite")
     return request.getfixturevalue("pg_url")

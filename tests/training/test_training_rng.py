@@ -135,6 +135,7 @@ def _job(data, **kw):
     return uedp_job(data, **{"rounds": 4, "secure_rng": True, **kw})
 
 
+@pytest.mark.slow
 def test_seeded_secure_run_resumes_bit_for_bit(data, tmp_path):
     whole = _job(data).run(tmp_path / "whole")
     assert whole["noise_generator"] == "ChaCha20 (secure)"
@@ -149,6 +150,7 @@ def test_seeded_secure_run_resumes_bit_for_bit(data, tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_unseeded_secure_run_continues_its_checkpointed_generators(data, tmp_path):
     with pytest.raises(Killed):
         # a public population: the released count of a 12-user corpus can be a fraction of it
