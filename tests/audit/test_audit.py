@@ -28,7 +28,8 @@ from dptext.errors import DPTextError
 torch = pytest.importorskip("torch")
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
+# one torch thread (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 # ---------------------------------------------------------------- statistics

@@ -31,7 +31,8 @@ from dptext.mechanisms.santext import SanText
 torch = pytest.importorskip("torch")
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
+# one torch thread (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 def _pair_of_audits(real, broken, **kw):

@@ -8,9 +8,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 import fuzz_campaign  # noqa: E402
+
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
 
 
 def test_fuzzed_records_through_every_mechanism(tmp_path):

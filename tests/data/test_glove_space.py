@@ -16,6 +16,8 @@ pytest.importorskip("pyarrow")
 from dptext import resources  # noqa: E402
 from dptext.errors import DPTextError  # noqa: E402
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 if resources.package_dir(resources.GLOVE_PACKAGE) is None:
     pytest.skip(f"GloVe package not installed: {resources.GLOVE_INSTALL}",
                 allow_module_level=True)

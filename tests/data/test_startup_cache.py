@@ -14,6 +14,8 @@ import pytest
 
 from dptext import cache as cache_files
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 SPACE = dict(words=[f"w{i}" for i in range(300)], seed=5, dim=16, float32=True, name="t300")
 PIECE = 4096  # small pieces, so that a small file has many
 

@@ -16,7 +16,8 @@ from dptext.evaluation.finetune import finetune_accuracy  # noqa: E402
 FILLER = ["movie", "plot", "actor", "scene", "film", "story", "cast", "music"]
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
+# one torch thread (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 @pytest.fixture(scope="module")

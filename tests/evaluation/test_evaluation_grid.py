@@ -16,6 +16,8 @@ from dptext.evaluation.encoders import make_encoder
 from dptext.evaluation.grid import GridConfig, cells_of, run_grid
 from dptext.evaluation.store import CellStore
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):

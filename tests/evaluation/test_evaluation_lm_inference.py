@@ -29,7 +29,8 @@ TEXTS = ["the cat sat on a mat", "John went to Paris, by car.", "a quick brown f
 CORPUS = TEXTS + [" ".join(WORDS), HEAD + SECOND] * 3
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
+# one torch thread (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ from dptext.evaluation.grid import GridConfig, run_grid
 from dptext.evaluation.inversion import map_guesses, word_prior
 from dptext.mechanisms.santext import SanText, SanTextPlus
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 EPSILONS = [0.5, 3.0, 40.0]
 
 

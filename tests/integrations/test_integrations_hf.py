@@ -25,6 +25,8 @@ from dptext.errors import DPTextError  # noqa: E402
 from dptext.integrations.hf import _Privatizer, load_report, privatize  # noqa: E402
 from dptext.text import split_words  # noqa: E402
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alice", "bob", "paris", "london", "anna", "lee", "john", "smith", "met", "in",
          "the", "note", "title", "a", "visit", "report", "rowan", "kim", "ash", "sky"]

@@ -20,6 +20,8 @@ from dptext.integrations.presidio import DPTextOperator, SpanReports, anonymize 
 from dptext.targeted import SURROGATE_SETS  # noqa: E402
 from dptext.targeted.mechanism import count_tokens  # noqa: E402
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 TEXT = "David Johnson from Maine: call him at 212-555-0187 or write to david.j@example.com."
 WORDS = ["david", "johnson", "maine", "anna", "paris", "call", "him", "lee", "kim", "ash", "rowan"]
 

@@ -18,6 +18,8 @@ from dptext import EmbeddingSpace
 from dptext.errors import DPTextError
 from dptext.text import split_words
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ["alice", "bob", "paris", "london", "anna", "lee", "john", "smith", "met", "in",
          "lives", "rowan", "kim", "ash", "sky", "river"]

@@ -14,6 +14,8 @@ from ledger_backends import *  # noqa: F403 - the fixtures ledger_url, pg_server
 from dptext.accounting.events import PrivacyEvent
 from dptext.ledger import Ledger, batches, writes
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 SECRET = "batch-path-test-secret-0123456789"
 
 

@@ -15,6 +15,8 @@ from dptext.cli.ledger import register as add_commands
 from dptext.errors import DPTextError
 from dptext.ledger import Ledger
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 def run(argv: list[str]) -> int:
     """What ``dptext.cli.main`` does with a registered command module."""

@@ -17,6 +17,8 @@ from dptext.errors import DPTextError
 from dptext.ledger import Ledger, schema
 from dptext.ledger.keys import secret_path
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 EV = [PrivacyEvent("pure", 1.0, count=2)]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from test_corpus import mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
 from dptext.accounting.events import PrivacyEvent
@@ -15,6 +16,8 @@ from dptext.corpus import work
 from dptext.corpus.ranges import scan
 from dptext.corpus.sources import expand
 from dptext.corpus.work import BatchTask, JobLayout, Worker
+
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
 
 
 def test_items_share_equal_event_lists_and_keep_each_records_events(mech, tmp_path):  # noqa: F811

@@ -18,9 +18,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import dptext
 from dptext.ledger import Ledger
 from dptext.ledger.backends import check_sqlite_file, live_connections
+
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
 
 SRC = str(Path(dptext.__file__).resolve().parents[1])
 N = 200

@@ -19,6 +19,8 @@ import dptext
 from dptext.accounting.events import PrivacyEvent
 from dptext.ledger import Ledger
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 WORKER = Path(__file__).resolve().parents[1] / "support" / "ledger_worker.py"
 SRC = str(Path(dptext.__file__).resolve().parents[1])
 

@@ -22,6 +22,8 @@ from dptext.errors import DPTextError
 from dptext.ledger import Decision, Ledger, schema
 from dptext.ledger.keys import Keyring
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 EV = [PrivacyEvent("pure", 1.0, count=1, mechanism="m", scope="per token")]
 
 

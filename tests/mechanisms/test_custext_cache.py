@@ -23,6 +23,8 @@ from dptext.mechanisms import custext as custext_module
 from dptext.mechanisms.custext import _output_sets_path, build_output_sets
 from dptext.mechanisms.frequency import frequency_order
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 WORDS = ["the", "of", "and", "to", "in", "is", "for", "on", "that", "with", "as", "was",
          "at", "by", "from", "this", "be", "are", "or", "an"]

@@ -17,6 +17,8 @@ from dptext.errors import DPTextError
 from dptext.mechanisms.search import ExactSearch, Int8Search, make_search
 from dptext.mechanisms.search import int8 as int8_search
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 pytest.importorskip("torch")
 try:
     int8_search._kernel()

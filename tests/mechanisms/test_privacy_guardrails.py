@@ -155,6 +155,7 @@ def test_santext_plus_rare_name_is_protected_within_the_guarantee(space):
     assert np.abs(np.log(pa) - np.log(pb)).max() <= m.epsilon * d + 1e-9
 
 
+@pytest.mark.slow
 def test_santext_plus_warns_about_verbatim_words_inside_detected_entities(space):
     m = _mechanism("santext+", space, p=0.3, sensitive_fraction=0.8, warn_entities=True)
     results = m.privatize_batch(["we met John in London today"] * 40, rng=6)

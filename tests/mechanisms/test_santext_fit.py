@@ -12,6 +12,8 @@ import dptext.mechanisms.santext as santext_module
 from dptext.embeddings import EmbeddingSpace
 from dptext.mechanisms.santext import SanText, SanTextPlus
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 P_MIN = 1e-4  # chi-square p-value below which a draw is called wrong (4 tests: ~4e-4 by chance)
 
 

@@ -19,6 +19,8 @@ from dptext.embeddings import EmbeddingSpace
 from dptext.mechanisms.search import ExactSearch, make_search
 from dptext.mechanisms.search import auto as auto_search
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):

@@ -7,7 +7,11 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from dptext.mechanisms.registry import registered
+
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,6 +8,8 @@ from dptext.accounting.uedp import TrainingPrivacy
 from dptext.cli import main
 from dptext.training.trainer import COUNT_Z
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 TEXTS = [
     "Alice Smith moved to Boston last year. She likes the city and the people.",
     "The weather is good today. I will walk to the park with my dog.",

@@ -14,6 +14,8 @@ from dptext.training.corpus import UserCorpus
 from dptext.training.run import TrainJob, per_example
 from dptext.training.trainer import COUNT_Z
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 def test_a_user_of_k_examples_is_accounted_as_k_clipped_updates_at_the_rate_of_any_of_them():
     p = TrainingPrivacy("dpsgd-example", 0.1, 2.0, examples_per_user=4)

@@ -11,6 +11,8 @@ from dptext.training.federated import clip_updates, global_norms, local_updates,
 from dptext.training.sampling import RoundSampler
 from dptext.training.trainer import TrainConfig, aggregate, pack_round
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 def _corpus(n_users=40, per_user=6, n_entities=12, seed=0):
     rng = np.random.default_rng(seed)

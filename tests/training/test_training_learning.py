@@ -16,6 +16,8 @@ from dptext.ledger import Ledger
 from dptext.training.learning import MIN_GAIN, learning_check, likely_cause, paired_gain
 from dptext.training.trainer import COUNT_Z, TrainConfig
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 def test_paired_gain_is_the_per_token_drop_and_its_standard_error_matches_replicates():
     # exact: two sentences of 4 and 6 tokens, NLL down by 2 and 3 nats -> 5 / 10 per token

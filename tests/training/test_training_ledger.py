@@ -10,6 +10,8 @@ import pytest
 from dptext.cli import main
 from dptext.ledger import Ledger
 
+pytestmark = pytest.mark.slow  # outside the fast tier (docs/architecture.md, "Tests")
+
 
 @pytest.fixture()
 def corpus_file(tmp_path):

@@ -17,7 +17,8 @@ from dptext.cli import main
 from dptext.errors import DPTextError
 from dptext.training.run import STATE_FILE
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # one torch thread (conftest.py)
+# one torch thread (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 
 @pytest.fixture(scope="module")

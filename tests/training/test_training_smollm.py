@@ -16,7 +16,7 @@ from dptext.training.corpus import UserCorpus
 from dptext.training.federated import clip_updates, global_norms, local_updates
 from dptext.training.trainer import RoundBatch, TrainConfig, round_updates, train
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 SENTENCES = [
     "the cat sat on the mat .",
