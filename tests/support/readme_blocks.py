@@ -1,5 +1,5 @@
-"""The `dptext` commands of README.md's ```bash blocks (tests/test_readme.py runs them; other
-tests read them)."""
+"""The `dptext` commands of README.md's ```bash blocks: test_readme runs them, other tests
+read them."""
 
 from __future__ import annotations
 
