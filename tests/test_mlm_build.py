@@ -163,7 +163,7 @@ def test_checkpointed_build_resumes_to_the_same_weights(tmp_path, monkeypatch):
     texts = {"a": ["the doctor walked home after a long night shift in the city"] * 6,
              "b": ["parliament debated the budget for schools and hospitals today"] * 6}
     monkeypatch.setattr(mb, "corpus_texts", lambda split, recipe=mb.RECIPE: texts)
-    shipped = {k: v for k, v in mb.RECIPE.items() if k != "stop_step"}
+    shipped = {k: v for k, v in mb.RECIPE_V2.items() if k != "stop_step"}
     recipe = {**shipped, "corpora": ["a", "b"], "steps": 4, "batch_size": 2,
               "sequence_length": 12, "warmup_steps": 1, "trainable_layers": 1,
               "block_learning_rate": 1e-4}

@@ -28,9 +28,6 @@ def cmd_build_mlm(args) -> int:
             raise DPTextError(f"--stop-step must be within 1..{recipe['steps']}, got "
                               f"{args.stop_step}")
         recipe["stop_step"] = args.stop_step
-    if recipe.get("init_fingerprint") and not args.init:
-        raise DPTextError(f"format {recipe['format']} continues a head file: give --init FILE "
-                          "(the head of `dptext resources build mlm --format 2`)")
     if args.steps is not None:
         if args.steps < 1:
             raise DPTextError(f"--steps must be >= 1, got {args.steps}")
@@ -38,6 +35,9 @@ def cmd_build_mlm(args) -> int:
         recipe.pop("stop_step", None)  # a try-out runs its whole (shorter) schedule
     if args.max_minutes is not None and (args.max_minutes <= 0 or not args.checkpoint):
         raise DPTextError("--max-minutes needs --checkpoint and a positive number of minutes")
+    if recipe.get("init_fingerprint") and not args.init:
+        raise DPTextError(f"format {recipe['format']} continues a head file: give --init FILE "
+                          "(the head of `dptext resources build mlm --format 2`)")
     out = Path(args.output) if args.output else cache_dir() / "mlm" / mb.HEAD_FILE
     try:
         tensors, figures = mb.train_head(
