@@ -21,12 +21,17 @@ the embeddings frozen:
   evaluated on in docs/evaluation.md, so the masked LM gets no memorisation advantage over
   SmolLM2 there) and the Guardian headlines (the never-seen corpus of benchmarks/bench_mlm.py).
 
-Only the trained tensors ship (``dptext/data/minilm_mlm_head.safetensors``, fp16, about 15 MB),
-with the recipe, the training time and the fingerprint (sha256 of the tensors) in the file's
+Format 3 (:data:`RECIPE_V3`, the shipped head since issue 46) continues the format-2 head with
+all six blocks trained, the other packaged running text and SmolLM2 as a distillation teacher
+(:mod:`dptext.lm.mlm_extra`).
+
+Only the trained tensors ship (``dptext/data/minilm_mlm_head.safetensors``, fp16, 22 MB), with
+the recipe, the training figures and the fingerprint (sha256 of the tensors) in the file's
 metadata; :func:`assemble` puts them onto the packaged encoder to give a normal
 ``AutoModelForMaskedLM`` directory (done once, in seconds, into the cache). ``dptext resources
-build mlm`` re-runs the training (160 steps: about 80 minutes of one shared core; resumable with
-``--checkpoint``) and reports whether the result has the shipped fingerprint.
+build mlm`` re-runs the training (format 2: 160 steps, about 80 minutes of one shared core;
+format 3 from the format-2 head: 80 steps, about 55 minutes; resumable with ``--checkpoint``)
+and reports whether the result has the shipped fingerprint.
 """
 
 from __future__ import annotations
