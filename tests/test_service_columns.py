@@ -192,7 +192,8 @@ def test_mechanisms_list_the_entity_parameters_and_the_declared_ranges(service):
                                                cls.typical_epsilon_spaces.items()}
         assert set(m["entity_parameters"]) == set(PARAMETERS)
     p = listed["custext"]["entity_parameters"]
-    assert p["detector"]["choices"] == ["spacy", "presidio", "both"]
+    assert p["detector"]["choices"] == ["spacy", "presidio", "both", "spacy+learned",
+                                        "presidio+learned", "both+learned"]
     assert p["residual"]["default"] == "protect" and "PERSON" in p["entities"]["groups"]["PHI"]
 
 

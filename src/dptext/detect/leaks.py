@@ -201,11 +201,19 @@ def _name_like(text: str, start: int, end: int, place: bool = False,
             named and not common) or (person and (
                 (named and low not in everyday_words()) or (len(low) <= 3 and common is False)))
     if named:
+        if place and word[0].isupper() and not opening:
+            return True  # "from Boston": a place's name within a sentence
         return not (opening and common) and not (common and low in everyday_words())
     if common:
-        # a place's name is often an English word too ("Bangor", "Mobile"): capitalised
-        # within a sentence, outside the 3,000 most frequent words, it still names one
-        return place and word[0].isupper() and not opening and low not in everyday_words()
+        # a place's name is often an English word too ("Bangor", "Boston"): capitalised
+        # within a sentence, a city of the GeoNames gazetteer or outside the 3,000 most
+        # frequent words, it still names one
+        if not (place and word[0].isupper() and not opening):
+            return False
+        from dptext.detect.places import gazetteer
+
+        cities = gazetteer() or frozenset()
+        return low in cities or low not in everyday_words()
     if (word.isupper() or opening) and all(p in known_words() for p in parts):
         return False
     return True
