@@ -28,14 +28,14 @@ test: setup
 # `make test` (everything, about 7 minutes on 2 quiet cores with an empty cache) before landing.
 FAST_TESTS := tests/test_structure.py tests/project/test_seeded_bytes.py tests/accounting/test_report_state.py \
 	tests/core/test_text.py tests/core/test_rng_secure.py tests/core/test_reliability_io.py \
-	tests/data/test_embeddings.py tests/accounting/test_accounting.py tests/accounting/test_br_composition.py \
+	tests/core/test_embeddings.py tests/accounting/test_accounting.py tests/accounting/test_br_composition.py \
 	tests/mechanisms/test_mechanisms.py tests/mechanisms/test_custext_sampling.py tests/accounting/test_document_epsilon.py \
 	tests/accounting/test_typical_epsilon.py tests/test_lm_units.py tests/test_corpus_ranges.py \
 	tests/test_columns.py tests/test_jobdir.py tests/test_estimate.py tests/ledger/test_ledger.py \
 	tests/test_detect.py tests/test_deid.py tests/test_targeted.py tests/integrations/test_integrations_pandas.py \
 	tests/test_service_schema.py tests/accounting/test_uedp_accounting.py tests/training/test_training_rng.py \
 	tests/evaluation/test_evaluation_metrics.py tests/audit/test_audit_one_run.py tests/robustness/test_robustness.py \
-	tests/data/test_datasets.py tests/data/test_cache_integrity.py
+	tests/core/test_datasets.py tests/core/test_cache_integrity.py
 FAST_SKIP := not test_dpmlm_on_the_tiny_bert_gives_the_pinned_bytes \
 	and not test_build_targeted_with_spacy_detection_end_to_end \
 	and not test_spacy_finds_the_entities and not test_presidio_finds_pii_offline \
