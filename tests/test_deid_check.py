@@ -102,3 +102,28 @@ def test_a_learned_detector_is_evidence_too():
     got = evidence_survivors(text, text, learned=_Learned())
     assert [(s.category, text[s.start:s.end]) for s in got] in (
         [("LEARNED", "adebayo")], [("NAME_LIST", "adebayo")])
+
+
+def test_learned_spans_join_the_engines_and_a_rule_wins_where_both_fire(monkeypatch):
+    from dptext.detect.categories import resolve_categories
+    from dptext.detect.entities import Entity, EntityDetector
+    from dptext.detect.recognizers import builtin_recognizers
+
+    text = "Seen with adebayo; MRN 4821933; Dx I48.91."
+
+    class Stub:
+        def find_many(self, texts):
+            t = texts[0]
+            return [[Entity("adebayo", "PERSON", t.index("adebayo"), t.index("adebayo") + 7),
+                     Entity("4821933", "PHONE_NUMBER", t.index("4821933"),
+                            t.index("4821933") + 7),
+                     Entity("i48.91", "ID_NUMBER", t.index("I48"), t.index("I48") + 6)]]
+
+    d = EntityDetector(resolve_categories(["PHI"]), "spacy+learned", builtin_recognizers())
+    d.learned = Stub()
+    monkeypatch.setattr(EntityDetector, "_from_spacy", lambda self, texts: [[] for _ in texts])
+    got = {(e.category, text[e.start:e.end]) for e in d.detect([text])[0]}
+    assert ("PERSON", "adebayo") in got  # the learned detector's own find
+    assert ("MEDICAL_RECORD", "4821933") in got  # the rule's category wins
+    assert not any(v == "4821933" and c == "PHONE_NUMBER" for c, v in got)
+    assert not any("I48" in v for _, v in got)  # clinical content drops a learned span
