@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 import subprocess
 import sys
@@ -122,27 +121,27 @@ def test_find_many_equals_find_one_by_one(detector):
 # The held-out set (benchmarks/train_detector_recall.jsonl, written by
 # `benchmarks/train_detector.py --write-heldout`): 80 notes of a seed training never used
 # (training draws 1 and 2), whose people bear names of names-dataset ranked 301-400 in their
-# country, none of them in the training pools. RECALL_SEEN: the share of its 1,299 gold spans
-# the shipped weights touched when they were trained (1,298). The bound is 4 binomial standard
-# errors below it (sqrt(p(1-p)/N)): 0.9955, at most 5 spans missed. For the shipped weights the
-# test is exact (the set is fixed); for weights retrained elsewhere, a detector that truly
-# misses 1 span in 1,000 fails it with probability 0.002 and one that misses 1 in 100 passes it
-# with probability 0.01 (binomial, N = 1,299).
-RECALL_SEEN = 0.999
+# country, none of them in the training pools: 1,166 gold spans. The shipped weights touch all
+# of them. The test allows MAX_MISSED: for the shipped weights it is exact (the set is fixed);
+# for weights retrained elsewhere, a detector that truly misses 1 span in 1,000 fails it with
+# probability 0.0013 and one that misses 1 in 100 passes it with probability 0.025 (binomial,
+# N = 1,166).
+MAX_MISSED = 5
 HELDOUT = Path(__file__).resolve().parents[1] / "benchmarks" / "train_detector_recall.jsonl"
 
 
 def test_recall_on_a_fixed_synthetic_set(detector):
     notes = [json.loads(line) for line in HELDOUT.read_text(encoding="utf-8").splitlines()]
     pred = detector.find_many([n["text"] for n in notes])
-    hit = total = 0
+    missed = []
+    total = 0
     for note, spans in zip(notes, pred, strict=True):
-        for a, b, _ in note["labels"]:
+        for a, b, cat in note["labels"]:
             total += 1
-            hit += any(s.start < b and a < s.end for s in spans)
-    assert total >= 1200
-    bound = RECALL_SEEN - 4 * math.sqrt(RECALL_SEEN * (1 - RECALL_SEEN) / total)
-    assert hit / total >= bound, (hit, total, bound)
+            if not any(s.start < b and a < s.end for s in spans):
+                missed.append((note["text"][a:b], cat))
+    assert total == 1166
+    assert len(missed) <= MAX_MISSED, missed
 
 
 def test_clinical_look_alikes_are_mostly_left_alone(detector):

@@ -148,7 +148,10 @@ class Generator:
 
     def kin(self, note: Note, lower: float = 0.2) -> Note:
         """A kinship word and a relative's name (often one that is an ordinary word)."""
-        note.add(self.case(self.pick(V.KIN), 0.0, 0.05) + self.pick((" ", " ", ", ", ": ")))
+        kin = self.pick(V.KIN)
+        if self.r() < 0.3:
+            kin = kin.capitalize()
+        note.add(self.case(kin, 0.0, 0.05) + self.pick((" ", " ", ", ", ": ")))
         if self.r() < 0.3:
             return note.add(self.case(self.pick(V.WORD_NAMES), lower, 0.05), "PERSON")
         return self.person(note, self.pick(("f", "f", "fl")), lower=lower)
@@ -310,6 +313,13 @@ class Generator:
 
     def address(self, note: Note, lower: float = 0.0, oneline: bool = True) -> Note:
         street = self.pick(self.p.streets)
+        if self.r() < 0.15:
+            street = f"{int(self.rng.integers(1, 20000))} {self.pick(V.FACILITY_STREETS)}"
+        elif self.r() < 0.15:
+            street = f"{int(self.rng.integers(1, 9999))} " + self.pick(
+                ("n ", "s ", "e ", "w ", "N ", "S ", "E ", "W ", "")) + \
+                self.pick(self.p.last).lower() + " " + self.pick(
+                    ("rd", "dr", "st", "ave", "blvd", "hwy", "ln", "way", "ct", "pkwy"))
         if self.r() < 0.3:
             street += self.pick((" Apt 4B", " Unit 12", f" #{self.digits(3)}", " Suite 200"))
         up = 0.25 if self.r() < 0.3 else 0.0

@@ -177,8 +177,8 @@ def telephone(g, n) -> None:
 
 def referral(g, n) -> None:
     n.add(g.org(), "ORG")
-    n.add("\n")
-    g.address(n, oneline=g.r() < 0.5)
+    n.add(g.pick(("\n", "  ")))
+    g.address(n, oneline=g.r() < 0.4)
     n.add("\n")
     if g.r() < 0.5:
         n.add("Tel ").add(g.phone(), "PHONE_NUMBER").add("  Fax ").add(g.phone(), "PHONE_NUMBER")
@@ -245,7 +245,9 @@ def triage(g, n) -> None:
 
 def radiology(g, n) -> None:
     n.add(g.pick(("EXAM: ", "Exam: ")) + g.pick(("CT chest with contrast", "MRI brain",
-                                                  "CXR PA/lat", "US abdomen")) + "\n")
+                                                  "CXR PA/lat", "US abdomen", "XR CHEST 2 VIEWS",
+                                                  "CT PELVIS W CONTRAST")))
+    n.add(g.pick(("", f"  CPT {g.pick(V.CPT)}", f"  CPT {g.rng.integers(10000, 99999)}")) + "\n")
     n.add("DATE: ").add(g.date(), "DATE").add("\nPATIENT: ")
     g.person(n, "lf")
     n.add("  ACC#: ").add(g.ident(), "ID_NUMBER")
@@ -314,6 +316,24 @@ def progress(g, n) -> None:
           "ORG")
     n.add(". ")
     g.sentences(n, 1 + int(g.rng.integers(2)))
+    if g.r() < 0.5:
+        n.add(g.pick(V.CONSULTS) + " ")
+        g.person(n, g.pick(("iL", "l", "fl")))
+        n.add(" re " + g.pick(V.EPONYMS) + ". ")
+    if g.r() < 0.4:
+        n.add(g.pick(("Authorization obtained ", "Prior auth approved ", "Referral sent ")))
+        n.add(g.date(), "DATE").add(" by ")
+        g.person(n, g.pick(("iL", "fl")))
+        n.add(", " + g.pick(("ref ", "ref# ", "auth ", "case ")))
+        n.add(g.ident(), "ID_NUMBER").add(". ")
+    if g.r() < 0.3:
+        n.add(g.pick(("comment: ", "note: ", "")))
+        g.person(n, g.pick(("l", "f")), lower=0.5)
+        n.add(" called ")
+        n.add(g.pick((g.date(), f"the {int(g.rng.integers(1, 29))}th")), "DATE")
+        n.add("; ")
+        g.kin(n) if g.r() < 0.5 else None
+        n.add(" to call back. ")
     n.add("Seen with ")
     g.person(n, "iL")
     n.add(" " + g.pick(V.ROLES) + ".")
@@ -341,6 +361,11 @@ def contacts(g, n) -> None:
 
 def clinical_only(g, n) -> None:
     n.add(g.pick(V.HEADERS) + "\n")
+    for i in range(int(g.rng.integers(0, 4))):
+        n.add(f"{i + 1}. " + g.pick(("right knee OA", "gestational diabetes", "sepsis", "GERD",
+                                    "CHF exacerbation", g.pick(V.EPONYMS), "fever", "AKI")))
+        n.add(g.pick((" - ", " (", " ")) + g.pick(V.ICD))
+        n.add(")\n" if n.parts[-2] == " (" else "\n")
     g.sentences(n, 3 + int(g.rng.integers(4)), lower=g.r() < 0.3)
 
 

@@ -117,3 +117,7 @@ LAB_LINE = ("eGFR {c}", "BUN {r}", "Na {na}", "K {k}", "plt {plt}", "Hgb {hb}", 
 CHAINS = ("CVS", "Walgreens", "Rite Aid", "Walmart", "Costco", "UPS", "FedEx", "Amazon",
           "Target", "Home Depot", "Kroger", "Safeway", "Starbucks", "the post office",
           "the county sheriff's office", "the school district", "Boeing", "Tyson Foods")
+FACILITY_STREETS = ("Medical Plaza Dr", "Health Pkwy", "Hospital Way", "Medical Center Blvd",
+                    "Clinic Rd", "Wellness Way", "Healthcare Dr", "Physicians Pkwy",
+                    "Campus Dr", "Professional Pkwy")
+CONSULTS = ("consult", "consulted", "paged", "d/w", "discussed w/", "signed out to", "called")
