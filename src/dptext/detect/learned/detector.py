@@ -8,6 +8,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -140,3 +141,10 @@ class LearnedDetector:
         for (i, (_, _, token_spans)), (lo, hi) in zip(batch, bounds, strict=True):
             spans = decode(tags[lo:hi], best[lo:hi], token_spans)
             out[i] = [s for s in spans if s.score >= self.threshold]
+
+
+@cache
+def shared_detector(weights: str = str(WEIGHTS)) -> LearnedDetector:
+    """One detector per weights file for the process (its weights load on first use): what the
+    entity detector and :class:`~dptext.detect.learned.recognizer.LearnedRecognizer` use."""
+    return LearnedDetector(weights)

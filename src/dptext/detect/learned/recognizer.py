@@ -3,25 +3,20 @@ categories it reports, ``find(text) -> [Entity]``), for the detectors that union
 rules. It is not in the built-in table (``RECOGNIZERS``), so it runs only where it is asked
 for: ``EntityDetector(recognizers=(*builtin_recognizers(), LearnedRecognizer()))`` or
 ``register("learned", LearnedRecognizer)``. Every instance with the same weights shares one
-loaded :class:`~dptext.detect.learned.detector.LearnedDetector`."""
+loaded :class:`~dptext.detect.learned.detector.LearnedDetector` (``shared_detector``). The
+entity detector does not import this module (it would close an import circle through
+``recognizers.base``): it reads ``shared_detector`` itself."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 
 from dptext.detect.entities import Entity, normalize_entity
-from dptext.detect.learned.detector import WEIGHTS, LearnedDetector
+from dptext.detect.learned.detector import WEIGHTS, shared_detector
 from dptext.detect.learned.tags import CATEGORIES
 from dptext.detect.recognizers.base import Recognizer
 from dptext.errors import DPTextError
-
-
-@cache
-def shared_detector(weights: str = str(WEIGHTS)) -> LearnedDetector:
-    """One detector per weights file for the process (loaded on its first use)."""
-    return LearnedDetector(weights)
 
 
 @dataclass
