@@ -45,6 +45,18 @@ class Entity:
     end: int
 
 
+class _LearnedEntities:
+    """The learned detector's spans (mean tag probability >= 0.5) as entities."""
+
+    def __init__(self, detector) -> None:
+        self.detector = detector
+
+    def find_many(self, texts: list[str]) -> list[list[Entity]]:
+        return [[Entity(normalize_entity(t[s.start:s.end]) or t[s.start:s.end], s.category,
+                        s.start, s.end) for s in spans if s.score >= 0.5]
+                for t, spans in zip(texts, self.detector.find_many(texts), strict=True)]
+
+
 @dataclass
 class EntityDetector:
     """Finds sensitive entities of the selected categories with spaCy and/or Presidio, and
@@ -66,12 +78,12 @@ class EntityDetector:
         self.engine, _, extra = self.backend.partition("+")
         self.learned = None
         if extra == "learned":
-            try:
-                from dptext.detect.learned.recognizer import LearnedRecognizer
+            try:  # detector.py, not recognizer.py: that one imports us (an import circle)
+                from dptext.detect.learned.detector import shared_detector
             except ImportError as err:
                 raise DPTextError(f"detector {self.backend!r}: the learned detector is not "
                                   f"installed ({err})") from None
-            self.learned = LearnedRecognizer()
+            self.learned = _LearnedEntities(shared_detector())
 
     def _from_spacy(self, texts: list[str]) -> list[list[Entity]]:
         return [self._doc_entities(doc) for doc in _ner_pipeline().pipe(texts, batch_size=64)]
