@@ -304,10 +304,19 @@ def evidence_survivors(original: str, released: str, *, learned=None) -> list[Su
         if kind is not None:
             out.append(Survivor(kind, *view.to_original(*m.span())))
     if learned is not None:
+        place = ("GPE", "LOC", "FAC", "ORG")
         for e in learned.find(text):
+            a, b = view.to_original(e.start, e.end)
+            if cov.inside(a, b) or any(s.start < b and a < s.end for s in out):
+                continue
+            # a word of the span that survives and may name someone or somewhere, or four
+            # digits that survive (the learned detector's own errors are ordinary words)
             value = text[e.start:e.end]
-            if any(w in kept for w in _TOKEN.findall(value) if len(w) >= 2) and \
-                    not cov.inside(*view.to_original(e.start, e.end)) and not any(
-                        s.start < e.end and e.start < s.end for s in out):
-                out.append(Survivor("LEARNED", *view.to_original(e.start, e.end)))
+            digits = _digits(value)
+            hit = len(digits) >= 4 and any(digits in _digits(w) for w in kept if w[:1].isdigit())
+            hit = hit or any(m.group() in kept and _name_like(
+                text, e.start + m.start(), e.start + m.end(), e.category in place,
+                e.category == "PERSON") for m in _TOKEN.finditer(value))
+            if hit:
+                out.append(Survivor("LEARNED", a, b))
     return out
