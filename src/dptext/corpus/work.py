@@ -220,6 +220,36 @@ class Worker:
                 col[i] = res[0]
         return results, errors
 
+    def _take_shared_draws(self, reports: list[list], n: int) -> tuple[list, list, list]:
+        """Each of the ``n`` kept records' shared draws taken out of its reports: per record,
+        its draws by id (their events), their tokens per field, and its own events."""
+        draws: list = []
+        draw_events: list = []
+        own: list = []
+        lay = self.layout
+        for i in range(n):
+            mine: dict[bytes, list] = {}
+            tokens: dict[bytes, list] = {}
+            events: list = []
+            for f, col in enumerate(reports):
+                r = col[i]
+                if not getattr(r, "shared_draws", None):  # none (or not entity mode)
+                    events += budget_mod.privacy_events(r)
+                    continue
+                for name, draw in r.shared_draws.items():
+                    k = draw_id(lay.draw_key, name)
+                    mine[k] = r.events_of(draw)
+                    tokens.setdefault(k, []).append((f, list(draw)))
+                events += r.own_events()
+                # the report counts the record's own draws; a shared draw is added once,
+                # by the record that pays for it (corpus/fold.py)
+                r.draws = _without(r.draws, r.shared_draws.values())
+                r.shared_draws = {}  # never serialized with the report
+            draws.append(mine)
+            draw_events.append(tokens)
+            own.append(events)
+        return draws, draw_events, own
+
     def run(self, task: BatchTask) -> BatchResult:
         lay = self.layout
         source = lay.sources[task.source]
@@ -292,30 +322,7 @@ class Worker:
             rec_eps = [sum(col[i].epsilon for col in reports) for i in range(len(kept))]
         out.max_record_epsilon = max_record_epsilon(out.field_reports, rec_eps)
         if shared:  # each record's shared draws out of its own cost (corpus/draws.py)
-            out.draws = []
-            own = []
-            out.draw_events = []
-            for i in range(len(kept)):
-                mine: dict[bytes, list] = {}
-                tokens: dict[bytes, list] = {}
-                events: list = []
-                for f, col in enumerate(reports):
-                    r = col[i]
-                    if not getattr(r, "shared_draws", None):  # none (or not entity mode)
-                        events += budget_mod.privacy_events(r)
-                        continue
-                    for name, draw in r.shared_draws.items():
-                        k = draw_id(lay.draw_key, name)
-                        mine[k] = r.events_of(draw)
-                        tokens.setdefault(k, []).append((f, list(draw)))
-                    events += r.own_events()
-                    # the report counts the record's own draws; a shared draw is added once,
-                    # by the record that pays for it (corpus/fold.py)
-                    r.draws = _without(r.draws, r.shared_draws.values())
-                    r.shared_draws = {}  # never serialized with the report
-                out.draws.append(mine)
-                out.draw_events.append(tokens)
-                own.append(events)
+            out.draws, out.draw_events, own = self._take_shared_draws(reports, len(kept))
             out.field_reports = [combine(col) if col else None for col in reports]
         if lay.ledger or shared:
             out.reports, out.record_epsilon = reports, rec_eps

@@ -426,19 +426,14 @@ class TargetedMechanism(Mechanism):
                    for t in range(len(texts))]
         if self.check:
             for t, r in enumerate(results):
-                # a value released by design (an age kept, a date cut to its year) is no leak
-                left = [x for x in survivors(texts[t], r.text, spans[t])
-                        if not any(x.start < s.end and s.start < x.end
-                                   and self.treatment(s.category).released for s in spans[t])]
-                if left:
-                    cats = sorted({s.category for s in left})
-                    results[t] = self._withheld(
-                        texts[t], f"surviving identifier: {', '.join(cats)} ({len(left)})")
+                reason = _survivors_reason(texts[t], r.text, spans[t], self.treatment)
+                if reason:
+                    results[t] = self._withheld(texts[t], reason)
         if keyed:  # each text names the draws it shows (charged once per unit by the caller)
             for ident, (t, j) in first.items():
                 events = drawn[ident][1]
                 report = results[t].report
-                if events and getattr(report, "withheld", None) is None:
+                if events and report.withheld is None:
                     report.shared_draws[names[(t, j)]] = events
         elif scope == "unit" and not settle:
             if len(self._unsettled) > 100_000:  # never settled: forget (their draws stay
@@ -548,3 +543,15 @@ def _grouped(events: list[TokenEvent]) -> list[TokenEvent]:
     for e in events:
         counts[(e.guarantee, e.reason)] = counts.get((e.guarantee, e.reason), 0) + e.count
     return [TokenEvent(g, c, r) for (g, r), c in counts.items() if c]
+
+
+def _survivors_reason(text: str, released: str, spans, treatment) -> str | None:
+    """Why a released text is withheld by the check (None: nothing survived). A value
+    released by design (an age kept, a date cut to its year) is no leak."""
+    left = [x for x in survivors(text, released, spans)
+            if not any(x.start < s.end and s.start < x.end and treatment(s.category).released
+                       for s in spans)]
+    if not left:
+        return None
+    cats = sorted({s.category for s in left})
+    return f"surviving identifier: {', '.join(cats)} ({len(left)})"
