@@ -216,7 +216,7 @@ def register(subparsers) -> None:
                         "absent, not paired by position (default RELEASED.rejects.jsonl when "
                         "it exists)")
     c.add_argument("--max-record-bytes", type=int_type(1), default=4 << 20,
-                   help="the longest line read, in bytes (default 4 MiB, as sanitize)")
+                   help="the longest line read, in bytes (as sanitize)")
     c.add_argument("--gold", help="gold identifier spans (JSONL of character spans or of "
                    "values, an i2b2 XML file or directory): prints token recall, precision, "
                    "the share released verbatim and readability per category")

@@ -311,8 +311,12 @@ def _targeted(args, m):
     if args.entities is not None and getattr(args, "document_epsilon", None) is not None:
         raise DPTextError("--document-epsilon does not combine with --entities yet: give "
                           "--epsilon (per token) with --entities")
-    from dptext.detect.recognizers import read_word_list
     from dptext.targeted.options import from_flags
+
+    def read_word_list(path):  # detection is imported only where a list is read
+        from dptext.detect.recognizers import read_word_list as read
+
+        return read(path)
 
     options = from_flags(args, read_word_list)  # "--x needs --entities" without --entities
     if args.entities is None:
