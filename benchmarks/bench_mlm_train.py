@@ -98,6 +98,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from transformers import AutoTokenizer
 
+    from dptext.cli.build_mlm import load_teacher
     from dptext.lm import mlm_build as mb
     from dptext.resources import minilm_dir
 
@@ -154,7 +155,7 @@ def main() -> None:
     try:
         mb.train_head(recipe, progress=False, log=log, checkpoint=out / "train.ckpt",
                       checkpoint_every=args.every, init=Path(args.init),
-                      on_checkpoint=on_checkpoint,
+                      on_checkpoint=on_checkpoint, teacher=load_teacher,
                       max_seconds=None if args.max_minutes is None else 60 * args.max_minutes)
     except mb.Paused as p:
         log(str(p))

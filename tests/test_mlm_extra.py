@@ -86,6 +86,9 @@ def test_a_recipe_with_a_start_head_starts_from_it(tmp_path, monkeypatch):
     mb.save_head({n: t + 1 for n, t in first.items()}, other, recipe=tiny)
     with pytest.raises(DPTextError, match="not the head this recipe starts from"):
         mb.train_head(cont, progress=False, log=lambda s: None, init=other)
+    with pytest.raises(DPTextError, match="distils from a teacher"):
+        mb.train_head({**cont, "distill": {"weight": 0.5, "top_k": 4}}, progress=False,
+                      log=lambda s: None, init=start)
     got, _ = mb.train_head(cont, progress=False, log=lambda s: None, init=start)
     assert set(first) < set(got)
     for name, t in first.items():  # the start head's (fp16) values, upcast

@@ -13,6 +13,16 @@ from pathlib import Path
 PAUSED = 3
 
 
+def load_teacher(student_tokenizer, top_k: int):
+    """The distillation teacher of format 3: the packaged SmolLM2-135M-Instruct
+    (dptext.lm.mlm_extra.Teacher)."""
+    from dptext.lm.loading import load_model, resolve_model
+    from dptext.lm.mlm_extra import Teacher
+
+    model, tokenizer = load_model(resolve_model(None, causal=True), causal=True)
+    return Teacher(student_tokenizer, model, tokenizer, top_k=top_k)
+
+
 def cmd_build_mlm(args) -> int:
     import json
 
@@ -44,7 +54,7 @@ def cmd_build_mlm(args) -> int:
             recipe, progress=not args.no_progress,
             checkpoint=Path(args.checkpoint) if args.checkpoint else None,
             max_seconds=None if args.max_minutes is None else 60.0 * args.max_minutes,
-            init=Path(args.init) if args.init else None)
+            init=Path(args.init) if args.init else None, teacher=load_teacher)
     except mb.Paused as paused:
         print(f"dptext: {paused}", file=sys.stderr)
         return PAUSED

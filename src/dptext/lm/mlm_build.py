@@ -313,10 +313,28 @@ def trajectory(recipe: dict) -> str:
     return json.dumps({k: v for k, v in recipe.items() if k != "stop_step"}, sort_keys=True)
 
 
+def _start_from(recipe: dict, init: Path | None, params: dict) -> None:
+    """Put the head file ``init`` on ``params`` where the recipe names a start head."""
+    import torch
+
+    if not recipe.get("init_fingerprint"):
+        return
+    if init is None:
+        raise DPTextError("this recipe continues a head file: give it (--init FILE, "
+                          f"fingerprint {recipe['init_fingerprint'][:16]}...)")
+    tensors, _ = read_head(init)
+    if fingerprint(tensors) != recipe["init_fingerprint"]:
+        raise DPTextError(f"{init} is not the head this recipe starts from")
+    with torch.no_grad():
+        for n, t in tensors.items():
+            params[n].copy_(t.to(torch.float32))
+
+
 def train_head(recipe: dict = RECIPE, *, progress: bool = True,
                log: Callable[[str], None] | None = None, checkpoint: Path | None = None,
                checkpoint_every: int = 20, max_seconds: float | None = None,
-               init: Path | None = None, on_checkpoint: Callable | None = None):
+               init: Path | None = None, on_checkpoint: Callable | None = None,
+               teacher: Callable | None = None):
     """Run the recipe; returns (the trained tensors by name, fp32, and the measured figures).
 
     With ``checkpoint`` the run saves its whole state there (trainable tensors, optimizer and
@@ -327,7 +345,9 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
 
     A recipe with ``init_fingerprint`` starts from the head file ``init`` (which must have that
     fingerprint; its tensors replace the initial ones, the rest stays the packaged encoder's).
-    ``on_checkpoint(step, model)`` is called after each checkpoint is saved (a learning curve)."""
+    ``on_checkpoint(step, model)`` is called after each checkpoint is saved (a learning curve).
+    A recipe with ``distill`` needs ``teacher(student_tokenizer, top_k)`` -> a
+    :class:`dptext.lm.mlm_extra.Teacher` (``dptext.cli.build_mlm.load_teacher``)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -353,18 +373,12 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
         if recipe.get("bias_init") == "log_unigram":
             with torch.no_grad():
                 model.cls.predictions.bias.copy_(log_unigram(train, len(tokenizer)))
-        if recipe.get("init_fingerprint"):
-            if init is None:
-                raise DPTextError("this recipe continues a head file: give it (--init FILE, "
-                                  f"fingerprint {recipe['init_fingerprint'][:16]}...)")
-            start_tensors, _ = read_head(init)
-            if fingerprint(start_tensors) != recipe["init_fingerprint"]:
-                raise DPTextError(f"{init} is not the head this recipe starts from")
-            with torch.no_grad():
-                for n, t in start_tensors.items():
-                    params[n].copy_(t.to(torch.float32))
-        teacher = None
+        _start_from(recipe, init, params)
+        make_teacher, teacher = teacher, None
         distill = recipe.get("distill") or {}
+        if distill.get("weight") and make_teacher is None:
+            raise DPTextError("this recipe distils from a teacher: pass teacher= "
+                              "(dptext.cli.build_mlm.load_teacher)")
         collator = make_collator(tokenizer, recipe)
         # the head at ``learning_rate``; the encoder blocks at ``block_learning_rate`` (if the
         # recipe names one: a fresh head wants a larger step than pre-trained blocks)
@@ -429,10 +443,8 @@ def train_head(recipe: dict = RECIPE, *, progress: bool = True,
             mix = None
             if distill.get("weight"):
                 if teacher is None:  # loaded on the first step run; the RNG left as it was
-                    from dptext.lm.mlm_extra import Teacher
-
                     rng = torch.get_rng_state()
-                    teacher = Teacher(tokenizer, top_k=distill["top_k"])
+                    teacher = make_teacher(tokenizer, distill["top_k"])
                     torch.set_rng_state(rng)
                 mix = (teacher.targets(ids), distill["weight"])
             loss = mlm_loss(model, inputs, attention, labels, teacher=mix)

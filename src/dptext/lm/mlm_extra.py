@@ -74,14 +74,16 @@ def extra_texts(name: str) -> list[str]:
 class Teacher:
     """SmolLM2's next-word distributions as targets over the student's WordPiece ids."""
 
-    def __init__(self, student_tokenizer, top_k: int = 16, max_tokens: int = 192):
+    def __init__(self, student_tokenizer, model, tokenizer, top_k: int = 16,
+                 max_tokens: int = 192):
+        """``model``/``tokenizer``: the causal teacher (SmolLM2 by the recipe; loaded by the
+        caller, e.g. ``dptext.cli.build_mlm.load_teacher``)."""
         import torch
 
         from dptext.lm.candidates import candidate_set
         from dptext.lm.fast_llama import fast_forward
-        from dptext.lm.loading import load_model, resolve_model
 
-        self.model, self.tok = load_model(resolve_model(None, causal=True), causal=True)
+        self.model, self.tok = model, tokenizer
         self.fast = fast_forward(self.model)  # dptext's packed Llama forward (lm/fast_llama.py)
         self.student = student_tokenizer
         self.top_k, self.max_tokens = top_k, max_tokens
