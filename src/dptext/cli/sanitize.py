@@ -313,10 +313,10 @@ def _targeted(args, m):
                           "--epsilon (per token) with --entities")
     from dptext.targeted.options import from_flags
 
-    def read_word_list(path):  # detection is imported only where a list is read
+    def read_word_list(*args, **kwargs):  # detection is imported only where a list is read
         from dptext.detect.recognizers import read_word_list as read
 
-        return read(path)
+        return read(*args, **kwargs)
 
     options = from_flags(args, read_word_list)  # "--x needs --entities" without --entities
     if args.entities is None:
