@@ -113,6 +113,9 @@ def _job(args, m):
     if args.ledger is not None:
         from dptext.corpus.budget import open_ledger
 
+        if not (args.owner and args.dataset):  # refused before the ledger file is created
+            raise DPTextError("--ledger needs --owner and --dataset")
+
         budget_ledger = open_ledger(args.ledger)
     params = mechanism_params_for_record(args)
     return CorpusJob(
