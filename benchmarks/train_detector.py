@@ -140,7 +140,7 @@ def main(argv=None) -> int:
                     "country and sex (0: Faker only)")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--write-heldout", type=Path, metavar="JSONL",
-                    help="write the held-out recall set of tests/test_detect_learned.py "
+                    help="write the held-out recall set of tests/detect/test_detect_learned.py "
                     "(80 notes, seed 5, names of names-dataset ranked 301-400 only: none is "
                     "in the training pools) and stop")
     args = ap.parse_args(argv)

@@ -48,9 +48,9 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory):
-    """The tiny random Llama of test_lm_mechanisms, saved once per session for the modules
+    """The tiny random Llama of tiny_lms, saved once per session for the modules
     that only load it (never write beside it)."""
-    from test_lm_mechanisms import _llama
+    from tiny_lms import _llama
 
     return _llama(tmp_path_factory.mktemp("lms") / "llama")
 
@@ -59,7 +59,7 @@ def tiny_llama_dir(tmp_path_factory):
 def deid(space, tmp_path_factory):
     """De-identification (the spaCy detector, the rules, the residual net) over CusText at
     epsilon 500 with K = 5 on the test space, its tables fitted in a cache of the module's own
-    (tests/test_deid_adversarial.py, tests/test_deid_obfuscation.py)."""
+    (tests/deid/test_deid_adversarial.py, tests/deid/test_deid_obfuscation.py)."""
     import os
 
     from dptext import mechanism

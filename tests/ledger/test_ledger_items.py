@@ -8,7 +8,7 @@ import dataclasses
 import json
 
 import pytest
-from test_corpus import mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
+from corpus_jobs import mech, write_jsonl  # noqa: F401  (mech: the module's fixture)
 
 from dptext.accounting.events import PrivacyEvent
 from dptext.corpus import budget as budget_mod

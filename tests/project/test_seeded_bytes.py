@@ -91,7 +91,7 @@ DPMLM_DIGEST = "1ac75313c3c7964b2107bb5b5a2d410b9bac74960f98cca2a165741781856580
 @pytest.mark.slow
 def test_dpmlm_on_the_tiny_bert_gives_the_pinned_bytes(tmp_path, one_torch_thread):
     pytest.importorskip("torch")
-    from test_lm_mechanisms import _bert
+    from tiny_lms import _bert
 
     path = _bert(tmp_path / "bert")
     m = mechanism("dpmlm", backend="mlm", model=path, epsilon=4.0, clip_low=-2.0,

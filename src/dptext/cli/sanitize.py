@@ -394,7 +394,7 @@ def _demo_deid(args, note: str) -> None:
 
 # dptext.corpus.sources.FORMATS and dptext.corpus.records.MAX_RECORD_BYTES, spelled out: the
 # parser is built on every start and importing dptext.corpus loads the whole engine (numpy,
-# the mechanisms, the targeted pipeline; issue 36). tests/test_cli.py checks they agree.
+# the mechanisms, the targeted pipeline; issue 36). tests/cli/test_cli.py checks they agree.
 FORMATS = ("jsonl", "csv", "txt", "parquet")
 MAX_RECORD_BYTES = 4 << 20
 

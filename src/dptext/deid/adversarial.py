@@ -80,7 +80,7 @@ _FILLER = [
 
 
 # obfuscation (the ``obfuscated`` format): characters no reader sees, look-alike letters
-# (U+FEFF is read too, tests/test_deid_obfuscation.py; the generator leaves it out: a gold
+# (U+FEFF is read too, tests/deid/test_deid_obfuscation.py; the generator leaves it out: a gold
 # value never holds it, as FakeNameGenerator's stray BOMs are stripped)
 _INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad"]
 _HOMOGLYPHS = {"a": ["\u0430", "\u03b1"], "c": ["\u0441"], "e": ["\u0435"],

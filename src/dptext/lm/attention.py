@@ -9,7 +9,7 @@ query heads (``repeat_kv``: a copy of the whole cache, in every layer, at every 
 of one key/value head are stacked along the query axis instead (``[b, 9, q, d] -> [b, 3, 3q,
 d]``, the mask repeated to match: a few kB), SDPA runs on the 3 cached heads as they are, and
 the output is unstacked. The arithmetic is SDPA's on the same numbers, only grouped
-differently (``tests/test_lm_speed.py`` compares the scores with transformers' ``sdpa``).
+differently (``tests/lm/test_lm_speed.py`` compares the scores with transformers' ``sdpa``).
 Every other case (one query token, no mask, a position bias, no grouping) goes to
 transformers' own ``sdpa_attention_forward``.
 """

@@ -26,7 +26,7 @@ their outputs cast back to float32; everything else is as above, in float32.
 :func:`fast_forward` returns ``None`` for a model it does not cover (another architecture,
 biases, quantized linear layers, sliding windows ...); :class:`dptext.lm.decoding.ScoreHead`
 then uses transformers' forward, and it checks this one against the model's own logits on a
-probe before using it. ``tests/test_lm_fast.py`` compares both on padded, cached and
+probe before using it. ``tests/lm/test_lm_fast.py`` compares both on padded, cached and
 prefix-sharing passes.
 """
 

@@ -6,7 +6,7 @@ de-identification factory (:func:`~dptext.targeted.build_deid`: the ``deid`` col
 command line's ``sanitize --entities`` flags (:func:`add_flags`, :func:`from_flags`: the
 ``command`` column), the service's validation of a request's ``entities`` object and the
 listing of ``GET /v1/mechanisms`` (:mod:`dptext.service.entities`), and the table of
-docs/deid.md (:func:`doc_table`; tests/test_entity_options.py keeps the four in agreement).
+docs/deid.md (:func:`doc_table`; tests/targeted/test_entity_options.py keeps the four in agreement).
 
 A new option is one line: its name, its kind (:data:`KINDS`: how a value is checked, read from
 the command line and written in the docs), its library default, its choices and one line of

@@ -1,5 +1,5 @@
 """The learned detector's network, in numpy for inference and in torch for training (the same
-parameters, the same arithmetic; ``tests/test_detect_learned.py`` checks that they agree).
+parameters, the same arithmetic; ``tests/detect/test_detect_learned.py`` checks that they agree).
 
 A token is the sum of its hashed feature embeddings (:mod:`.features`) beside its position
 features, projected to ``width``; residual blocks of a 3-tap dilated convolution (dilations
