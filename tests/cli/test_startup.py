@@ -83,7 +83,14 @@ def test_a_cached_sanitize_text_imports_none_of_the_heavy_modules(tmp_path):
     small space stands in for the default one at its cache path): custext and numpy, and not
     torch, transformers, spaCy, pandas, Ray, scipy, the regex module (an ASCII text), the corpus
     engine, the other mechanisms or the other commands' modules."""
-    from conftest import random_space
+    import importlib.util
+
+    # tests/conftest.py by its path: another folder's conftest may hold the name "conftest"
+    spec = importlib.util.spec_from_file_location(
+        "_tests_root_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    random_space = root_conftest.random_space
 
     from dptext import cache
     from dptext.resources import default_space_path
